@@ -1,0 +1,41 @@
+# Quick start: `make demo` and `make test`. Each sets up .venv when it is missing.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck schema docs bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@echo "== mcpspec lint examples/*.yaml"
+	@$(VENV)/bin/mcpspec lint examples/*.yaml
+	@echo
+	@echo "== a spec with mistakes: tests/corpus/demo-broken.yaml"
+	@$(VENV)/bin/mcpspec lint tests/corpus/demo-broken.yaml || true
+
+test: $(STAMP) lint typecheck
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy src
+
+# Regenerate the committed files that tests keep in sync.
+schema: $(STAMP)
+	$(VENV)/bin/mcpspec schema > schemas/mcp-sandbox.schema.json.tmp && mv schemas/mcp-sandbox.schema.json.tmp schemas/mcp-sandbox.schema.json
+
+docs: $(STAMP)
+	$(PY) -m mcpspec.spec.docs > docs/spec.md.tmp && mv docs/spec.md.tmp docs/spec.md
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

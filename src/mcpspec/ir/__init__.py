@@ -1,0 +1,1 @@
+"""The resolved, target-neutral Plan and the steps that build it."""

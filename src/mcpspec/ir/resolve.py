@@ -1,0 +1,345 @@
+"""Resolve a validated Spec into a Plan: defaults, workspace dirs, secrets, references.
+
+Section values (runtime, env, egress, process, lifecycle, logging, limits)
+merge field by field: a field the server writes wins over the same field in
+``defaults``, which wins over the built-in default. Nested sections merge the
+same way. Lists and mappings are values, not merged: a server's ``allow`` list
+replaces the default one.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Any, TypeVar
+
+from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath, format_path
+from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan, SecretGrant
+from mcpspec.source.sourcemap import SourceMap
+from mcpspec.spec.errors import INCONSISTENT, INVALID_VALUE, UNRESOLVED_REFERENCE
+from mcpspec.spec.models import (
+    Background,
+    Egress,
+    EnvPolicy,
+    HttpTransport,
+    Lifecycle,
+    Limits,
+    Logging,
+    PackageInstall,
+    Pause,
+    Process,
+    Runtime,
+    Secret,
+    Server,
+    Spec,
+    SpecModel,
+    Teardown,
+    Workspace,
+)
+from mcpspec.spec.values import ENV_NAME_PATTERN, normalize_host_path, normalize_sandbox_path
+
+M = TypeVar("M", bound=SpecModel)
+
+ALL_LOG_FIELDS = [
+    "tool", "caller", "arguments_hash", "sandbox_id", "workspace_id", "command_category",
+    "files", "domains", "packages", "exit_status", "artifacts", "decision",
+]
+# What a server gets for every field that neither it nor `defaults` sets.
+BUILTIN: dict[str, SpecModel] = {
+    "runtime": Runtime(user=65532, group=None, memory="512Mi", cpus=1.0, pids=128, read_only_root=True),  # type: ignore[arg-type]
+    "env": EnvPolicy(inherit="none", set={}),
+    "egress": Egress(default="deny", allow=[], deny=[], via="proxy"),
+    "process": Process(allow=None, deny=[], package_install=PackageInstall(), listeners=False, background=Background(), max_runtime=None),
+    "lifecycle": Lifecycle(mode="per-session", idle_timeout=None, max_lifetime=None, pause=Pause(), teardown=Teardown()),
+    "logging": Logging(audit=True, record=ALL_LOG_FIELDS, redact=True, raw_prompts=False, full_output=False, sink="stderr"),  # type: ignore[arg-type]
+    "limits": Limits(),
+}
+SECTIONS = tuple(BUILTIN)
+
+_SECRET_REF = {
+    "env": (re.compile(ENV_NAME_PATTERN), "an environment variable name such as ISSUES_TOKEN"),
+    "vault": (re.compile(r"^[A-Za-z0-9_./-]+(#[A-Za-z0-9_.-]+)?$"), "a vault path with an optional #field, such as kv/deploy#token"),
+    "k8s-secret": (re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?#[A-Za-z0-9_.-]+$"), "a Kubernetes secret and key as name#key"),
+    "systemd-credential": (re.compile(r"^[A-Za-z0-9_.-]{1,255}$"), "a credential name of letters, digits, '_', '.' and '-'"),
+}
+
+
+class _Resolver:
+    def __init__(self, spec: Spec, source: SourceMap) -> None:
+        self.spec = spec
+        self.source = source
+        self.errors: list[Diagnostic] = []
+
+    def error(self, code: str, path: SpecPath, message: str, on_key: bool = False) -> None:
+        span = self.source.key_span(path) if on_key else self.source.value_span(path)
+        self.errors.append(Diagnostic(self.source.file, span, code, message, path))
+
+    def resolve(self) -> Plan:
+        spec = self.spec
+        self.check_secrets()
+        self.check_workspace()
+        agents = self.resolve_agents()
+        memberships: dict[str, list[str]] = {name: [] for name in spec.servers}
+        for agent, servers in agents.items():
+            for server in servers:
+                memberships.setdefault(server, []).append(agent)
+        servers = {
+            name: self.resolve_server(name, server, tuple(memberships.get(name, ())))
+            for name, server in spec.servers.items()
+        }
+        self.check_waivers()
+        if self.errors:
+            self.errors.sort(key=lambda d: (d.span.line, d.span.col))
+            raise SpecError(self.errors)
+        return Plan(
+            file=self.source.file,
+            spec=spec,
+            source=self.source,
+            servers=servers,
+            agents=agents,
+            workspace=spec.workspace,
+            approvals=spec.approvals,
+            waivers=tuple(spec.waivers),
+        )
+
+    # --- top-level sections ---
+
+    def check_secrets(self) -> None:
+        for name, secret in self.spec.secrets.items():
+            path: SpecPath = ("secrets", name, "ref")
+            if secret.provider == "file":
+                try:
+                    normalize_host_path(secret.ref)
+                except ValueError as exc:
+                    self.error(INVALID_VALUE, path, f"{format_path(path)}: {exc}")
+                continue
+            pattern, hint = _SECRET_REF[secret.provider]
+            if not pattern.match(secret.ref):
+                self.error(INVALID_VALUE, path, f"{format_path(path)}: provider {secret.provider} needs {hint}, got {secret.ref!r}")
+
+    def check_workspace(self) -> None:
+        workspace = self.spec.workspace
+        if workspace is None:
+            return
+        for name, directory in workspace.dirs.items():
+            if directory.size is not None and not directory.tmpfs:
+                self.error(INCONSISTENT, ("workspace", "dirs", name, "size"),
+                           f"workspace.dirs.{name}.size: only a tmpfs directory can be size-limited; add 'tmpfs: true' or drop 'size'", on_key=True)
+
+    def resolve_agents(self) -> dict[str, tuple[str, ...]]:
+        agents: dict[str, tuple[str, ...]] = {}
+        for name, agent in self.spec.agents.items():
+            seen: set[str] = set()
+            for index, server in enumerate(agent.servers):
+                path: SpecPath = ("agents", name, "servers", index)
+                if server not in self.spec.servers:
+                    self.error(UNRESOLVED_REFERENCE, path, f"agent {name!r} uses server {server!r}, which is not defined under 'servers'{_known(self.spec.servers)}")
+                elif server in seen:
+                    self.error(INCONSISTENT, path, f"agent {name!r} lists server {server!r} twice")
+                seen.add(server)
+            agents[name] = tuple(s for s in dict.fromkeys(agent.servers) if s in self.spec.servers)
+        return agents
+
+    def check_waivers(self) -> None:
+        from mcpspec.diagnostics import parse_path
+
+        for index, waiver in enumerate(self.spec.waivers):
+            path: SpecPath = ("waivers", index, "at")
+            try:
+                target = parse_path(waiver.at)
+            except ValueError as exc:
+                self.error(INVALID_VALUE, path, f"waivers[{index}].at: {exc}")
+                continue
+            if target not in self.source:
+                self.error(UNRESOLVED_REFERENCE, path, f"waiver points at {waiver.at}, which is not in this file")
+
+    # --- servers ---
+
+    def resolve_server(self, name: str, server: Server, agents: tuple[str, ...]) -> EffectiveSandbox:
+        base: SpecPath = ("servers", name)
+        origins: dict[str, SpecPath] = {}
+        sections: dict[str, Any] = {}
+        for section in SECTIONS:
+            merged = BUILTIN[section]
+            default_value = getattr(self.spec.defaults, section)
+            if default_value is not None:
+                merged = _merge(merged, default_value, ("defaults", section), section, origins)
+            own = getattr(server, section)
+            if own is not None:
+                merged = _merge(merged, own, (*base, section), section, origins)
+            sections[section] = merged
+        self.check_server(name, server, sections["logging"], origins)
+        command: tuple[str, ...] = ()
+        is_shell = isinstance(server.command, str)
+        if isinstance(server.command, str):
+            command = ("/bin/sh", "-c", server.command)
+        elif server.command is not None:
+            command = tuple(server.command)
+        return EffectiveSandbox(
+            name=name,
+            path=base,
+            description=server.description,
+            kind=server.kind,
+            trust=server.trust,
+            placement=server.placement,
+            transport=self.resolve_transport(name, server),
+            image=server.image,
+            package=server.package,
+            command=command,
+            command_is_shell=is_shell,
+            workdir=server.workdir,
+            agents=agents,
+            runtime=sections["runtime"],
+            env=sections["env"],
+            egress=sections["egress"],
+            process=self.resolve_process(name, sections["process"], origins),
+            lifecycle=sections["lifecycle"],
+            logging=sections["logging"],
+            limits=sections["limits"],
+            mounts=self.resolve_mounts(name, server),
+            secrets=self.resolve_secrets(name, server, sections["env"]),
+            tools=dict(server.tools),
+            origins=origins,
+        )
+
+    def check_server(self, name: str, server: Server, logging: Logging, origins: dict[str, SpecPath]) -> None:
+        base: SpecPath = ("servers", name)
+        written = server.model_fields_set
+        if server.placement == "external":
+            if not isinstance(server.transport, HttpTransport) or server.transport.url is None:
+                self.error(INCONSISTENT, (*base, "transport"),
+                           f"server {name!r} is external: give 'transport: {{type: http, url: https://...}}' so clients can reach it", on_key="transport" in written)
+            for key in ("image", "package", "command", "workdir", "mounts", "runtime", "process"):
+                if key in written:
+                    self.error(INCONSISTENT, (*base, key),
+                               f"server {name!r} is external (mcpspec does not run it), so '{key}' would have no effect; remove it or change placement", on_key=True)
+        elif server.command is None and server.image is None:
+            self.error(INCONSISTENT, base, f"server {name!r} needs 'command' (argv to launch) or 'image'", on_key=True)
+        if server.lifecycle is not None and server.lifecycle.template and server.lifecycle.snapshot:
+            self.error(INCONSISTENT, (*base, "lifecycle", "snapshot"), "give either 'template' or 'snapshot', not both", on_key=True)
+        sink = logging.sink or "stderr"
+        if sink not in ("stderr", "journal"):
+            try:
+                normalize_host_path(sink)
+            except ValueError as exc:
+                self.error(INVALID_VALUE, origins.get("logging.sink", (*base, "logging", "sink")), f"logging.sink must be stderr, journal or an absolute path: {exc}")
+
+    def resolve_transport(self, name: str, server: Server) -> Any:
+        transport = server.transport
+        if not isinstance(transport, HttpTransport):
+            return transport
+        path: SpecPath = ("servers", name, "transport")
+        if transport.bind is not None:
+            try:
+                ipaddress.ip_address(transport.bind)
+            except ValueError:
+                self.error(INVALID_VALUE, (*path, "bind"), f"transport.bind must be an IP address such as 127.0.0.1, got {transport.bind!r}")
+        if server.placement != "external" and transport.port is None:
+            self.error(INCONSISTENT, path, f"server {name!r} serves HTTP: give the 'port' it listens on", on_key=True)
+        if transport.bind is None and server.placement != "external":
+            return transport.model_copy(update={"bind": "127.0.0.1"})
+        return transport
+
+    def resolve_process(self, name: str, process: Process, origins: dict[str, SpecPath]) -> Process:
+        install = process.package_install or PackageInstall()
+        cache = install.cache
+        if cache is not None:
+            path = origins.get("process.package_install.cache", ("servers", name, "process", "package_install", "cache"))
+            if cache.startswith("workspace."):
+                self.workspace_dir(cache, path)
+            else:
+                try:
+                    normalize_sandbox_path(cache)
+                except ValueError as exc:
+                    self.error(INVALID_VALUE, path, f"package_install.cache must be workspace.<dir> or an absolute path: {exc}")
+        return process
+
+    def workspace_dir(self, reference: str, path: SpecPath) -> Any:
+        workspace = self.spec.workspace
+        dir_name = reference.removeprefix("workspace.")
+        if workspace is None:
+            self.error(UNRESOLVED_REFERENCE, path, f"{reference!r} needs a top-level 'workspace' section, and this file has none")
+            return None
+        if dir_name not in workspace.dirs:
+            self.error(UNRESOLVED_REFERENCE, path, f"workspace has no dir {dir_name!r}{_known(workspace.dirs)}")
+            return None
+        return workspace.dirs[dir_name]
+
+    def resolve_mounts(self, name: str, server: Server) -> tuple[EffectiveMount, ...]:
+        mounts: list[EffectiveMount] = []
+        targets: dict[str, int] = {}
+        workspace = self.spec.workspace
+        for index, mount in enumerate(server.mounts):
+            path: SpecPath = ("servers", name, "mounts", index)
+            if mount.to in targets:
+                self.error(INCONSISTENT, (*path, "to"), f"mounts[{targets[mount.to]}] already mounts something at {mount.to}")
+            targets[mount.to] = index
+            if mount.from_.startswith("workspace."):
+                directory = self.workspace_dir(mount.from_, (*path, "from"))
+                if directory is None or workspace is None:
+                    continue
+                dir_name = mount.from_.removeprefix("workspace.")
+                if mount.mode == "rw" and directory.mode == "ro":
+                    self.error(INCONSISTENT, (*path, "mode"), f"workspace.dirs.{dir_name} is read-only; a mount cannot make it writable")
+                run_dir = f"{workspace.root}/{AGENT_TOKEN}/{RUN_TOKEN}" if workspace.per_agent else f"{workspace.root}/{RUN_TOKEN}"
+                mounts.append(EffectiveMount(
+                    source=f"{run_dir}/{dir_name}", target=mount.to, mode=mount.mode or directory.mode, path=path,
+                    workspace_dir=dir_name, tmpfs=directory.tmpfs, size=directory.size,
+                ))
+                continue
+            try:
+                source = normalize_host_path(mount.from_)
+            except ValueError as exc:
+                self.error(INVALID_VALUE, (*path, "from"), f"mounts[{index}].from: {exc}")
+                continue
+            mounts.append(EffectiveMount(source=source, target=mount.to, mode=mount.mode or "ro", path=path))
+        return tuple(mounts)
+
+    def resolve_secrets(self, name: str, server: Server, env: EnvPolicy) -> tuple[SecretGrant, ...]:
+        grants: list[SecretGrant] = []
+        env_names: dict[str, SpecPath] = {key: ("servers", name, "env", "set", key) for key in (env.set or {})}
+        for index, binding in enumerate(server.secrets):
+            path: SpecPath = ("servers", name, "secrets", index)
+            secret: Secret | None = self.spec.secrets.get(binding.use)
+            if secret is None:
+                self.error(UNRESOLVED_REFERENCE, (*path, "use"), f"server {name!r} uses secret {binding.use!r}, which is not defined under 'secrets'{_known(self.spec.secrets)}")
+                continue
+            form = binding.as_
+            if form.env is not None:
+                if form.env in env_names:
+                    self.error(INCONSISTENT, (*path, "as", "env"), f"{form.env} is already set by {format_path(env_names[form.env])}")
+                env_names[form.env] = (*path, "as", "env")
+            grants.append(SecretGrant(
+                name=binding.use, provider=secret.provider, ref=secret.ref, scopes=tuple(secret.scopes), ttl=secret.ttl,
+                env=form.env, file=form.file, path=path, secret_path=("secrets", binding.use),
+            ))
+        return tuple(grants)
+
+
+def _merge(base: M, layer: M, path: SpecPath, prefix: str, origins: dict[str, SpecPath]) -> M:
+    """Overlay the fields ``layer`` sets onto ``base``, recording where each came from."""
+    values = {name: getattr(base, name) for name in type(base).model_fields}
+    for name in layer.model_fields_set:
+        field = type(layer).model_fields[name]
+        key = field.alias or name
+        value = getattr(layer, name)
+        current = values[name]
+        dotted = f"{prefix}.{key}"
+        if isinstance(value, SpecModel) and isinstance(current, SpecModel):
+            value = _merge(current, value, (*path, key), dotted, origins)
+        elif value is None and isinstance(current, SpecModel):
+            value = current
+        values[name] = value
+        origins[dotted] = (*path, key)
+    return type(base).model_construct(_fields_set=set(values), **values)
+
+
+def _known(names: Any) -> str:
+    listed = sorted(names)
+    return f" (defined: {', '.join(listed)})" if listed else ""
+
+
+def resolve(spec: Spec, source: SourceMap) -> Plan:
+    """Build the Plan, or raise SpecError with every unresolved reference and inconsistency."""
+    return _Resolver(spec, source).resolve()
+

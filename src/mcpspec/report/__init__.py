@@ -1,0 +1,1 @@
+"""Renderers of diagnostics and findings."""

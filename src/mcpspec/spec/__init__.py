@@ -1,0 +1,1 @@
+"""The mcp-sandbox.yaml language: pydantic models, value types and schema export."""
