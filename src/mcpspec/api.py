@@ -7,6 +7,7 @@ from typing import Any
 
 from mcpspec.diagnostics import SpecError
 from mcpspec.ir.plan import Plan
+from mcpspec.perf import gc_paused
 from mcpspec.source.loader import load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
 
@@ -17,14 +18,16 @@ def load(path: str | os.PathLike[str], display_name: str | None = None) -> Plan:
     Raises ``mcpspec.source.loader.UsageError`` when the file cannot be read
     and ``SpecError`` (with positioned diagnostics) when it is not a valid spec.
     """
-    data, source = load_file(path, display_name)
-    return plan_from(data, source)
+    with gc_paused():
+        data, source = load_file(path, display_name)
+        return plan_from(data, source)
 
 
 def load_text(text: str, name: str = "<string>") -> Plan:
     """Like :func:`load`, for YAML text already in memory."""
-    data, source = parse_text(text, name)
-    return plan_from(data, source)
+    with gc_paused():
+        data, source = parse_text(text, name)
+        return plan_from(data, source)
 
 
 def plan_from(data: Any, source: SourceMap) -> Plan:

@@ -16,8 +16,8 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.models import (
     Approvals,
-    EnvPolicy,
     Egress,
+    EnvPolicy,
     HttpTransport,
     Lifecycle,
     Limits,

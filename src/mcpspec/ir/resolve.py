@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath, format_path
 from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan, SecretGrant
@@ -34,7 +34,6 @@ from mcpspec.spec.models import (
     Spec,
     SpecModel,
     Teardown,
-    Workspace,
 )
 from mcpspec.spec.values import ENV_NAME_PATTERN, normalize_host_path, normalize_sandbox_path
 
@@ -80,9 +79,9 @@ class _Resolver:
         self.check_workspace()
         agents = self.resolve_agents()
         memberships: dict[str, list[str]] = {name: [] for name in spec.servers}
-        for agent, servers in agents.items():
-            for server in servers:
-                memberships.setdefault(server, []).append(agent)
+        for agent, members in agents.items():
+            for member in members:
+                memberships.setdefault(member, []).append(agent)
         servers = {
             name: self.resolve_server(name, server, tuple(memberships.get(name, ())))
             for name, server in spec.servers.items()
@@ -331,7 +330,7 @@ def _merge(base: M, layer: M, path: SpecPath, prefix: str, origins: dict[str, Sp
             value = current
         values[name] = value
         origins[dotted] = (*path, key)
-    return type(base).model_construct(_fields_set=set(values), **values)
+    return cast(M, type(base).model_construct(_fields_set=set(values), **values))
 
 
 def _known(names: Any) -> str:

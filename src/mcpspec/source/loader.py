@@ -14,21 +14,43 @@ from __future__ import annotations
 import datetime
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from mcpspec.diagnostics import FILE_START, Diagnostic, Span, SpecError, SpecPath
+from mcpspec.perf import gc_paused
 from mcpspec.source.sourcemap import SourceMap
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
 # Aliases may repeat a node; past this many data nodes the file is a bomb.
-MAX_EXPANDED_NODES = 2_000_000
+MAX_EXPANDED_NODES = 1_000_000
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml's C parser and composer when PyYAML has them (it does on every common platform).
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SafeLoader):  # type: ignore[misc]
+    """The safe loader with a memoized resolver: a spec repeats the same keys and
+    values thousands of times, and the stock resolver runs its regexes on each."""
+
+    _tags: dict[tuple[str, tuple[bool, bool]], str] = {}  # noqa: RUF012 - shared across loads on purpose
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not ScalarNode:
+            return super().resolve(kind, value, implicit)
+        key = (value, tuple(implicit))
+        tag = self._tags.get(key)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(self._tags) < 100_000:
+                self._tags[key] = tag
+        return tag
+
+
 _TAG = "tag:yaml.org,2002:"
 _SCALAR_TAGS = {f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")}
 
@@ -80,8 +102,13 @@ def parse_text(text: str, name: str = "<string>") -> tuple[Any, SourceMap]:
     """Parse YAML text into plain data (dict/list/str/int/float/bool/None/date) and its SourceMap."""
     if not text.strip() or all(not line.strip() or line.lstrip().startswith("#") for line in text.splitlines()):
         raise SpecError([_diag(name, FILE_START, "YM008", "file is empty; a spec needs at least 'version' and 'servers'")])
+    with gc_paused():
+        return _parse(text, name)
+
+
+def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
     try:
-        documents = yaml.compose_all(text, Loader=_Loader)
+        documents = yaml.compose_all(text, Loader=cast(Any, _Loader))
         root = next(documents, None)
         extra = next(documents, None)
     except yaml.MarkedYAMLError as exc:
@@ -94,6 +121,8 @@ def parse_text(text: str, name: str = "<string>") -> tuple[Any, SourceMap]:
         raise SpecError([_diag(name, _mark_span(extra.start_mark), "YM007", "file holds several YAML documents; a spec is one document")])
     if root is None:
         raise SpecError([_diag(name, FILE_START, "YM008", "file is empty; a spec needs at least 'version' and 'servers'")])
+    if "&" in text:  # only anchors make aliases, and only aliases can expand
+        _check_expansion(root, name)
     builder = _Builder(name, text)
     data = builder.build(root, (), 0)
     return data, builder.source_map
@@ -183,6 +212,40 @@ class _Builder:
         except (ValueError, TypeError, yaml.YAMLError):
             raise self.fail(node, "YM001", f"cannot read {node.value!r} as {_short_tag(tag)}") from None
         return str(node.value)
+
+
+def _check_expansion(root: Node, name: str) -> None:
+    """Refuse alias cycles and alias bombs before building anything from them."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if children_done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            if sizes[key] > MAX_EXPANDED_NODES:
+                raise SpecError([_diag(name, _node_span(node), "YM005", f"aliases expand to more than {MAX_EXPANDED_NODES} nodes; the file looks like an alias bomb")])
+            continue
+        if key in sizes:
+            continue
+        open_nodes.add(key)
+        stack.append((node, True))
+        for child in children:
+            if id(child) in open_nodes:
+                raise SpecError([_diag(name, _node_span(child), "YM005", "an alias refers to the node that contains it")])
+            if id(child) not in sizes:
+                stack.append((child, False))
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    return []
 
 
 def _syntax_diag(exc: yaml.MarkedYAMLError, text: str, name: str) -> Diagnostic:

@@ -142,7 +142,12 @@ def _model_at(root: type[BaseModel], path: SpecPath, data: Any) -> type[BaseMode
             current = typing.get_args(current)[-1]
         else:
             return None
-        node = node[seg] if isinstance(node, dict | list) else None
+        if isinstance(node, dict):
+            node = node.get(seg)
+        elif isinstance(node, list) and isinstance(seg, int) and 0 <= seg < len(node):
+            node = node[seg]
+        else:
+            node = None
     current = _narrow(current, node)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 

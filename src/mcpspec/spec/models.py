@@ -420,11 +420,14 @@ class Server(SpecModel):
     tools: dict[ToolName, Tool] = Field(default_factory=dict, description="The server's tools and their effects.", examples=[{"fetch": {"effects": ["reads_untrusted"]}}])
 
 
+_ALWAYS_APPROVE: tuple[Effect, ...] = ("deploy", "destructive", "external_send", "modify_access", "financial", "exports_data")
+
+
 class Approvals(SpecModel):
     """Which tool calls need a person's approval, whatever a tool says."""
 
     require: list[Effect] = Field(
-        default_factory=lambda: ["deploy", "destructive", "external_send", "modify_access", "financial", "exports_data"],
+        default_factory=lambda: list(_ALWAYS_APPROVE),
         description="Effects whose calls always need approval.",
         examples=[["deploy", "destructive"]],
     )
