@@ -289,7 +289,7 @@ class _Resolver:
             try:
                 source = normalize_host_path(mount.from_)
             except ValueError as exc:
-                self.error(INVALID_VALUE, (*path, "from"), f"mounts[{index}].from: {exc}")
+                self.error(INVALID_VALUE, (*path, "from"), f"{format_path((*path, 'from'))}: {exc}")
                 continue
             mounts.append(EffectiveMount(source=source, target=mount.to, mode=mount.mode or "ro", path=path))
         return tuple(mounts)

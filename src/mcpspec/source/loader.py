@@ -118,7 +118,7 @@ def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
     except RecursionError:
         raise SpecError([_diag(name, FILE_START, "YM006", f"nesting is deeper than {MAX_DEPTH} levels")]) from None
     if extra is not None:
-        raise SpecError([_diag(name, _mark_span(extra.start_mark), "YM007", "file holds several YAML documents; a spec is one document")])
+        raise SpecError([_diag(name, _document_start(text, extra), "YM007", "file holds several YAML documents; a spec is one document")])
     if root is None:
         raise SpecError([_diag(name, FILE_START, "YM008", "file is empty; a spec needs at least 'version' and 'servers'")])
     if "&" in text:  # only anchors make aliases, and only aliases can expand
@@ -212,6 +212,15 @@ class _Builder:
         except (ValueError, TypeError, yaml.YAMLError):
             raise self.fail(node, "YM001", f"cannot read {node.value!r} as {_short_tag(tag)}") from None
         return str(node.value)
+
+
+def _document_start(text: str, node: Node) -> Span:
+    """The ``---`` line that opened the document holding ``node``."""
+    lines = text.splitlines()
+    for index in range(node.start_mark.line, -1, -1):
+        if lines[index].startswith("---"):
+            return Span(index + 1, 1, index + 1, 4)
+    return _mark_span(node.start_mark)
 
 
 def _check_expansion(root: Node, name: str) -> None:

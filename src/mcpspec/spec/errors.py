@@ -72,7 +72,10 @@ def diagnostics_from(error: ValidationError, data: Any, root: type[BaseModel], s
         if kind == "extra_forbidden":
             found.append(Diagnostic(source.file, source.key_span(path), UNKNOWN_KEY, _unknown_key_message(path, data, root), path))
         elif kind in _EXPECTED:
-            message = f"{format_path(path)}: expected {_EXPECTED[kind]}, got {describe(item['input'])}"
+            where = f"{format_path(path)}: " if path else "the file must be a mapping of keys such as 'version' and 'servers': "
+            message = f"{where}expected {_EXPECTED[kind]}, got {describe(item['input'])}"
+            if item["input"] is None and _source_text(source, path).strip() == "~":
+                message += "; a bare ~ is YAML for null: write \"~\" (quoted) for the home directory"
             found.append(Diagnostic(source.file, source.value_span(path), WRONG_TYPE, message, path))
         else:
             span = source.key_span(path) if on_key else source.value_span(path)
@@ -81,6 +84,12 @@ def diagnostics_from(error: ValidationError, data: Any, root: type[BaseModel], s
             found.append(Diagnostic(source.file, span, INVALID_VALUE, f"{what}: {message}", path))
     found.sort(key=lambda d: (d.span.line, d.span.col, d.code))
     return found
+
+
+def _source_text(source: SourceMap, path: SpecPath) -> str:
+    span = source.value_span(path)
+    line = source.line_text(span.line)
+    return line[span.col - 1 : span.end_col - 1] if span.end_line == span.line else ""
 
 
 def _data_path(loc: tuple[int | str, ...], data: Any) -> tuple[SpecPath, bool]:
