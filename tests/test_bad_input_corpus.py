@@ -28,6 +28,7 @@ GOOD_SPEC = "version: 1\nproject: demo\nservers:\n  fetch:\n    command: [mcp-se
 KNOWN_BUGS = {
     "01-syntax-unclosed-bracket.yaml": "an error at end of stream points past the last line, not at the unclosed '['",
     "02-syntax-unclosed-quote.yaml": "an error at end of stream points past the last line, not at the unclosed quote",
+    "51-several-documents-trailing-separator.yaml": "an empty document after a final '---' raises IndexError in _document_start (exit 2)",
 }
 # Text the first diagnostic must also contain.
 MESSAGES = {

@@ -64,7 +64,7 @@ def test_yaml_11_oddities_do_not_leak_into_data() -> None:
         ("a: 1\n---\nb: 2\n", "YM007", 2, 1),
         ("a: 1\n--- # second\n\nb: 2\n", "YM007", 2, 1),
         ("# only a comment\n", "YM008", 1, 1),
-        ("a: [1, 2\n", "YM001", 2, 1),
+        ("a: [1, 2\n", "YM001", 1, 4),
         ("a: " + "[" * 70 + "]" * 70 + "\n", "YM006", 1, 68),
     ],
 )

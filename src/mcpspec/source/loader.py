@@ -217,7 +217,7 @@ class _Builder:
 def _document_start(text: str, node: Node) -> Span:
     """The ``---`` line that opened the document holding ``node``."""
     lines = text.splitlines()
-    for index in range(node.start_mark.line, -1, -1):
+    for index in range(min(node.start_mark.line, len(lines) - 1), -1, -1):
         if lines[index].startswith("---"):
             return Span(index + 1, 1, index + 1, 4)
     return _mark_span(node.start_mark)
@@ -259,6 +259,11 @@ def _children(node: Node) -> list[Node]:
 
 def _syntax_diag(exc: yaml.MarkedYAMLError, text: str, name: str) -> Diagnostic:
     mark = exc.problem_mark or exc.context_mark
+    lines = text.splitlines()
+    at_opening = exc.context_mark is not None and mark is not None and _past_content(mark, lines)
+    if at_opening:
+        # "found end of stream": the unclosed bracket or quote is the useful place.
+        mark = exc.context_mark
     span = _mark_span(mark) if mark is not None else FILE_START
     problem = exc.problem or "YAML syntax error"
     if "maximum nesting depth" in problem:
@@ -268,8 +273,14 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, text: str, name: str) -> Diagnostic:
     if "\t" in indent or (span.col <= len(line_text) and line_text[span.col - 1 : span.col] == "\t"):
         tab_col = line_text.index("\t") + 1
         return _diag(name, Span(span.line, tab_col, span.line, tab_col + 1), "YM003", "tab character used for indentation; YAML indents with spaces")
-    context = f" {exc.context}" if exc.context else ""
-    return _diag(name, span, "YM001", f"YAML syntax error:{context} {problem}".replace("\n", " ").strip())
+    message = f"YAML syntax error: {problem}"
+    if exc.context:
+        message += f" ({exc.context} that starts here)" if at_opening else f" ({exc.context})"
+    return _diag(name, span, "YM001", message.replace("\n", " "))
+
+
+def _past_content(mark: Any, lines: list[str]) -> bool:
+    return bool(mark.line >= len(lines) or not "".join(lines[mark.line :]).strip())
 
 
 def _mark_span(mark: Any) -> Span:

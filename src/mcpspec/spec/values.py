@@ -130,22 +130,24 @@ def parse_destination(value: object) -> Destination:
     text = value.strip()
     if text in ("*", "*:*") or text.startswith("*:"):
         raise ValueError(f"{value!r} allows every host; say so with 'default: allow' instead of an allow entry")
-    host, port = _split_port(text)
+    host, port_text = _split_port(text)
+    port = _parse_port(port_text, text) if port_text is not None else None
     if _looks_like_address(host):
         try:
             network = ipaddress.ip_network(host, strict=False)
         except ValueError:
             raise ValueError(f"{value!r} is not a valid IP address or CIDR") from None
         return Destination("cidr", str(network), port, text)
-    if port is None:
-        raise ValueError(f"{value!r} needs a port: write '{host}:443' (only CIDR entries may omit the port)")
+    if port_text is None:
+        raise ValueError(f"{value!r} needs a port: write '{host}:443', or '{host}:*' for every port")
     wildcard = host.startswith("*.")
     domain = host[2:] if wildcard else host
     _check_domain(domain, value)
     return Destination("wildcard" if wildcard else "domain", host.lower(), port, text)
 
 
-def _split_port(text: str) -> tuple[str, int | None]:
+def _split_port(text: str) -> tuple[str, str | None]:
+    """Split off a ``:port`` suffix, returning the port's text (None when absent)."""
     if text.startswith("["):
         close = text.find("]")
         if close < 0:
@@ -155,12 +157,12 @@ def _split_port(text: str) -> tuple[str, int | None]:
             return host, None
         if not rest.startswith(":"):
             raise ValueError(f"{text!r}: expected ':port' after ']'")
-        return host, _parse_port(rest[1:], text)
+        return host, rest[1:]
     if text.count(":") > 1:  # a bare IPv6 address or CIDR, no port
         return text, None
     if ":" in text:
         host, port_text = text.rsplit(":", 1)
-        return host, _parse_port(port_text, text)
+        return host, port_text
     return text, None
 
 
