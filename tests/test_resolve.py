@@ -142,3 +142,17 @@ def test_waivers_must_point_at_something_in_the_file() -> None:
     assert plan_of(good).waivers[0].at == "servers.repo.mounts[2]"
     bad = good.replace("mounts[2]", "mounts[9]")
     assert errors_of(bad) == ["spec.yaml:37:23: SC005 waiver points at servers.repo.mounts[9], which is not in this file"]
+
+
+def test_reference_errors_are_reported_alongside_schema_errors() -> None:
+    text = BASE.replace("idle_timeout: 15m", "idle_timout: 15m").replace("use: token", "use: tokn")
+    messages = errors_of(text)
+    assert [m.split(" ", 2)[:2] for m in messages] == [["spec.yaml:6:5:", "SC001"], ["spec.yaml:32:15:", "SC005"]]
+
+
+def test_pruning_never_invents_missing_definitions() -> None:
+    # The secret lacks its required 'ref': its definition cannot be validated, so the
+    # server's reference to it must not be reported as undefined.
+    text = BASE.replace("token: {provider: env, ref: TOKEN, ttl: 1h, scopes: [read]}", "token: {provider: env, ttl: 1h}")
+    messages = errors_of(text)
+    assert len(messages) == 1 and "SC002 missing required key 'ref'" in messages[0]

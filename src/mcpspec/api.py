@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
-from mcpspec.diagnostics import SpecError
+from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath
 from mcpspec.ir.plan import Plan
 from mcpspec.perf import gc_paused
 from mcpspec.source.loader import load_file, parse_text
@@ -41,5 +42,52 @@ def plan_from(data: Any, source: SourceMap) -> Plan:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError(diagnostics_from(exc, data, Spec, source)) from None
+        found = diagnostics_from(exc, data, Spec, source)
+        raise SpecError(found + _reference_errors_despite(found, data, source)) from None
     return resolve(spec, source)
+
+
+def _reference_errors_despite(found: list[Diagnostic], data: Any, source: SourceMap) -> list[Diagnostic]:
+    """Resolution problems (an undefined secret, agent server or workspace dir) that a
+    schema error would otherwise hide until it is fixed.
+
+    Drops the optional keys the schema errors are about and, when what is left is a
+    valid spec, resolves it. Nothing required is ever dropped, so no definition
+    disappears and no reference is reported missing because of the pruning; problems
+    at or around a dropped key are left to the schema error already reported there.
+    """
+    from pydantic import ValidationError
+
+    from mcpspec.ir.resolve import resolve
+    from mcpspec.spec.models import Spec
+
+    dropped = [d.path for d in found]
+    pruned = copy.deepcopy(data)
+    for path in dropped:
+        parent = _lookup(pruned, path[:-1])
+        if not path or not isinstance(parent, dict) or not isinstance(path[-1], str):
+            return []
+        parent.pop(path[-1], None)
+    try:
+        resolve(Spec.model_validate(pruned), source)
+    except ValidationError:
+        return []
+    except SpecError as exc:
+        return [d for d in exc.diagnostics if not any(_related(d.path, path) for path in dropped)]
+    return []
+
+
+def _lookup(data: Any, path: SpecPath) -> Any:
+    for segment in path:
+        if isinstance(data, dict) and isinstance(segment, str):
+            data = data.get(segment)
+        elif isinstance(data, list) and isinstance(segment, int) and 0 <= segment < len(data):
+            data = data[segment]
+        else:
+            return None
+    return data
+
+
+def _related(a: SpecPath, b: SpecPath) -> bool:
+    shorter = min(len(a), len(b))
+    return a[:shorter] == b[:shorter]
