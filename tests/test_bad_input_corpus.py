@@ -24,12 +24,6 @@ EXIT_USAGE = 2
 EXPECTED_LINE = re.compile(r"(?P<name>\S+\.yaml) (?P<line>[1-9]\d*):(?P<col>[1-9]\d*) (?P<code>[A-Z]{2}\d{3})")
 GOOD_SPEC = "version: 1\nproject: demo\nservers:\n  fetch:\n    command: [mcp-server-fetch]\n"
 
-# expected.txt holds the right position; the tool does not print it yet.
-KNOWN_BUGS = {
-    "01-syntax-unclosed-bracket.yaml": "an error at end of stream points past the last line, not at the unclosed '['",
-    "02-syntax-unclosed-quote.yaml": "an error at end of stream points past the last line, not at the unclosed quote",
-    "51-several-documents-trailing-separator.yaml": "an empty document after a final '---' raises IndexError in _document_start (exit 2)",
-}
 # Text the first diagnostic must also contain.
 MESSAGES = {
     "16-python-object-apply-tag.yaml": "unsupported tag !!python/object/apply:os.system",
@@ -99,23 +93,16 @@ def expected_positions() -> dict[str, str]:
     return positions
 
 
-def corpus_params() -> list[object]:
-    return [
-        pytest.param(path, id=path.name, marks=[pytest.mark.xfail(reason=KNOWN_BUGS[path.name], strict=True)] if path.name in KNOWN_BUGS else [])
-        for path in corpus_files()
-    ]
-
-
 def test_corpus_and_expected_lines_match() -> None:
     names = {path.name for path in corpus_files()}
     expected = expected_positions()
     assert len(names) >= MIN_CASES, f"only {len(names)} files in {CORPUS}"
     assert sorted(names - expected.keys()) == [], "files without a line in expected.txt"
     assert sorted(expected.keys() - names) == [], "lines in expected.txt without a file"
-    assert set(KNOWN_BUGS) | set(MESSAGES) <= names, "KNOWN_BUGS or MESSAGES name a file that is not in the corpus"
+    assert set(MESSAGES) <= names, "MESSAGES names a file that is not in the corpus"
 
 
-@pytest.mark.parametrize("path", corpus_params())
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda path: path.name)
 def test_bad_file_fails_with_first_diagnostic(path: Path, tmp_path: Path) -> None:
     expected = expected_positions().get(path.name)
     assert expected is not None, f"{path.name} has no line in expected.txt"

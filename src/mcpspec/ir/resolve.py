@@ -9,6 +9,7 @@ replaces the default one.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from typing import Any, TypeVar, cast
@@ -72,6 +73,16 @@ class _Resolver:
     def error(self, code: str, path: SpecPath, message: str, on_key: bool = False) -> None:
         span = self.source.key_span(path) if on_key else self.source.value_span(path)
         self.errors.append(Diagnostic(self.source.file, span, code, message, path))
+
+    @functools.cached_property
+    def defaults(self) -> tuple[dict[str, Any], dict[str, SpecPath]]:
+        """Built-in defaults overlaid with the file's ``defaults``, computed once for all servers."""
+        origins: dict[str, SpecPath] = {}
+        sections: dict[str, Any] = {}
+        for section in SECTIONS:
+            layer = getattr(self.spec.defaults, section)
+            sections[section] = BUILTIN[section] if layer is None else _merge(BUILTIN[section], layer, ("defaults", section), section, origins)
+        return sections, origins
 
     def resolve(self) -> Plan:
         spec = self.spec
@@ -156,17 +167,12 @@ class _Resolver:
 
     def resolve_server(self, name: str, server: Server, agents: tuple[str, ...]) -> EffectiveSandbox:
         base: SpecPath = ("servers", name)
-        origins: dict[str, SpecPath] = {}
+        defaults, default_origins = self.defaults
+        origins = dict(default_origins)
         sections: dict[str, Any] = {}
         for section in SECTIONS:
-            merged = BUILTIN[section]
-            default_value = getattr(self.spec.defaults, section)
-            if default_value is not None:
-                merged = _merge(merged, default_value, ("defaults", section), section, origins)
             own = getattr(server, section)
-            if own is not None:
-                merged = _merge(merged, own, (*base, section), section, origins)
-            sections[section] = merged
+            sections[section] = defaults[section] if own is None else _merge(defaults[section], own, (*base, section), section, origins)
         self.check_server(name, server, sections["logging"], origins)
         command: tuple[str, ...] = ()
         is_shell = isinstance(server.command, str)
@@ -317,10 +323,10 @@ class _Resolver:
 
 def _merge(base: M, layer: M, path: SpecPath, prefix: str, origins: dict[str, SpecPath]) -> M:
     """Overlay the fields ``layer`` sets onto ``base``, recording where each came from."""
-    values = {name: getattr(base, name) for name in type(base).model_fields}
+    keys = _field_keys(type(base))
+    values = {name: getattr(base, name) for name in keys}
     for name in layer.model_fields_set:
-        field = type(layer).model_fields[name]
-        key = field.alias or name
+        key = keys[name]
         value = getattr(layer, name)
         current = values[name]
         dotted = f"{prefix}.{key}"
@@ -331,6 +337,12 @@ def _merge(base: M, layer: M, path: SpecPath, prefix: str, origins: dict[str, Sp
         values[name] = value
         origins[dotted] = (*path, key)
     return cast(M, type(base).model_construct(_fields_set=set(values), **values))
+
+
+@functools.cache
+def _field_keys(model: type[SpecModel]) -> dict[str, str]:
+    """Field name -> the key users write (its alias, if any)."""
+    return {name: field.alias or name for name, field in model.model_fields.items()}
 
 
 def _known(names: Any) -> str:

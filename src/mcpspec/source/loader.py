@@ -20,9 +20,9 @@ import yaml
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from mcpspec.diagnostics import FILE_START, Diagnostic, Span, SpecError, SpecPath
+from mcpspec.diagnostics import FILE_START, Diagnostic, Span, SpecError
 from mcpspec.perf import gc_paused
-from mcpspec.source.sourcemap import SourceMap
+from mcpspec.source.sourcemap import SourceMap, node_span
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_DEPTH = 64
@@ -52,7 +52,9 @@ class _Loader(_SafeLoader):  # type: ignore[misc]
 
 
 _TAG = "tag:yaml.org,2002:"
-_SCALAR_TAGS = {f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null", "timestamp")}
+_STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ, _MERGE = f"{_TAG}map", f"{_TAG}seq", f"{_TAG}merge"
+_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, f"{_TAG}timestamp"}
 
 
 class UsageError(Exception):
@@ -123,95 +125,82 @@ def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
         raise SpecError([_diag(name, FILE_START, "YM008", "file is empty; a spec needs at least 'version' and 'servers'")])
     if "&" in text:  # only anchors make aliases, and only aliases can expand
         _check_expansion(root, name)
-    builder = _Builder(name, text)
-    data = builder.build(root, (), 0)
-    return data, builder.source_map
+    data = _Builder(name).build(root, 0)
+    return data, SourceMap(file=name, text=text, root=root)
 
 
 class _Builder:
-    """Turns a composed node graph into plain data while filling the SourceMap."""
+    """Turns a composed node graph into plain data, refusing what a spec must not hold."""
 
-    def __init__(self, name: str, text: str) -> None:
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.source_map = SourceMap(file=name, text=text)
         self.expanded = 0
         self.constructor = SafeConstructor()
 
     def fail(self, node: Node, code: str, message: str) -> SpecError:
-        return SpecError([_diag(self.name, _node_span(node), code, message)])
+        return SpecError([_diag(self.name, node_span(node), code, message)])
 
-    def build(self, node: Node, path: SpecPath, depth: int) -> Any:
+    def build(self, node: Node, depth: int) -> Any:
         self.expanded += 1
         if self.expanded > MAX_EXPANDED_NODES:
             raise self.fail(node, "YM005", f"aliases expand to more than {MAX_EXPANDED_NODES} nodes; the file looks like an alias bomb")
         if depth > MAX_DEPTH:
             raise self.fail(node, "YM006", f"nesting is deeper than {MAX_DEPTH} levels")
-        self.source_map.values[path] = _node_span(node)
         if isinstance(node, ScalarNode):
             return self.scalar(node)
         if isinstance(node, MappingNode):
-            return self.mapping(node, path, depth)
+            return self.mapping(node, depth)
         if isinstance(node, SequenceNode):
-            if node.tag != f"{_TAG}seq":
+            if node.tag != _SEQ:
                 raise self.fail(node, "YM004", f"unsupported tag {_short_tag(node.tag)}; specs use plain YAML lists")
-            return [self.build(item, (*path, index), depth + 1) for index, item in enumerate(node.value)]
+            return [self.build(item, depth + 1) for item in node.value]
         raise self.fail(node, "YM001", "unsupported YAML node")  # pragma: no cover
 
-    def mapping(self, node: MappingNode, path: SpecPath, depth: int) -> dict[str, Any]:
-        if node.tag != f"{_TAG}map":
+    def mapping(self, node: MappingNode, depth: int) -> dict[str, Any]:
+        if node.tag != _MAP:
             raise self.fail(node, "YM004", f"unsupported tag {_short_tag(node.tag)}; specs use plain YAML mappings")
         result: dict[str, Any] = {}
-        keys = self.source_map.keys
+        first_lines: dict[str, int] = {}
         for key_node, value_node in node.value:
-            if key_node.tag == f"{_TAG}merge":
-                raise self.fail(key_node, "YM004", "merge keys ('<<') are not supported; put shared settings under 'defaults'")
             if not isinstance(key_node, ScalarNode):
                 raise self.fail(key_node, "YM001", "mapping keys must be plain strings")
             if key_node.tag not in _SCALAR_TAGS:
+                if key_node.tag == _MERGE:
+                    raise self.fail(key_node, "YM004", "merge keys ('<<') are not supported; put shared settings under 'defaults'")
                 raise self.fail(key_node, "YM004", f"unsupported tag {_short_tag(key_node.tag)} on a key")
             key = key_node.value
-            child = (*path, key)
             if key in result:
-                first = keys[child]
-                raise self.fail(key_node, "YM002", f"duplicate key {key!r} (first defined at line {first.line})")
-            key_span = _node_span(key_node)
-            keys[child] = key_span
-            if "#" in key:
-                self.source_map.hash_scalars.append(key_span)
-            result[key] = self.build(value_node, child, depth + 1)
+                raise self.fail(key_node, "YM002", f"duplicate key {key!r} (first defined at line {first_lines[key]})")
+            first_lines[key] = key_node.start_mark.line + 1
+            result[key] = self.build(value_node, depth + 1)
         return result
 
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
+        if tag == _STR:
+            return node.value
         if tag not in _SCALAR_TAGS:
             raise self.fail(node, "YM004", f"unsupported tag {_short_tag(tag)}; mcpspec never constructs objects from tags")
-        value = node.value
-        if "#" in value:
-            self.source_map.hash_scalars.append(_node_span(node))
-        if tag == f"{_TAG}str":
-            return value
         return self._typed(node)
 
     def _typed(self, node: ScalarNode) -> Any:
         tag = node.tag
         # YAML 1.1 reads 1:30 as the base-60 integer 90; nobody writing a spec means that.
-        if tag in (f"{_TAG}int", f"{_TAG}float") and ":" in node.value:
+        if tag in (_INT, _FLOAT) and ":" in node.value:
             return node.value
         try:
-            if tag == f"{_TAG}int":
+            if tag == _INT:
                 return self.constructor.construct_yaml_int(node)
-            if tag == f"{_TAG}float":
+            if tag == _FLOAT:
                 return self.constructor.construct_yaml_float(node)
-            if tag == f"{_TAG}bool":
+            if tag == _BOOL:
                 return self.constructor.construct_yaml_bool(node)
-            if tag == f"{_TAG}null":
+            if tag == _NULL:
                 return None
-            if tag == f"{_TAG}timestamp":
-                stamp: datetime.date = self.constructor.construct_yaml_timestamp(node)
-                return stamp
+            stamp: datetime.date = self.constructor.construct_yaml_timestamp(node)
+            return stamp
         except (ValueError, TypeError, yaml.YAMLError):
             raise self.fail(node, "YM001", f"cannot read {node.value!r} as {_short_tag(tag)}") from None
-        return str(node.value)
 
 
 def _document_start(text: str, node: Node) -> Span:
@@ -236,7 +225,7 @@ def _check_expansion(root: Node, name: str) -> None:
             open_nodes.discard(key)
             sizes[key] = 1 + sum(sizes[id(child)] for child in children)
             if sizes[key] > MAX_EXPANDED_NODES:
-                raise SpecError([_diag(name, _node_span(node), "YM005", f"aliases expand to more than {MAX_EXPANDED_NODES} nodes; the file looks like an alias bomb")])
+                raise SpecError([_diag(name, node_span(node), "YM005", f"aliases expand to more than {MAX_EXPANDED_NODES} nodes; the file looks like an alias bomb")])
             continue
         if key in sizes:
             continue
@@ -244,7 +233,7 @@ def _check_expansion(root: Node, name: str) -> None:
         stack.append((node, True))
         for child in children:
             if id(child) in open_nodes:
-                raise SpecError([_diag(name, _node_span(child), "YM005", "an alias refers to the node that contains it")])
+                raise SpecError([_diag(name, node_span(child), "YM005", "an alias refers to the node that contains it")])
             if id(child) not in sizes:
                 stack.append((child, False))
 
@@ -267,7 +256,7 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, text: str, name: str) -> Diagnostic:
     span = _mark_span(mark) if mark is not None else FILE_START
     problem = exc.problem or "YAML syntax error"
     if "maximum nesting depth" in problem:
-        return _diag(name, span, "YM006", "nesting is too deep for a spec file")
+        return _diag(name, span, "YM006", f"nesting is deeper than {MAX_DEPTH} levels")
     line_text = text.splitlines()[span.line - 1] if 0 < span.line <= len(text.splitlines()) else ""
     indent = line_text[: len(line_text) - len(line_text.lstrip(" \t"))]
     if "\t" in indent or (span.col <= len(line_text) and line_text[span.col - 1 : span.col] == "\t"):
@@ -285,11 +274,6 @@ def _past_content(mark: Any, lines: list[str]) -> bool:
 
 def _mark_span(mark: Any) -> Span:
     return Span(mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 2)
-
-
-def _node_span(node: Node) -> Span:
-    start, end = node.start_mark, node.end_mark
-    return Span(start.line + 1, start.column + 1, end.line + 1, end.column + 1)
 
 
 def _short_tag(tag: str) -> str:

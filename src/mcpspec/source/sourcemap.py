@@ -1,9 +1,18 @@
-"""The map from logical paths to source positions, kept beside the plain data."""
+"""Where each logical path of a parsed file stands in its text.
+
+The map keeps the composed YAML node graph and walks it on demand: positions
+are needed only for the few places a diagnostic names, so nothing is indexed
+up front. Each mapping's key index is built the first time a lookup passes
+through it, which keeps repeated lookups (many findings in one big section)
+cheap too.
+"""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from mcpspec.diagnostics import FILE_START, Span, SpecPath
 
@@ -24,21 +33,19 @@ class Comment:
 class SourceMap:
     """Positions of every key and value of one parsed file.
 
-    ``values`` maps a logical path to the span of the value there, ``keys`` to
-    the span of the mapping key that introduced it. Lookups of a path that is
-    not in the file (a missing key) fall back to the nearest ancestor, so a
-    message about something missing points at the mapping that lacks it.
+    Lookups of a path that is not in the file (a missing key) fall back to the
+    nearest ancestor, preferring the key that introduced it, so a message about
+    something missing points at the mapping that lacks it.
     """
 
     file: str
     text: str
-    values: dict[SpecPath, Span] = field(default_factory=dict)
-    keys: dict[SpecPath, Span] = field(default_factory=dict)
-    # Spans of scalars whose text holds a '#', which must not be read as comments.
-    hash_scalars: list[Span] = field(default_factory=list)
+    root: Node | None = None
+    _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False)
+    _lines: list[str] | None = field(default=None, repr=False)
 
     def __contains__(self, path: SpecPath) -> bool:
-        return path in self.values
+        return len(self._walk(path)) == len(path) + 1
 
     def value_span(self, path: SpecPath) -> Span:
         """The span of the value at ``path``, or of its nearest present ancestor."""
@@ -48,37 +55,82 @@ class SourceMap:
         """The span of the key at ``path`` (the value's for list items), or the nearest ancestor's key."""
         return self._nearest(path, prefer_key=True)
 
-    def _nearest(self, path: SpecPath, prefer_key: bool) -> Span:
-        probe = path
-        first = True
-        while probe:
-            if (prefer_key or not first) and probe in self.keys:
-                return self.keys[probe]
-            if probe in self.values:
-                return self.values[probe]
-            probe = probe[:-1]
-            first = False
-        return self.values.get((), FILE_START)
-
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, without its newline ('' past the end)."""
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        if self._lines is None:
+            self._lines = self.text.splitlines()
+        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
 
     def comments(self) -> list[Comment]:
         """Every comment in the file, in order; ``#`` inside scalars is not a comment."""
+        masked = self._scalars_with_hash()
         found: list[Comment] = []
-        masked = sorted(self.hash_scalars, key=lambda s: (s.line, s.col))
         for index, line in enumerate(self.text.splitlines(), start=1):
             if "#" not in line:
                 continue
             for match in _COMMENT_START.finditer(line):
                 col = match.start() + 1
                 if not any(_inside(span, index, col) for span in masked):
-                    text = line[match.end():]
-                    found.append(Comment(index, col, text, own_line=not line[: match.start()].strip()))
+                    found.append(Comment(index, col, line[match.end() :], own_line=not line[: match.start()].strip()))
                     break
         return found
+
+    def _nearest(self, path: SpecPath, prefer_key: bool) -> Span:
+        trail = self._walk(path)
+        found_all = len(trail) == len(path) + 1
+        key_node, value_node = trail[-1]
+        if key_node is not None and (prefer_key or not found_all):
+            return node_span(key_node)
+        if value_node is not None:
+            return node_span(value_node)
+        return FILE_START
+
+    def _walk(self, path: SpecPath) -> list[tuple[Node | None, Node | None]]:
+        """(key node, value node) for the root and each segment of ``path`` that exists."""
+        trail: list[tuple[Node | None, Node | None]] = [(None, self.root)]
+        node = self.root
+        for segment in path:
+            step: tuple[Node | None, Node | None] | None = None
+            if isinstance(node, MappingNode) and isinstance(segment, str):
+                step = self._mapping_index(node).get(segment)
+            elif isinstance(node, SequenceNode) and isinstance(segment, int) and 0 <= segment < len(node.value):
+                step = (None, node.value[segment])
+            if step is None:
+                break
+            trail.append(step)
+            node = step[1]
+        return trail
+
+    def _mapping_index(self, node: MappingNode) -> dict[str, tuple[Node, Node]]:
+        index = self._keys.get(id(node))
+        if index is None:
+            index = {key.value: (key, value) for key, value in node.value if isinstance(key, ScalarNode)}
+            self._keys[id(node)] = index
+        return index
+
+    def _scalars_with_hash(self) -> list[Span]:
+        spans: list[Span] = []
+        seen: set[int] = set()
+        stack = [self.root] if self.root is not None else []
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if isinstance(node, ScalarNode):
+                if "#" in node.value:
+                    spans.append(node_span(node))
+            elif isinstance(node, MappingNode):
+                stack.extend(part for pair in node.value for part in pair)
+            elif isinstance(node, SequenceNode):
+                stack.extend(node.value)
+        return spans
+
+
+def node_span(node: Node) -> Span:
+    """A node's span, 1-based, end exclusive."""
+    start, end = node.start_mark, node.end_mark
+    return Span(start.line + 1, start.column + 1, end.line + 1, end.column + 1)
 
 
 def _inside(span: Span, line: int, col: int) -> bool:

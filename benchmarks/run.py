@@ -1,0 +1,102 @@
+"""Benchmark mcpspec against the yardsticks of the roadmap's performance targets.
+
+Run with `make bench`. Each figure is the median of several fresh processes on
+this machine, measured side by side with the yardstick, so ratios hold across
+machines better than seconds do.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from generate import generate
+
+ROOT = Path(__file__).resolve().parent.parent
+GENERATED = ROOT / "benchmarks" / "generated"
+SCHEMA = ROOT / "schemas" / "mcp-sandbox.schema.json"
+SMALL = ROOT / "examples" / "coding-agent.yaml"
+BIN = Path(sys.executable).parent
+
+COMPOSE = """
+import gc, sys, time, yaml
+text = open(sys.argv[1], encoding="utf-8").read()
+gc.disable()
+start = time.perf_counter()
+yaml.compose(text, Loader=yaml.CSafeLoader)
+print(time.perf_counter() - start)
+"""
+
+
+def wall(command: list[str], runs: int) -> float:
+    """Median wall time of ``runs`` fresh processes (their exit status is not judged)."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def peak_rss_mib(command: list[str]) -> float:
+    """Peak resident memory of one run of ``command``, in MiB."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(before, after) / 1024
+
+
+def compose_seconds(path: Path, runs: int) -> float:
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", COMPOSE, str(path)], capture_output=True, text=True, check=True).stdout) for _ in range(runs)
+    )
+
+
+def main() -> None:
+    GENERATED.mkdir(parents=True, exist_ok=True)
+    mcpspec = str(BIN / "mcpspec")
+    checker = shutil.which("check-jsonschema", path=str(BIN)) or "check-jsonschema"
+    results: dict[str, float] = {}
+
+    results["version_s"] = wall([mcpspec, "--version"], 15)
+    results["check_jsonschema_version_s"] = wall([checker, "--version"], 15)
+    results["lint_small_s"] = wall([mcpspec, "lint", str(SMALL)], 9)
+    results["check_jsonschema_small_s"] = wall([checker, "--schemafile", str(SCHEMA), str(SMALL)], 9)
+
+    for servers, runs in ((1000, 5), (10000, 3)):
+        path = GENERATED / f"servers-{servers}.yaml"
+        path.write_text(generate(servers), encoding="utf-8")
+        ok = subprocess.run([mcpspec, "lint", str(path)], capture_output=True, text=True, check=False)
+        if ok.returncode != 0:
+            raise SystemExit(f"generated spec does not lint clean:\n{ok.stdout}{ok.stderr}")
+        results[f"lint_{servers}_s"] = wall([mcpspec, "lint", str(path)], runs)
+        results[f"check_jsonschema_{servers}_s"] = wall([checker, "--schemafile", str(SCHEMA), str(path)], runs)
+        results[f"libyaml_compose_{servers}_s"] = compose_seconds(path, runs)
+        results[f"lint_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "lint", str(path)])
+
+    ratios = {
+        "version / check-jsonschema --version (target <= 0.7)": results["version_s"] / results["check_jsonschema_version_s"],
+        "lint small / check-jsonschema small (target <= 1.0)": results["lint_small_s"] / results["check_jsonschema_small_s"],
+        "lint 1k / check-jsonschema 1k (target <= 0.5)": results["lint_1000_s"] / results["check_jsonschema_1000_s"],
+        "lint 10k / check-jsonschema 10k (target <= 0.5)": results["lint_10000_s"] / results["check_jsonschema_10000_s"],
+        "lint 1k / libyaml compose 1k (target <= 5)": results["lint_1000_s"] / results["libyaml_compose_1000_s"],
+        "lint 10k / libyaml compose 10k (target <= 5)": results["lint_10000_s"] / results["libyaml_compose_10000_s"],
+        "lint 10k / lint 1k (target <= 11)": results["lint_10000_s"] / results["lint_1000_s"],
+    }
+    for name, value in results.items():
+        print(f"{name:32} {value:9.3f}")
+    print()
+    for name, value in ratios.items():
+        print(f"{name:55} {value:6.2f}")
+    print(f"{'peak memory at 10k, MiB (target <= 1024)':55} {results['lint_10000_peak_mib']:6.0f}")
+    (GENERATED / "results.json").write_text(json.dumps({"seconds": results, "ratios": ratios}, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
