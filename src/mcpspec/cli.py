@@ -97,9 +97,24 @@ def run() -> None:
     """Run the app; turn anything unexpected into exit status 2 without a traceback."""
     try:
         app(prog_name="mcpspec")
-    except SystemExit:
-        raise
+    except SystemExit as exc:
+        _exit_now(exc.code)
     except KeyboardInterrupt:
-        raise SystemExit(130) from None
+        _exit_now(130)
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
         _internal_error(exc)
+
+
+def _exit_now(code: object) -> NoReturn:
+    """Exit without tearing down the interpreter's objects one by one.
+
+    After linting a 10,000-server spec, freeing the Plan and the node graph
+    object by object takes longer than a tenth of the whole run; the process
+    is ending, so let the operating system reclaim the memory at once.
+    """
+    if isinstance(code, str):
+        sys.stderr.write(code + "\n")
+        code = EXIT_FINDINGS
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code if isinstance(code, int) else EXIT_CLEAN)

@@ -29,32 +29,32 @@ MAX_DEPTH = 64
 # Aliases may repeat a node; past this many data nodes the file is a bomb.
 MAX_EXPANDED_NODES = 1_000_000
 
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null"))
+_MAP, _SEQ = f"{_TAG}map", f"{_TAG}seq"
+_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, f"{_TAG}timestamp"}
+# A plain (unquoted, untagged) scalar, typed by YAML's implicit rules in _Builder.
+_PLAIN = "tag:mcpspec,2026:plain"
+_IMPLICIT: Any = yaml.resolver.Resolver()
+_IMPLICIT_FIRST = frozenset(key for key in _IMPLICIT.yaml_implicit_resolvers if key)
+_plain_tags: dict[str, str] = {}
+
 # libyaml's C parser and composer when PyYAML has them (it does on every common platform).
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class _Loader(_SafeLoader):  # type: ignore[misc]
-    """The safe loader with a memoized resolver: a spec repeats the same keys and
-    values thousands of times, and the stock resolver runs its regexes on each."""
+    """libyaml's loader with tag resolution moved out of its per-node callback.
 
-    _tags: dict[tuple[str, tuple[bool, bool]], str] = {}  # noqa: RUF012 - shared across loads on purpose
+    The stock resolver runs a Python method with regexes for every node; here
+    the callback only marks plain scalars, and the builder types the few that
+    could be something other than a string.
+    """
 
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not ScalarNode:
-            return super().resolve(kind, value, implicit)
-        key = (value, tuple(implicit))
-        tag = self._tags.get(key)
-        if tag is None:
-            tag = super().resolve(kind, value, implicit)
-            if len(self._tags) < 100_000:
-                self._tags[key] = tag
-        return tag
-
-
-_TAG = "tag:yaml.org,2002:"
-_STR, _INT, _FLOAT, _BOOL, _NULL = (f"{_TAG}{name}" for name in ("str", "int", "float", "bool", "null"))
-_MAP, _SEQ, _MERGE = f"{_TAG}map", f"{_TAG}seq", f"{_TAG}merge"
-_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, _NULL, f"{_TAG}timestamp"}
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
+        if kind is ScalarNode:
+            return _PLAIN if implicit[0] else _STR
+        return _SEQ if kind is SequenceNode else _MAP
 
 
 class UsageError(Exception):
@@ -164,11 +164,11 @@ class _Builder:
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 raise self.fail(key_node, "YM001", "mapping keys must be plain strings")
-            if key_node.tag not in _SCALAR_TAGS:
-                if key_node.tag == _MERGE:
-                    raise self.fail(key_node, "YM004", "merge keys ('<<') are not supported; put shared settings under 'defaults'")
-                raise self.fail(key_node, "YM004", f"unsupported tag {_short_tag(key_node.tag)} on a key")
             key = key_node.value
+            if key_node.tag == _PLAIN and key == "<<":
+                raise self.fail(key_node, "YM004", "merge keys ('<<') are not supported; put shared settings under 'defaults'")
+            if key_node.tag != _PLAIN and key_node.tag not in _SCALAR_TAGS:
+                raise self.fail(key_node, "YM004", f"unsupported tag {_short_tag(key_node.tag)} on a key")
             if key in result:
                 raise self.fail(key_node, "YM002", f"duplicate key {key!r} (first defined at line {first_lines[key]})")
             first_lines[key] = key_node.start_mark.line + 1
@@ -177,14 +177,15 @@ class _Builder:
 
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
+        if tag == _PLAIN:
+            tag = _plain_tag(node.value)
         if tag == _STR:
             return node.value
         if tag not in _SCALAR_TAGS:
             raise self.fail(node, "YM004", f"unsupported tag {_short_tag(tag)}; mcpspec never constructs objects from tags")
-        return self._typed(node)
+        return self._typed(node, tag)
 
-    def _typed(self, node: ScalarNode) -> Any:
-        tag = node.tag
+    def _typed(self, node: ScalarNode, tag: str) -> Any:
         # YAML 1.1 reads 1:30 as the base-60 integer 90; nobody writing a spec means that.
         if tag in (_INT, _FLOAT) and ":" in node.value:
             return node.value
@@ -201,6 +202,18 @@ class _Builder:
             return stamp
         except (ValueError, TypeError, yaml.YAMLError):
             raise self.fail(node, "YM001", f"cannot read {node.value!r} as {_short_tag(tag)}") from None
+
+
+def _plain_tag(value: str) -> str:
+    """The tag YAML 1.1 gives a plain scalar (int, float, bool, null, timestamp or str)."""
+    if value and value[0] not in _IMPLICIT_FIRST:
+        return _STR
+    tag = _plain_tags.get(value)
+    if tag is None:
+        tag = _IMPLICIT.resolve(ScalarNode, value, (True, False))
+        if len(_plain_tags) < 100_000:
+            _plain_tags[value] = tag
+    return tag
 
 
 def _document_start(text: str, node: Node) -> Span:

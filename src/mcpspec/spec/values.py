@@ -4,6 +4,7 @@ the user; pydantic places it at the value's position."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import posixpath
 import re
@@ -23,7 +24,7 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|K|M|G|T|B)\Z")
 _SIZE_UNITS = {"B": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
                "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _NAME = re.compile(NAME_PATTERN)
-_LABEL = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
+_DOMAIN = re.compile(r"([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
 _FORBIDDEN_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -65,6 +66,7 @@ def check_name(value: str, what: str = "name") -> str:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def normalize_sandbox_path(value: str) -> str:
     """An absolute path inside a sandbox, normalized; ``..`` segments are refused."""
     _check_path_text(value)
@@ -127,6 +129,11 @@ def parse_destination(value: object) -> Destination:
     """Parse ``host:port``, ``*.domain:port``, ``CIDR``, ``CIDR:port``, ``IP:port`` or ``[IPv6]:port``."""
     if not isinstance(value, str):
         raise ValueError(f"an egress entry is a string such as 'api.example.com:443', not {type(value).__name__}")
+    return _parse_destination_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_destination_text(value: str) -> Destination:
     text = value.strip()
     if text in ("*", "*:*") or text.startswith("*:"):
         raise ValueError(f"{value!r} allows every host; say so with 'default: allow' instead of an allow entry")
@@ -179,10 +186,9 @@ def _looks_like_address(host: str) -> bool:
 
 
 def _check_domain(domain: str, original: str) -> None:
-    labels = domain.lower().split(".")
     if "*" in domain:
         raise ValueError(f"{original!r}: a wildcard may only be the whole leftmost label, as in '*.example.com:443'")
-    if len(domain) > 253 or len(labels) < 2 or not all(_LABEL.match(label) for label in labels):
+    if len(domain) > 253 or not _DOMAIN.match(domain.lower()):
         raise ValueError(f"{original!r} is not a valid domain name with a dot, such as 'api.example.com:443'")
-    if labels[-1].isdigit():
+    if domain.rsplit(".", 1)[-1].isdigit():
         raise ValueError(f"{original!r}: the last label of a domain cannot be numeric")
