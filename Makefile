@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy src
+	$(VENV)/bin/mypy --strict src
 
 # Regenerate the committed files that tests keep in sync.
 schema: $(STAMP)
