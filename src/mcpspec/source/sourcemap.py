@@ -55,6 +55,17 @@ class SourceMap:
         """The span of the key at ``path`` (the value's for list items), or the nearest ancestor's key."""
         return self._nearest(path, prefer_key=True)
 
+    def anchor_span(self, path: SpecPath) -> Span:
+        """Where a finding about ``path`` points: a scalar value itself; a mapping or
+        list by the key that introduces it; a missing key by its nearest ancestor's key."""
+        trail = self._walk(path)
+        key_node, value_node = trail[-1]
+        if len(trail) == len(path) + 1 and isinstance(value_node, ScalarNode):
+            return node_span(value_node)
+        if key_node is not None:
+            return node_span(key_node)
+        return node_span(value_node) if value_node is not None else FILE_START
+
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, without its newline ('' past the end)."""
         if self._lines is None:

@@ -1,0 +1,194 @@
+"""Shared facts and questions about a Plan that several rules ask.
+
+Data here comes from the project's research notes (cloud metadata endpoints,
+never-mount credential paths, secret-shaped values); queries return plain
+answers, never findings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterator
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.spec.models import Tool
+from mcpspec.spec.values import Destination
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# --- paths ---
+
+CREDENTIAL_PATHS = (
+    "~/.ssh", "~/.gnupg", "~/.aws", "~/.config/gcloud", "~/.boto", "~/.azure", "~/.oci", "~/.aliyun",
+    "~/.config/doctl", "~/.fly", "~/.config/hcloud", "~/.terraform.d/credentials.tfrc.json", "~/.vault-token",
+    "~/.pulumi/credentials.json", "~/.databrickscfg", "~/.s3cfg", "~/.kube", "/etc/kubernetes", "/var/lib/kubelet",
+    "/var/run/secrets/kubernetes.io", "/run/secrets/kubernetes.io", "~/.docker/config.json", "~/.npmrc", "~/.yarnrc.yml",
+    "~/.pypirc", "~/.config/pip/pip.conf", "~/.pip/pip.conf", "~/.gem/credentials", "~/.cargo/credentials",
+    "~/.cargo/credentials.toml", "~/.m2/settings.xml", "~/.gradle/gradle.properties", "~/.nuget/NuGet/NuGet.Config",
+    "~/.composer/auth.json", "~/.netrc", "~/.git-credentials", "~/.gitconfig", "~/.config/git/credentials",
+    "~/.config/gh", "~/.config/glab-cli", "~/.pgpass", "~/.my.cnf", "~/.dbt/profiles.yml", "~/.snowsql",
+    "~/.bash_history", "~/.zsh_history", "~/.local/share/fish", "~/.python_history", "~/.psql_history",
+    "~/.mysql_history", "~/.node_repl_history", "~/Library/Keychains", "~/.local/share/keyrings",
+    "~/.password-store", "~/.config/op", "~/.bitcoin", "~/.ethereum/keystore", "~/.config/solana/id.json",
+    "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssl/private", "/root",
+)
+CONTAINER_SOCKETS = (
+    "/var/run/docker.sock", "/run/docker.sock", "/run/containerd/containerd.sock", "/run/podman/podman.sock",
+    "/var/run/crio/crio.sock", "/var/lib/docker", "/run/user/{uid}/docker.sock",
+)
+AGENT_CONFIG_PATHS = (
+    "~/.cursor", "~/.claude", "~/.claude.json", "~/.codex", "~/.gemini", "~/.codeium", "~/.kiro", "~/.mcp-auth",
+    "~/.config/Code/User", "~/Library/Application Support/Claude", "~/.continue", "~/.config/zed",
+)
+# Project-level client config names, matched as a path component anywhere.
+AGENT_CONFIG_NAMES = (".mcp.json", ".cursor", ".claude", ".vscode", ".codex", ".gemini", ".windsurf")
+BROWSER_PROFILE_PATHS = (
+    "~/.config/google-chrome", "~/.config/chromium", "~/.config/BraveSoftware", "~/.config/microsoft-edge",
+    "~/.mozilla", "~/Library/Application Support/Google/Chrome", "~/Library/Application Support/Firefox",
+    "~/Library/Application Support/BraveSoftware", "~/Library/Application Support/Microsoft Edge",
+    "~/Library/Cookies", "~/Library/Safari", "~/.cache/ms-playwright", "~/Library/Caches/ms-playwright",
+)
+
+
+def components(path: str) -> list[str]:
+    """``~/.ssh/id`` -> ['~', '.ssh', 'id']; ``/a/b`` -> ['', 'a', 'b']; ``/`` -> ['']."""
+    return [""] if path == "/" else path.rstrip("/").split("/")
+
+
+def contains(outer: str, inner: str) -> bool:
+    """Whether host path ``outer`` is ``inner`` or one of its ancestors.
+
+    Both are normalized already. ``/`` contains everything, home paths
+    included; ``/home`` and ``/root`` contain ``~`` paths, since a user's home
+    lives under one of them.
+    """
+    if outer == "/":
+        return True
+    if inner.startswith("~") and outer in ("/home", "/root", "/Users"):
+        return True
+    a, b = components(outer), components(inner)
+    return len(a) <= len(b) and b[: len(a)] == a
+
+
+def overlaps(a: str, b: str) -> bool:
+    """Whether either path contains the other: mounting either exposes what they share."""
+    return contains(a, b) or contains(b, a)
+
+
+# --- network ---
+
+METADATA_NETWORKS: tuple[IPNetwork, ...] = tuple(
+    ipaddress.ip_network(text)
+    for text in (
+        "169.254.169.254/32", "169.254.170.2/32", "169.254.170.23/32", "168.63.129.16/32", "100.100.100.200/32",
+        "192.0.0.192/32", "169.254.0.23/32", "169.254.42.42/32",
+        "fd00:ec2::254/128", "fd00:ec2::23/128", "fd20:ce::254/128", "fd00:42::42/128",
+    )
+)
+METADATA_HOSTS = (
+    "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal",
+    "metadata.tencentyun.com", "metadata.platformequinix.com", "metadata.packet.net",
+    "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
+    "host.docker.internal", "gateway.docker.internal",
+)
+PRIVATE_NETWORKS: tuple[IPNetwork, ...] = tuple(
+    ipaddress.ip_network(text)
+    for text in (
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
+        "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
+        "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16",
+    )
+)
+
+
+def networks_overlap(a: IPNetwork, b: IPNetwork) -> bool:
+    return a.version == b.version and a.overlaps(b)  # type: ignore[arg-type]
+
+
+def egress_open(server: EffectiveSandbox) -> bool:
+    """Whether the server may reach destinations nobody listed."""
+    return server.egress.default == "allow"
+
+
+def denied(server: EffectiveSandbox, network: IPNetwork) -> bool:
+    """Whether an explicit deny entry covers all of ``network``."""
+    return any(entry.kind == "cidr" and entry.network.version == network.version and network.subnet_of(entry.network)  # type: ignore[arg-type]
+               for entry in server.egress.deny or [])
+
+
+def allowed_entries(server: EffectiveSandbox) -> list[tuple[int, Destination]]:
+    """(index, entry) for each allow entry."""
+    return list(enumerate(server.egress.allow or []))
+
+
+def reaches(server: EffectiveSandbox, network: IPNetwork) -> bool:
+    """Whether the egress policy lets the server reach some address of ``network``."""
+    if not server.runs_here:
+        return False
+    if egress_open(server):
+        return not denied(server, network)
+    return any(entry.kind == "cidr" and networks_overlap(entry.network, network) for _, entry in allowed_entries(server))
+
+
+# --- secrets ---
+
+SECRET_VALUE = re.compile(
+    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}"
+    r"|sk-ant-[A-Za-z0-9_-]{10,}|sk-(proj-)?[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}"
+    r"|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.)"
+)
+SECRET_ENV_NAME = re.compile(r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|CREDENTIAL|AUTH|DSN|DATABASE_URL)", re.IGNORECASE)
+CLOUD_ENV_NAME = re.compile(
+    r"^(AWS_[A-Z0-9_]*|AZURE_[A-Z0-9_]*|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_CLOUD_[A-Z0-9_]*|CLOUDSDK_[A-Z0-9_]*"
+    r"|IDENTITY_ENDPOINT|IDENTITY_HEADER|KUBECONFIG|ARM_[A-Z0-9_]*|OCI_[A-Z0-9_]*|DIGITALOCEAN_[A-Z0-9_]*)$"
+)
+
+
+def looks_like_secret(value: str) -> bool:
+    return SECRET_VALUE.search(value) is not None
+
+
+# --- tools and effects ---
+
+
+def tools(server: EffectiveSandbox) -> Iterator[tuple[str, Tool]]:
+    yield from server.tools.items()
+
+
+def effects(server: EffectiveSandbox) -> set[str]:
+    return {effect for tool in server.tools.values() for effect in tool.effects}
+
+
+def approval_gated(plan: Plan, tool: Tool) -> bool:
+    """Whether a person approves a call of ``tool`` before it runs.
+
+    A tool's own setting wins; unset, the top-level ``approvals.require``
+    decides by the tool's effects.
+    """
+    if tool.approval is not None:
+        return tool.approval != "never"
+    return any(effect in plan.approvals.require for effect in tool.effects)
+
+
+def reads_untrusted(server: EffectiveSandbox) -> bool:
+    """Content an attacker may write reaches the model through this server."""
+    return "reads_untrusted" in effects(server) or server.kind in ("browser", "search")
+
+
+def reads_private(server: EffectiveSandbox) -> bool:
+    return "reads_private" in effects(server) or server.kind == "data"
+
+
+def executes_code(server: EffectiveSandbox) -> bool:
+    return "exec" in effects(server) or server.kind == "code-exec"
+
+
+def holds_secrets(server: EffectiveSandbox) -> bool:
+    return bool(server.secrets)
+
+
+def launched(plan: Plan) -> Iterator[EffectiveSandbox]:
+    """The servers mcpspec runs (not the external ones)."""
+    return (server for server in plan.servers.values() if server.runs_here)

@@ -1,0 +1,56 @@
+"""Meta-tests over the whole catalog: identity, docs, executable examples, fixtures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcpspec.api import load_text
+from mcpspec.rules.base import CATEGORIES, DOC_SECTIONS, RULE_ID, SLUG, Rule, doc_sections, yaml_block
+from mcpspec.rules.engine import run_rules
+from mcpspec.rules.registry import all_rules, find
+
+FIXTURES = Path(__file__).parent / "fixtures"
+RULES = all_rules()
+
+
+def test_ids_and_slugs_are_well_formed_and_unique() -> None:
+    assert len({r.id for r in RULES}) == len(RULES)
+    assert len({r.slug for r in RULES}) == len(RULES)
+    for rule in RULES:
+        assert RULE_ID.match(rule.id) and rule.id[:2] in CATEGORIES, rule.id
+        assert SLUG.match(rule.slug), rule.slug
+        assert find(rule.id) is rule and find(rule.slug) is rule and find(rule.id.lower()) is rule
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_docs_have_every_section_in_order(rule: Rule) -> None:
+    titles = list(doc_sections(rule.doc))
+    assert [t for t in titles if t in DOC_SECTIONS] == list(DOC_SECTIONS), f"{rule.id} sections: {titles}"
+    assert rule.summary and not rule.summary.endswith(".")
+    for title in DOC_SECTIONS:
+        assert rule.section(title), f"{rule.id}: '{title}' is empty"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_example_fires_and_use_instead_stays_silent(rule: Rule) -> None:
+    if rule.category == "suppressions":
+        pytest.skip("suppression rules are checked through the lint pipeline")
+    example = yaml_block(rule.section("Example"))
+    fixed = yaml_block(rule.section("Use instead"))
+    assert example and fixed, f"{rule.id}: Example and Use instead need a ```yaml block"
+    assert run_rules(load_text(example, f"{rule.id}-example.yaml"), [rule]), f"{rule.id}: the Example does not fire"
+    assert not run_rules(load_text(fixed, f"{rule.id}-use-instead.yaml"), [rule]), f"{rule.id}: the Use instead fires"
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_every_rule_has_failing_and_passing_fixtures(rule: Rule) -> None:
+    folder = FIXTURES / rule.id
+    assert list(folder.glob("fail_*.yaml")), f"{rule.id} has no fail_*.yaml fixture"
+    assert list(folder.glob("pass_*.yaml")), f"{rule.id} has no pass_*.yaml fixture"
+
+
+def test_no_fixture_folder_without_a_rule() -> None:
+    for folder in FIXTURES.iterdir():
+        assert folder.is_dir() and find(folder.name) is not None, f"{folder.name} names no rule"
