@@ -103,7 +103,7 @@ PRIVATE_NETWORKS: tuple[IPNetwork, ...] = tuple(
 
 
 def networks_overlap(a: IPNetwork, b: IPNetwork) -> bool:
-    return a.version == b.version and a.overlaps(b)  # type: ignore[arg-type]
+    return a.version == b.version and a.overlaps(b)
 
 
 def egress_open(server: EffectiveSandbox) -> bool:
