@@ -33,6 +33,7 @@ schema: $(STAMP)
 
 docs: $(STAMP)
 	$(PY) -m mcpspec.spec.docs > docs/spec.md.tmp && mv docs/spec.md.tmp docs/spec.md
+	$(PY) -m mcpspec.report.ruledocs docs/rules
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -8,6 +8,8 @@ from typing import Any
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath
 from mcpspec.ir.plan import Plan
+from mcpspec.report.model import FileLint
+from mcpspec.rules.pipeline import LintOptions
 from mcpspec.perf import gc_paused
 from mcpspec.source.loader import load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
@@ -91,3 +93,28 @@ def _lookup(data: Any, path: SpecPath) -> Any:
 def _related(a: SpecPath, b: SpecPath) -> bool:
     shorter = min(len(a), len(b))
     return a[:shorter] == b[:shorter]
+
+
+def lint_file(path: str | os.PathLike[str], options: LintOptions, display_name: str | None = None) -> FileLint:
+    """Lint one file: spec errors become results; otherwise every enabled rule runs.
+
+    Raises ``UsageError`` when the file cannot be read at all.
+    """
+    from mcpspec.rules.engine import from_diagnostic
+    from mcpspec.rules.pipeline import lint_plan
+
+    name = display_name if display_name is not None else str(path)
+    try:
+        plan = load(path, name)
+    except SpecError as exc:
+        return FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
+    with gc_paused():
+        return FileLint(name, lint_plan(plan, options), plan.source.text)
+
+
+def _text_or_none(path: str | os.PathLike[str]) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None

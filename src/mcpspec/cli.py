@@ -1,6 +1,7 @@
 """The ``mcpspec`` command line: parse arguments, call the API, choose the exit status.
 
-Exit status: 0 clean, 1 findings or spec errors, 2 usage or internal error.
+Exit status: 0 clean, 1 findings at or above --fail-on (or spec errors), 2 usage,
+config or internal error.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from mcpspec import __version__
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+FORMATS = ("text", "json", "sarif", "github", "junit")
+FAIL_ON = ("critical", "high", "medium", "low", "info", "never")
 
 app = typer.Typer(
     name="mcpspec",
@@ -34,6 +37,11 @@ def _version(value: bool) -> None:
         raise typer.Exit(EXIT_CLEAN)
 
 
+def _usage(message: str) -> NoReturn:
+    typer.echo(f"mcpspec: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
 @app.callback()
 def main_options(
     version: Annotated[bool, typer.Option("--version", "-V", help="Print the version and exit.", callback=_version, is_eager=True)] = False,
@@ -41,33 +49,145 @@ def main_options(
     """Lint and compile MCP server sandbox policy (mcp-sandbox.yaml)."""
 
 
+def _names(values: list[str] | None) -> list[str]:
+    return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
+
+
 @app.command()
 def lint(
     files: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
+    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help=f"Output format, repeatable: {', '.join(FORMATS)}.")] = None,
+    output: Annotated[list[Path] | None, typer.Option("--output", "-o", help="File for the matching --format (in order); the rest go to stdout.")] = None,
+    select: Annotated[list[str] | None, typer.Option(help="Only these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(help="Skip these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run: critical, high, medium, low (default), info, never.")] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
+    no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward).")] = None,
+    baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline file of accepted findings.")] = None,
+    write_baseline: Annotated[bool, typer.Option("--write-baseline", help="Write the current findings to the baseline file and exit 0.")] = False,
 ) -> None:
-    """Validate spec files; print every problem as FILE:LINE:COL: CODE message."""
-    from mcpspec.api import load
-    from mcpspec.diagnostics import Diagnostic, SpecError
-    from mcpspec.report.text import render_diagnostic, render_summary
+    """Check spec files against the language and the risk rules."""
+    from mcpspec import api
+    from mcpspec.config import ConfigError, find_config, load_config
+    from mcpspec.output import write_atomically
+    from mcpspec.report.model import LintReport
+    from mcpspec.rules import baseline as baselines
+    from mcpspec.rules.pipeline import LintOptions
+    from mcpspec.rules.registry import expand
     from mcpspec.source.loader import UsageError
 
-    found: list[Diagnostic] = []
-    usage_failed = False
+    formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
+    outputs = list(output or [])
+    for name in formats:
+        if name not in FORMATS:
+            _usage(f"unknown format {name!r}; choose from {', '.join(FORMATS)}")
+    if len(outputs) > len(formats):
+        _usage("more --output files than --format options")
+    if len(formats) - len(outputs) > 1:
+        _usage("only one format can go to stdout; give an --output file for the others")
+    try:
+        settings = load_config(config if config is not None else find_config(Path.cwd()))
+        wanted = _names(select) or settings.select
+        selected = expand(wanted) if wanted else None
+        ignored = expand(_names(ignore) + settings.ignore)
+        severity = {rule_id: level for name, level in settings.severity.items() for rule_id in expand([name])}
+    except (ConfigError, ValueError) as exc:
+        _usage(str(exc))
+    threshold = fail_on or settings.fail_on or "low"
+    if threshold not in FAIL_ON:
+        _usage(f"--fail-on must be one of {', '.join(FAIL_ON)}")
+    baseline_path = baseline or settings.baseline or (Path(baselines.DEFAULT_BASELINE) if write_baseline else None)
+
+    report_files = []
     for file in files:
         try:
-            load(file, display_name=str(file))
+            per_file_ignored = expand(settings.ignored_for(str(file)))
+        except ValueError as exc:
+            _usage(f"{settings.path}: per-file-ignores: {exc}")
+        options = LintOptions(
+            select=selected,
+            ignore=ignored | per_file_ignored,
+            severity=severity,
+            inline_suppressions=not (no_inline_suppressions or settings.no_inline_suppressions),
+        )
+        try:
+            report_files.append(api.lint_file(file, options, display_name=str(file)))
         except UsageError as exc:
-            typer.echo(f"mcpspec: error: {exc}", err=True)
-            usage_failed = True
-        except SpecError as exc:
-            text = _read_text(file)
-            for diagnostic in exc.diagnostics:
-                typer.echo(render_diagnostic(diagnostic, text))
-            found.extend(exc.diagnostics)
-    if usage_failed:
-        raise typer.Exit(EXIT_USAGE)
-    typer.echo(render_summary(len(files), found))
-    raise typer.Exit(EXIT_FINDINGS if found else EXIT_CLEAN)
+            _usage(str(exc))
+    report = LintReport(report_files)
+
+    if write_baseline:
+        assert baseline_path is not None
+        write_atomically(baseline_path, baselines.render(report))
+        typer.echo(f"wrote {len(report.active)} findings to {baseline_path}", err=True)
+        raise typer.Exit(EXIT_CLEAN)
+    if baseline_path is not None:
+        try:
+            report = baselines.apply(report, baselines.load(baseline_path))
+        except baselines.BaselineError as exc:
+            _usage(str(exc))
+
+    for position, name in enumerate(formats):
+        text = _render(name, report)
+        if position < len(outputs):
+            write_atomically(outputs[position], text)
+        else:
+            sys.stdout.write(text)
+    failed = report.fails(threshold) and not exit_zero
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
+
+
+def _render(name: str, report: object) -> str:
+    from mcpspec.report import github, json_output, junit, sarif, text
+    from mcpspec.report.model import LintReport
+
+    assert isinstance(report, LintReport)
+    if name == "json":
+        return json_output.render(report)
+    if name == "sarif":
+        return sarif.render(report)
+    if name == "github":
+        return github.render(report)
+    if name == "junit":
+        return junit.render(report)
+    return text.render(report, colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+
+
+@app.command()
+def rules(
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text, json or markdown.")] = "text",
+) -> None:
+    """List every rule: ID, severity, slug and summary."""
+    import json
+
+    from mcpspec.rules.registry import all_rules
+
+    catalog = all_rules()
+    if output_format == "json":
+        data = [{"id": r.id, "slug": r.slug, "category": r.category, "severity": r.severity, "summary": r.summary} for r in catalog]
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    elif output_format == "markdown":
+        from mcpspec.report.ruledocs import render_index
+
+        sys.stdout.write(render_index(catalog))
+    elif output_format == "text":
+        for rule in catalog:
+            typer.echo(f"{rule.id}  {rule.severity:<8}  {rule.slug:<40}  {rule.summary}")
+    else:
+        _usage("--format must be text, json or markdown")
+
+
+@app.command()
+def explain(rule: Annotated[str, typer.Argument(help="A rule ID or slug.", show_default=False)]) -> None:
+    """Print one rule's documentation."""
+    from mcpspec.report.ruledocs import render_rule
+    from mcpspec.rules.registry import find
+
+    found = find(rule)
+    if found is None:
+        _usage(f"no rule is named {rule!r} (see `mcpspec rules`)")
+    sys.stdout.write(render_rule(found))
 
 
 @app.command()
@@ -78,19 +198,12 @@ def schema() -> None:
     sys.stdout.write(render_schema())
 
 
-def _read_text(file: Path) -> str | None:
-    try:
-        return file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def _internal_error(exc: BaseException) -> NoReturn:
     if os.environ.get("MCPSPEC_DEBUG"):
         raise exc
     typer.echo(f"mcpspec: internal error: {type(exc).__name__}: {exc}", err=True)
     typer.echo("This is a bug in mcpspec; rerun with MCPSPEC_DEBUG=1 for details and report it.", err=True)
-    raise SystemExit(EXIT_USAGE)
+    _exit_now(EXIT_USAGE)
 
 
 def run() -> None:

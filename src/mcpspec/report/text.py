@@ -1,33 +1,64 @@
-"""Plain-text diagnostics: ``FILE:LINE:COL: CODE message`` and a code frame."""
+"""Plain-text output: ``FILE:LINE:COL: ID [severity] slug: message``, a code frame,
+the related places of a finding, and a one-line summary."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from mcpspec.diagnostics import Diagnostic, Span
+from mcpspec.report.model import LintReport
+from mcpspec.rules.engine import Result
 
-from mcpspec.diagnostics import Diagnostic
+_COLOURS = {"error": "1;31", "critical": "1;35", "high": "31", "medium": "33", "low": "36", "info": "37"}
 
 
 def render_diagnostic(diagnostic: Diagnostic, source_text: str | None) -> str:
-    """The diagnostic line, then the source line with a caret under the span."""
-    out = [diagnostic.format()]
-    if source_text is not None:
-        lines = source_text.splitlines()
-        span = diagnostic.span
-        if 0 < span.line <= len(lines):
-            line = lines[span.line - 1].expandtabs(1)
-            width = span.end_col - span.col if span.end_line == span.line and span.end_col > span.col else 1
-            width = max(1, min(width, len(line) - span.col + 1))
-            gutter = f"{span.line} | "
-            out.append(f"  {gutter}{line}")
-            out.append(f"  {' ' * (len(gutter) + span.col - 1)}{'^' * width}")
-    return "\n".join(out)
+    """A spec error with its code frame."""
+    return "\n".join([diagnostic.format(), *_frame(diagnostic.span, source_text)])
 
 
-def render_summary(files: int, diagnostics: Iterable[Diagnostic]) -> str:
-    counted = list(diagnostics)
+def render(report: LintReport, colour: bool = False) -> str:
+    """The findings that count, each with its frame, then the summary."""
+    out: list[str] = []
+    for item in report.files:
+        for result in item.results:
+            if result.suppression is None:
+                out.append(_result(result, item.text, colour))
+    out.append(summary(report))
+    return "\n".join(out) + "\n"
+
+
+def _result(result: Result, text: str | None, colour: bool) -> str:
+    severity = f"[{result.severity}]"
+    if colour:
+        severity = f"\x1b[{_COLOURS[result.severity]}m{severity}\x1b[0m"
+    head = f"{result.file}:{result.span.line}:{result.span.col}: {result.code} {severity} {result.slug}: {result.message}"
+    lines = [head, *_frame(result.span, text)]
+    for hop in result.related:
+        lines.append(f"    -> {result.file}:{hop.span.line}:{hop.span.col}: {hop.note}")
+    return "\n".join(lines)
+
+
+def _frame(span: Span, text: str | None) -> list[str]:
+    if text is None:
+        return []
+    lines = text.splitlines()
+    if not 0 < span.line <= len(lines):
+        return []
+    line = lines[span.line - 1].expandtabs(1)
+    width = span.end_col - span.col if span.end_line == span.line and span.end_col > span.col else 1
+    width = max(1, min(width, len(line) - span.col + 1))
+    gutter = f"{span.line} | "
+    return [f"  {gutter}{line}", f"  {' ' * (len(gutter) + span.col - 1)}{'^' * width}"]
+
+
+def summary(report: LintReport) -> str:
+    files = len(report.files)
     noun = "file" if files == 1 else "files"
-    if not counted:
-        return f"{files} {noun} checked: no problems."
-    problem_files = len({d.file for d in counted})
-    problems = "problem" if len(counted) == 1 else "problems"
-    return f"{len(counted)} {problems} in {problem_files} of {files} {noun}."
+    suppressed = len(report.results) - len(report.active)
+    tail = f"; {suppressed} suppressed" if suppressed else ""
+    counts = report.counts()
+    if not counts:
+        return f"{files} {noun} checked: no problems{tail}."
+    total = sum(counts.values())
+    parts = ", ".join(f"{n} {level}" for level, n in counts.items())
+    problem_files = len({r.file for r in report.active})
+    return f"{total} {'problem' if total == 1 else 'problems'} ({parts}) in {problem_files} of {files} {noun}{tail}."

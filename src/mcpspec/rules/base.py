@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mcpspec.diagnostics import SpecPath
+from mcpspec.diagnostics import Span, SpecPath
 from mcpspec.ir.plan import Plan
 
 Severity = Literal["critical", "high", "medium", "low", "info"]
@@ -55,6 +55,8 @@ class Finding:
     path: SpecPath
     message: str
     related: tuple[Related, ...] = ()
+    # Only for findings about comments, which have no logical path of their own.
+    span: Span | None = None
 
 
 Check = Callable[[Plan], Iterable[Finding]]

@@ -57,7 +57,7 @@ def run_rules(plan: Plan, rules: Iterable[Rule]) -> list[Result]:
             slug=rule.slug,
             severity=rule.severity,
             file=plan.file,
-            span=source.anchor_span(finding.path),
+            span=finding.span or source.anchor_span(finding.path),
             path=finding.path,
             message=finding.message,
             related=tuple(RelatedLocation(source.anchor_span(item.path), item.path, item.note) for item in finding.related),

@@ -1,0 +1,58 @@
+"""One file's lint: selected rules, suppressions and waivers, severity overrides."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
+
+from mcpspec.diagnostics import Span
+from mcpspec.ir.plan import Plan
+from mcpspec.rules.base import Severity
+from mcpspec.rules.engine import Result, run_rules
+from mcpspec.rules.registry import all_rules
+from mcpspec.rules.suppress import apply_suppressions, waiver_label
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    """What to run and how to judge it; built from the command line and the config file."""
+
+    select: Collection[str] | None = None  # rule IDs; None means every rule
+    ignore: Collection[str] = ()
+    severity: Mapping[str, Severity] = field(default_factory=dict)  # rule ID -> severity
+    inline_suppressions: bool = True
+    today: datetime.date = field(default_factory=datetime.date.today)
+
+    def enabled(self, rule_id: str) -> bool:
+        return (self.select is None or rule_id in self.select) and rule_id not in self.ignore
+
+
+def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
+    """Every result for one file, suppressed ones included (marked), sorted by place."""
+    rules = [rule for rule in all_rules() if options.enabled(rule.id)]
+    results = run_rules(plan, rules)
+    if not options.inline_suppressions:
+        results = [r for r in results if r.code not in ("SU001", "SU002")]
+    outcome = apply_suppressions(plan, results, options.today, options.inline_suppressions)
+    results = outcome.results
+    source = plan.source
+    if options.enabled("SU003"):
+        for item in outcome.unused_inline:
+            span = Span(item.comment.line, item.comment.col, item.comment.line, item.comment.col + 1 + len(item.comment.text))
+            names = ", ".join(item.rules) or "nothing known"
+            results.append(Result("SU003", "unused-suppression", "low", plan.file, span, (), f"suppression of {names} matches no finding on line {item.applies_to_line}"))
+    for code, slug, severity, indexes, text in (
+        ("SU004", "expired-waiver", "medium", outcome.expired_waivers, "expired on {date}; the findings it covered are reported again"),
+        ("SU005", "unused-waiver", "low", outcome.unused_waivers, "matches no finding"),
+    ):
+        if not options.enabled(code):
+            continue
+        for index in indexes:
+            path = ("waivers", index)
+            message = f"{waiver_label(plan, index)} " + text.format(date=plan.waivers[index].expires.isoformat())
+            results.append(Result(code, slug, severity, plan.file, source.anchor_span(path), path, message))  # type: ignore[arg-type]
+    if options.severity:
+        results = [replace(r, severity=options.severity.get(r.code, r.severity)) for r in results]
+    results.sort(key=lambda r: (r.span.line, r.span.col, r.code))
+    return results
