@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from conftest import EXAMPLES, REPO, run_cli
+from conftest import REPO, run_cli
 from mcpspec import __version__
 
 
@@ -24,12 +24,12 @@ def test_console_script_is_installed_next_to_the_interpreter() -> None:
 
 
 def test_clean_lint_prints_only_the_summary() -> None:
-    result = run_cli("lint", str(EXAMPLES[0]))
+    result = run_cli("lint", "tests/corpus/clean.yaml")
     assert (result.returncode, result.stdout, result.stderr) == (0, "1 file checked: no problems.\n", "")
 
 
 def test_spec_errors_exit_1_with_position_code_frame_and_summary() -> None:
-    result = run_cli("lint", "tests/corpus/demo-broken.yaml", str(EXAMPLES[0]))
+    result = run_cli("lint", "tests/corpus/demo-broken.yaml", "tests/corpus/clean.yaml")
     assert result.returncode == 1
     lines = result.stdout.splitlines()
     assert re.match(r"tests/corpus/demo-broken\.yaml:\d+:\d+: SC001 unknown key 'idle_timout' in defaults\.lifecycle; did you mean 'idle_timeout'\?", lines[0])

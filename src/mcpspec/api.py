@@ -8,9 +8,9 @@ from typing import Any
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath
 from mcpspec.ir.plan import Plan
+from mcpspec.perf import gc_paused
 from mcpspec.report.model import FileLint
 from mcpspec.rules.pipeline import LintOptions
-from mcpspec.perf import gc_paused
 from mcpspec.source.loader import load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
 

@@ -36,7 +36,7 @@ class LintReport:
 
     def fails(self, fail_on: str) -> bool:
         """Whether a result at or above ``fail_on`` counts; spec errors always fail."""
-        threshold = len(FAIL_ORDER) if fail_on == "never" else FAIL_ORDER.index(fail_on) + 1
+        threshold = 1 if fail_on == "never" else FAIL_ORDER.index(fail_on) + 1
         return any(result.severity == "error" or FAIL_ORDER.index(result.severity) < threshold for result in self.active)
 
     def text_of(self, file: str) -> str | None:

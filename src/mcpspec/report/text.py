@@ -12,36 +12,39 @@ _COLOURS = {"error": "1;31", "critical": "1;35", "high": "31", "medium": "33", "
 
 def render_diagnostic(diagnostic: Diagnostic, source_text: str | None) -> str:
     """A spec error with its code frame."""
-    return "\n".join([diagnostic.format(), *_frame(diagnostic.span, source_text)])
+    lines = source_text.splitlines() if source_text is not None else None
+    return "\n".join([diagnostic.format(), *_frame(diagnostic.span, lines)])
 
 
 def render(report: LintReport, colour: bool = False) -> str:
     """The findings that count, each with its frame, then the summary."""
     out: list[str] = []
     for item in report.files:
+        lines = item.text.splitlines() if item.text is not None else None
         for result in item.results:
             if result.suppression is None:
-                out.append(_result(result, item.text, colour))
+                out.append(_result(result, lines, colour))
     out.append(summary(report))
     return "\n".join(out) + "\n"
 
 
-def _result(result: Result, text: str | None, colour: bool) -> str:
+def _result(result: Result, lines: list[str] | None, colour: bool) -> str:
     severity = f"[{result.severity}]"
     if colour:
         severity = f"\x1b[{_COLOURS[result.severity]}m{severity}\x1b[0m"
-    head = f"{result.file}:{result.span.line}:{result.span.col}: {result.code} {severity} {result.slug}: {result.message}"
-    lines = [head, *_frame(result.span, text)]
+    where = f"{result.file}:{result.span.line}:{result.span.col}"
+    if result.severity == "error":  # a spec error, not a risk: FILE:LINE:COL: CODE message
+        head = f"{where}: {result.code} {result.message}"
+    else:
+        head = f"{where}: {result.code} {severity} {result.slug}: {result.message}"
+    out = [head, *_frame(result.span, lines)]
     for hop in result.related:
-        lines.append(f"    -> {result.file}:{hop.span.line}:{hop.span.col}: {hop.note}")
-    return "\n".join(lines)
+        out.append(f"    -> {result.file}:{hop.span.line}:{hop.span.col}: {hop.note}")
+    return "\n".join(out)
 
 
-def _frame(span: Span, text: str | None) -> list[str]:
-    if text is None:
-        return []
-    lines = text.splitlines()
-    if not 0 < span.line <= len(lines):
+def _frame(span: Span, lines: list[str] | None) -> list[str]:
+    if lines is None or not 0 < span.line <= len(lines):
         return []
     line = lines[span.line - 1].expandtabs(1)
     width = span.end_col - span.col if span.end_line == span.line and span.end_col > span.col else 1

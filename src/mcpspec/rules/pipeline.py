@@ -39,6 +39,8 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
     source = plan.source
     if options.enabled("SU003"):
         for item in outcome.unused_inline:
+            if not item.rules:
+                continue  # it names no real rule: SU002 reports it
             span = Span(item.comment.line, item.comment.col, item.comment.line, item.comment.col + 1 + len(item.comment.text))
             names = ", ".join(item.rules) or "nothing known"
             results.append(Result("SU003", "unused-suppression", "low", plan.file, span, (), f"suppression of {names} matches no finding on line {item.applies_to_line}"))

@@ -125,8 +125,9 @@ def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
         raise SpecError([_diag(name, FILE_START, "YM008", "file is empty; a spec needs at least 'version' and 'servers'")])
     if "&" in text:  # only anchors make aliases, and only aliases can expand
         _check_expansion(root, name)
-    data = _Builder(name).build(root, 0)
-    return data, SourceMap(file=name, text=text, root=root)
+    builder = _Builder(name)
+    data = builder.build(root, 0)
+    return data, SourceMap(file=name, text=text, root=root, hash_scalars=builder.hash_scalars)
 
 
 class _Builder:
@@ -136,6 +137,8 @@ class _Builder:
         self.name = name
         self.expanded = 0
         self.constructor = SafeConstructor()
+        # Scalars holding a '#', which the comment finder must not mistake for comments.
+        self.hash_scalars: list[ScalarNode] = []
 
     def fail(self, node: Node, code: str, message: str) -> SpecError:
         return SpecError([_diag(self.name, node_span(node), code, message)])
@@ -165,6 +168,8 @@ class _Builder:
             if not isinstance(key_node, ScalarNode):
                 raise self.fail(key_node, "YM001", "mapping keys must be plain strings")
             key = key_node.value
+            if "#" in key:
+                self.hash_scalars.append(key_node)
             if key_node.tag == _PLAIN and key == "<<":
                 raise self.fail(key_node, "YM004", "merge keys ('<<') are not supported; put shared settings under 'defaults'")
             if key_node.tag != _PLAIN and key_node.tag not in _SCALAR_TAGS:
@@ -177,6 +182,8 @@ class _Builder:
 
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
+        if "#" in node.value:
+            self.hash_scalars.append(node)
         if tag == _PLAIN:
             tag = _plain_tag(node.value)
         if tag == _STR:

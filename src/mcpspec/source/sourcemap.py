@@ -41,8 +41,11 @@ class SourceMap:
     file: str
     text: str
     root: Node | None = None
+    # Scalars whose text holds a '#' (the loader finds them while building the data).
+    hash_scalars: list[ScalarNode] = field(default_factory=list, repr=False)
     _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False)
     _lines: list[str] | None = field(default=None, repr=False)
+    _comments: list[Comment] | None = field(default=None, repr=False)
 
     def __contains__(self, path: SpecPath) -> bool:
         return len(self._walk(path)) == len(path) + 1
@@ -68,13 +71,23 @@ class SourceMap:
 
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, without its newline ('' past the end)."""
+        lines = self.lines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+    def lines(self) -> list[str]:
+        """The file's lines, split once."""
         if self._lines is None:
             self._lines = self.text.splitlines()
-        return self._lines[line - 1] if 0 < line <= len(self._lines) else ""
+        return self._lines
 
     def comments(self) -> list[Comment]:
         """Every comment in the file, in order; ``#`` inside scalars is not a comment."""
-        masked = self._scalars_with_hash()
+        if self._comments is None:
+            self._comments = self._find_comments()
+        return list(self._comments)
+
+    def _find_comments(self) -> list[Comment]:
+        masked = [node_span(node) for node in self.hash_scalars]
         found: list[Comment] = []
         for index, line in enumerate(self.text.splitlines(), start=1):
             if "#" not in line:
@@ -118,25 +131,6 @@ class SourceMap:
             index = {key.value: (key, value) for key, value in node.value if isinstance(key, ScalarNode)}
             self._keys[id(node)] = index
         return index
-
-    def _scalars_with_hash(self) -> list[Span]:
-        spans: list[Span] = []
-        seen: set[int] = set()
-        stack = [self.root] if self.root is not None else []
-        while stack:
-            node = stack.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            if isinstance(node, ScalarNode):
-                if "#" in node.value:
-                    spans.append(node_span(node))
-            elif isinstance(node, MappingNode):
-                stack.extend(part for pair in node.value for part in pair)
-            elif isinstance(node, SequenceNode):
-                stack.extend(node.value)
-        return spans
-
 
 def node_span(node: Node) -> Span:
     """A node's span, 1-based, end exclusive."""

@@ -3,5 +3,22 @@
 from __future__ import annotations
 
 from mcpspec.rules.base import Rule
+from mcpspec.rules.secrets import (
+    cloud_credentials_passed,
+    environment_inherited,
+    literal_secret,
+    secret_in_argv,
+    secret_without_scope,
+    secret_without_ttl,
+    shared_secret_file,
+)
 
-RULES: tuple[Rule, ...] = ()
+RULES: tuple[Rule, ...] = (
+    literal_secret.RULE,
+    secret_in_argv.RULE,
+    environment_inherited.RULE,
+    shared_secret_file.RULE,
+    cloud_credentials_passed.RULE,
+    secret_without_ttl.RULE,
+    secret_without_scope.RULE,
+)

@@ -1,0 +1,163 @@
+"""
+## What it does
+Flags egress allow entries that let data out to hosts anyone can read or
+create: paste, webhook, request-capture and tunnel services (`pastebin.com`,
+`webhook.site`, `*.ngrok.io`, `*.trycloudflare.com`, `*.pipedream.net`,
+`hooks.slack.com`, `discord.com`, ...), user-content hosts (`gist.github.com`,
+`*.githubusercontent.com`), wildcards over shared hosting (`*.amazonaws.com`,
+`*.cloudfront.net`, `*.blob.core.windows.net`, `*.googleapis.com`,
+`*.herokuapp.com`, `*.vercel.app`, `*.netlify.app`, `*.workers.dev`, ...),
+a wildcard directly under a public suffix (`*.co.uk`), and public IP ranges
+wider than a /24 (IPv6: /48).
+
+## Why is this risky
+An allowlist only stops exfiltration if every host on it is controlled by
+someone you trust. Anyone can open a webhook.site inbox, a gist, an ngrok
+tunnel or an S3 bucket in a minute, so an injected instruction such as "post
+the file to https://attacker.ngrok.io" or "upload it to
+attacker-bucket.s3.amazonaws.com" passes the filter. Name the exact hosts the
+server needs (`my-bucket.s3.eu-west-1.amazonaws.com:443`) instead.
+
+## Example
+```yaml
+version: 1
+project: demo
+servers:
+  fetch:
+    command: [mcp-server-fetch]
+    egress:
+      default: deny
+      allow: ["docs.python.org:443", "*.ngrok.io:443"]
+    tools:
+      fetch: {effects: [reads_untrusted]}
+```
+
+## Use instead
+```yaml
+version: 1
+project: demo
+servers:
+  fetch:
+    command: [mcp-server-fetch]
+    egress:
+      default: deny
+      allow: ["docs.python.org:443"]
+    tools:
+      fetch: {effects: [reads_untrusted]}
+```
+
+## References
+- OWASP MCP Top 10: MCP10 Context Injection & Over-Sharing, MCP06 Prompt Injection via Contextual Payloads
+- OWASP Top 10 for LLM Applications: LLM02 Sensitive Information Disclosure
+- CWE-200 Exposure of Sensitive Information to an Unauthorized Actor
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mcpspec.ir.plan import Plan
+from mcpspec.rules import facts
+from mcpspec.rules.base import Finding, Rule
+from mcpspec.rules.network._common import Draft, allow_entries, egress_servers, entry_network, merged, subnet_of
+from mcpspec.spec.values import Destination
+
+# Paste, webhook, request-capture, tunnel and user-content services: each entry with its subdomains.
+EXFIL_HOSTS = (
+    "pastebin.com", "paste.ee", "hastebin.com", "dpaste.com", "dpaste.org", "rentry.co", "rentry.org", "termbin.com",
+    "ix.io", "0x0.st", "paste.rs", "pastes.dev", "justpaste.it", "controlc.com", "privatebin.net", "ghostbin.co",
+    "transfer.sh", "temp.sh", "file.io", "catbox.moe", "telegra.ph",
+    "webhook.site", "requestbin.com", "requestbin.net", "requestcatcher.com", "hookbin.com", "beeceptor.com",
+    "pipedream.net", "postb.in", "ptsv2.com", "ptsv3.com", "interact.sh", "oast.fun", "oast.pro", "oast.live",
+    "oast.site", "oast.online", "oast.me", "oastify.com", "burpcollaborator.net", "canarytokens.com",
+    "ngrok.io", "ngrok.app", "ngrok.dev", "ngrok-free.app", "ngrok-free.dev", "trycloudflare.com", "loca.lt",
+    "localtunnel.me", "serveo.net", "localhost.run", "lhr.life", "bore.pub",
+    "gist.github.com", "githubusercontent.com", "hooks.slack.com", "discord.com", "discordapp.com", "api.telegram.org",
+)
+# Hosting where any customer picks a subdomain: a wildcard over them admits everyone's hosts.
+SHARED_HOSTING = (
+    "amazonaws.com", "cloudfront.net", "blob.core.windows.net", "web.core.windows.net", "azurewebsites.net",
+    "azureedge.net", "googleapis.com", "appspot.com", "web.app", "firebaseapp.com", "herokuapp.com", "vercel.app",
+    "netlify.app", "workers.dev", "pages.dev", "r2.dev", "github.io", "gitlab.io", "onrender.com", "fly.dev",
+    "glitch.me", "repl.co", "replit.app", "deno.dev", "surge.sh", "ondigitalocean.app", "digitaloceanspaces.com",
+    "railway.app", "backblazeb2.com", "wasabisys.com",
+)
+# Second-level labels that ccTLD registries sell under (co.uk, com.au, ne.jp, ...), and other public suffixes.
+PUBLIC_SECOND_LEVEL = ("co", "com", "net", "org", "gov", "edu", "ac", "or", "ne", "go", "gob", "mil", "nic", "ltd", "plc")
+PUBLIC_SUFFIXES = ("eu.org", "us.com", "uk.com", "eu.com", "de.com", "cn.com", "za.com", "qc.com")
+EXFIL_KIND = "paste, webhook, tunnel or user-content service"
+WIDEST_PUBLIC = {4: 24, 6: 48}
+
+
+def check(plan: Plan) -> Iterator[Finding]:
+    return merged(
+        Draft(path, server.name, f"{{who}} {{allows|allow}} {entry.text}, {why}")
+        for server in egress_servers(plan.servers.values())
+        for path, entry in allow_entries(server)
+        if (why := problem(entry))
+    )
+
+
+def _ancestors(domain: str) -> list[str]:
+    """``a.b.example.com`` -> [a.b.example.com, b.example.com, example.com, com]."""
+    labels = domain.split(".")
+    return [".".join(labels[index:]) for index in range(len(labels))]
+
+
+# Every ancestor domain of a listed service or host, mapped to the listed names under it,
+# so a wildcard entry is checked by one lookup instead of a scan of both lists.
+_UNDER: dict[str, list[str]] = {}
+for _name in EXFIL_HOSTS + SHARED_HOSTING:
+    for _ancestor in _ancestors(_name):
+        _UNDER.setdefault(_ancestor, []).append(_name)
+_EXFIL = frozenset(EXFIL_HOSTS)
+_SHARED = frozenset(SHARED_HOSTING)
+
+
+def problem(entry: Destination) -> str:
+    """Why an entry lets data out to hosts anyone controls ('' when it does not)."""
+    if entry.kind == "cidr":
+        return wide_public(entry)
+    host = entry.host.removeprefix("*.")
+    wildcard = entry.kind == "wildcard"
+    ancestors = _ancestors(host)
+    service = next((name for name in ancestors if name in _EXFIL), None)
+    if service is not None:
+        return f"a {EXFIL_KIND} anyone can write to"
+    admitted = _UNDER.get(host, []) if wildcard else []
+    exfil = next((name for name in admitted if name in _EXFIL), None)
+    if exfil is not None:
+        return f"which admits {exfil}, a {EXFIL_KIND} anyone can write to"
+    if wildcard and public_suffix(host):
+        return f"a wildcard directly under the public suffix {host}: every domain registered there"
+    if wildcard:
+        shared = next((name for name in ancestors if name in _SHARED), None) or next((name for name in admitted if name in _SHARED), None)
+        if shared is not None:
+            return f"a wildcard over shared hosting ({shared}) where anyone can create a host"
+    return ""
+
+
+def public_suffix(domain: str) -> bool:
+    labels = domain.split(".")
+    if len(labels) == 1 or domain in PUBLIC_SUFFIXES:
+        return True
+    return len(labels) == 2 and labels[0] in PUBLIC_SECOND_LEVEL and len(labels[1]) == 2
+
+
+def wide_public(entry: Destination) -> str:
+    network = entry_network(entry)
+    if network.prefixlen >= WIDEST_PUBLIC[network.version]:
+        return ""
+    if any(subnet_of(network, private) for private in facts.PRIVATE_NETWORKS):
+        return ""
+    return f"a public address range wider than /{WIDEST_PUBLIC[network.version]} that holds hosts anyone can rent"
+
+
+RULE = Rule(
+    id="NW004",
+    slug="exfiltration-friendly-allowlist",
+    severity="medium",
+    summary="An egress allow entry admits hosts anyone can create or write to",
+    check=check,
+    doc=__doc__ or "",
+)

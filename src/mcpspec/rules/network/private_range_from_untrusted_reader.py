@@ -1,0 +1,140 @@
+"""
+## What it does
+Flags a launched server that reads untrusted content (a `reads_untrusted`
+tool, or `kind: browser` / `kind: search`) and can reach private address
+ranges (10/8, 172.16/12, 192.168/16, 127/8, 169.254/16, 100.64/10, fc00::/7,
+fe80::/10, ...): either egress defaults to allow without denying them on every
+port, or an allow entry overlaps them or names a private-use domain
+(`*.internal`, `*.local`, `*.cluster.local`, `*.home.arpa`, ...). Cloud
+metadata addresses are left to NW001.
+
+## Why is this risky
+This is server-side request forgery. A web page, an issue comment or a search
+result can tell the model to "fetch" `http://10.0.0.12:8080/admin` or
+`http://127.0.0.1:2375`, and the server makes that request from inside the
+network: internal dashboards, databases, the Docker API and the Kubernetes
+API answer to it. The fetch and Puppeteer reference servers warn about this in
+their READMEs.
+
+## Example
+```yaml
+version: 1
+project: demo
+servers:
+  fetch:
+    kind: search
+    command: [mcp-server-fetch]
+    egress:
+      default: deny
+      allow: ["10.0.0.0/8", "docs.python.org:443"]
+    tools:
+      fetch: {effects: [reads_untrusted]}
+```
+
+## Use instead
+```yaml
+version: 1
+project: demo
+servers:
+  fetch:
+    kind: search
+    command: [mcp-server-fetch]
+    egress:
+      default: deny
+      allow: ["docs.python.org:443"]
+    tools:
+      fetch: {effects: [reads_untrusted]}
+```
+
+## References
+- MCP Security Best Practices: Server-Side Request Forgery (SSRF)
+- RFC 9728 §7.7 (blocking private ranges); RFC 1918, RFC 4193, RFC 6761
+- OWASP MCP Top 10: MCP06 Prompt Injection via Contextual Payloads
+- CWE-918 Server-Side Request Forgery
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.rules import facts
+from mcpspec.rules.base import Finding, Related, Rule
+from mcpspec.rules.facts import IPNetwork
+from mcpspec.rules.network._common import (
+    Draft,
+    allow_entries,
+    deny_covers_network,
+    domain_under,
+    egress_servers,
+    entry_network,
+    listing,
+    merged,
+    subnet_of,
+)
+from mcpspec.spec.values import Destination
+
+# Names reserved for private use or commonly served by internal resolvers only.
+PRIVATE_SUFFIXES = ("localhost", "internal", "local", "lan", "home.arpa", "intranet", "corp", "private", "cluster.local")
+
+
+def check(plan: Plan) -> Iterator[Finding]:
+    return merged(drafts(plan))
+
+
+def drafts(plan: Plan) -> Iterator[Draft]:
+    for server in egress_servers(plan.servers.values()):
+        if not facts.reads_untrusted(server):
+            continue
+        related = untrusted_tools(server)
+        if facts.egress_open(server):
+            open_to = [str(net) for net in facts.PRIVATE_NETWORKS if not deny_covers_network(server, net)]
+            if open_to:
+                yield Draft(
+                    server.origin("egress.default"), server.name,
+                    f"{{who}} {{reads|read}} untrusted content and may reach private ranges {listing(open_to)} because egress defaults to allow",
+                    related,
+                )
+        for path, entry in allow_entries(server):
+            if reaches_private(server, entry):
+                where = "reaches a private range" if entry.kind == "cidr" else "is a private-use name"
+                yield Draft(
+                    path, server.name,
+                    f"{{who}} {{reads|read}} untrusted content and {{allows|allow}} {entry.text}, which {where}",
+                    related,
+                )
+
+
+def reaches_private(server: EffectiveSandbox, entry: Destination) -> bool:
+    if entry.kind != "cidr":
+        host = entry.host.removeprefix("*.")
+        if entry.kind == "domain" and host in facts.METADATA_HOSTS:
+            return False
+        return any(domain_under(host, suffix) for suffix in PRIVATE_SUFFIXES)
+    network = entry_network(entry)
+    if metadata_only(network) or deny_covers_network(server, network):
+        return False
+    return any(facts.networks_overlap(network, private) for private in facts.PRIVATE_NETWORKS)
+
+
+def metadata_only(network: IPNetwork) -> bool:
+    """An entry inside one metadata address is NW001's to report, not this rule's."""
+    return any(subnet_of(network, metadata) for metadata in facts.METADATA_NETWORKS)
+
+
+def untrusted_tools(server: EffectiveSandbox) -> tuple[Related, ...]:
+    return tuple(
+        Related((*server.path, "tools", name), f"tool '{name}' reads untrusted content")
+        for name, tool in server.tools.items()
+        if "reads_untrusted" in tool.effects
+    )
+
+
+RULE = Rule(
+    id="NW003",
+    slug="private-range-from-untrusted-reader",
+    severity="high",
+    summary="A server reading untrusted content can reach private address ranges",
+    check=check,
+    doc=__doc__ or "",
+)

@@ -1,0 +1,155 @@
+"""Helpers the subprocess (and lifecycle) rules share: reading launch commands, grouping by origin."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import EffectiveSandbox
+
+# --- naming the servers a finding is about ---
+
+
+def quoted(names: Iterable[str]) -> str:
+    """"'a'", "'a' and 'b'", "'a', 'b' and 'c'"."""
+    items = [f"'{name}'" for name in names]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def who(servers: Iterable[EffectiveSandbox]) -> str:
+    """"server 'a'", "servers 'a' and 'b'", "servers 'a', 'b' and 'c'"."""
+    names = [server.name for server in servers]
+    return f"server{'' if len(names) == 1 else 's'} {quoted(names)}"
+
+
+def by_origin(servers: Iterable[EffectiveSandbox], dotted: str) -> dict[SpecPath, list[EffectiveSandbox]]:
+    """Servers grouped by the spec path that set ``dotted``.
+
+    A value written once in ``defaults`` is one place in the file: it gets one
+    finding naming every server that inherits it, not one finding per server.
+    """
+    groups: dict[SpecPath, list[EffectiveSandbox]] = {}
+    for server in servers:
+        groups.setdefault(server.origin(dotted), []).append(server)
+    return groups
+
+
+def section_of(server: EffectiveSandbox, dotted: str) -> SpecPath:
+    """The mapping that set ``dotted`` (``...process.background`` for ``process.background.allowed``).
+
+    A missing sibling key (``max_jobs``) is reported there, next to the key that made it matter.
+    """
+    return server.origin(dotted)[:-1]
+
+
+# --- reading commands ---
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "cmd", "powershell", "pwsh"})
+ESCALATORS = frozenset({"sudo", "doas", "su", "pkexec", "runas"})
+# Programs that run the next word as the real program.
+WRAPPERS = frozenset({"env", "exec", "nohup", "command"})
+_OPERATOR = re.compile(r"^[;&|()<>]+$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def program_name(word: str) -> str:
+    """``/usr/bin/bash`` -> ``bash``; ``PowerShell.exe`` -> ``powershell``."""
+    base = re.split(r"[/\\]", word)[-1].lower()
+    for suffix in (".exe", ".cmd", ".bat"):
+        base = base.removesuffix(suffix)
+    return base
+
+
+def program_index(words: tuple[str, ...]) -> int | None:
+    """Index of the program a simple command runs, past ``env``, ``VAR=value`` and the like."""
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if _ASSIGNMENT.match(word):
+            index += 1
+        elif program_name(word) in WRAPPERS:
+            index += 1
+            while index < len(words) and words[index].startswith("-"):
+                index += 1
+        else:
+            return index
+    return None
+
+
+def shell_script_index(words: tuple[str, ...]) -> int | None:
+    """Index of the ``-c`` (``/c``, ``-Command``) flag when ``words`` runs a shell on a script."""
+    start = program_index(words)
+    if start is None or program_name(words[start]) not in SHELLS:
+        return None
+    shell = program_name(words[start])
+    for index in range(start + 1, len(words)):
+        flag = words[index]
+        if shell == "cmd":
+            if flag.lower() in ("/c", "/k"):
+                return index
+        elif shell in ("powershell", "pwsh"):
+            if flag.lower() in ("-c", "-command", "-e", "-ec", "-encodedcommand"):
+                return index
+        elif re.fullmatch(r"-[a-zA-Z]*c[a-zA-Z]*", flag):
+            return index
+        if not flag.startswith(("-", "/")):
+            return None
+    return None
+
+
+def script_commands(script: str) -> list[tuple[str, ...]]:
+    """The simple commands of a shell script: words split at ``;``, ``&&``, ``|``, parentheses."""
+    text = script.replace("`", " ; ")
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # unbalanced quotes: fall back to a rough split
+        tokens = re.findall(r"[;&|()<>]+|[^\s;&|()<>]+", text)
+    commands: list[tuple[str, ...]] = []
+    current: list[str] = []
+    for token in tokens:
+        if _OPERATOR.match(token):
+            if current:
+                commands.append(tuple(current))
+            current = []
+        else:
+            current.append(token.removeprefix("$"))
+    if current:
+        commands.append(tuple(current))
+    return [command for command in commands if any(command)]
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """One simple command a server's launch runs, and where each of its words is written."""
+
+    words: tuple[str, ...]
+    paths: tuple[SpecPath, ...]
+    in_script: bool
+
+
+def segments(server: EffectiveSandbox) -> list[Segment]:
+    """The simple commands of a server's launch: its argv, and the commands of any shell script in it.
+
+    Words of a script share the path of the string that holds the script.
+    """
+    command_path: SpecPath = (*server.path, "command")
+    if not server.command:
+        return []
+    if server.command_is_shell:
+        return [_script_segment(words, command_path) for words in script_commands(server.command[-1])]
+    argv = server.command
+    found = [Segment(argv, tuple((*command_path, index) for index in range(len(argv))), in_script=False)]
+    flag = shell_script_index(argv)
+    if flag is not None and flag + 1 < len(argv):
+        script_path: SpecPath = (*command_path, flag + 1)
+        found += [_script_segment(words, script_path) for words in script_commands(argv[flag + 1])]
+    return found
+
+
+def _script_segment(words: tuple[str, ...], path: SpecPath) -> Segment:
+    return Segment(words, tuple(path for _ in words), in_script=True)

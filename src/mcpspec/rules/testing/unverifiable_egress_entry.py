@@ -1,0 +1,88 @@
+"""
+## What it does
+Flags an egress allow entry that the egress conformance probe cannot test: a
+domain or wildcard with every port (`api.example.com:*`), or an address range
+wider than a /16 (IPv4) or a /48 (IPv6).
+
+## Why is this risky
+The egress conformance probe mcpspec runs against a generated sandbox proves
+that each allowed destination is reachable and nothing else is, so a target
+that enforces the policy wrongly is caught before it ships. An entry with every
+port or a huge range cannot be probed (65535 ports, or tens of thousands of
+addresses and more), so a mistake in how a target enforces it, wider or
+narrower, goes unnoticed. Such entries are usually broader than the server needs as
+well: list the ports and the narrow ranges it really talks to.
+
+## Example
+```yaml
+version: 1
+project: demo
+servers:
+  fetch:
+    command: [mcp-server-fetch]
+    egress:
+      allow: ["api.example.com:*", "10.0.0.0/8"]
+```
+
+## Use instead
+```yaml
+version: 1
+project: demo
+servers:
+  fetch:
+    command: [mcp-server-fetch]
+    egress:
+      allow: ["api.example.com:443", "10.20.30.0/24:5432"]
+```
+
+## References
+- MCP Security Best Practices, Server-Side Request Forgery: use egress proxies and block private ranges
+- OWASP MCP Top 10: MCP02 Privilege Escalation via Scope Creep
+- CWE-284: Improper Access Control
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.rules import facts
+from mcpspec.rules.base import Finding, Rule
+from mcpspec.spec.values import Destination
+
+WIDEST_PREFIX = {4: 16, 6: 48}
+
+
+def why_unverifiable(entry: Destination) -> str | None:
+    """Why the probe cannot test ``entry``, or None when it can."""
+    if entry.kind == "cidr":
+        network = entry.network
+        widest = WIDEST_PREFIX[network.version]
+        return f"is wider than /{widest}" if network.prefixlen < widest else None
+    return "opens every port" if entry.port is None else None
+
+
+def check(plan: Plan) -> Iterator[Finding]:
+    # Entries inherited from defaults share one path: report each place once, naming every server.
+    places: dict[SpecPath, tuple[str, str, list[EffectiveSandbox]]] = {}
+    for server in facts.launched(plan):
+        origin = server.origin("egress.allow")
+        for index, entry in facts.allowed_entries(server):
+            reason = why_unverifiable(entry)
+            if reason is not None:
+                places.setdefault((*origin, index), (entry.text, reason, []))[2].append(server)
+    for path, (text, reason, servers) in places.items():
+        quoted = ", ".join(f"'{server.name}'" for server in servers)
+        owner = f"server {quoted}" if len(servers) == 1 else f"servers {quoted}"
+        yield Finding(path=path, message=f"allow entry '{text}' of {owner} {reason}, which the egress conformance probe cannot test")
+
+
+RULE = Rule(
+    id="TE001",
+    slug="unverifiable-egress-entry",
+    severity="low",
+    summary="An egress allow entry cannot be checked by the egress conformance probe",
+    check=check,
+    doc=__doc__ or "",
+)
