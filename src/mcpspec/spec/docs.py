@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
 from mcpspec.spec.values import DURATION_PATTERN, SIZE_PATTERN
 
 _PREAMBLE = """\
@@ -99,7 +101,7 @@ def _section(name: str, node: dict[str, Any], builtin: Any) -> str:
     lines += ["| key | type | default | meaning | example |", "|---|---|---|---|---|"]
     required = set(node.get("required", []))
     for key, prop in node.get("properties", {}).items():
-        default = _default(key, prop, required, builtin)
+        default = _default(key, prop, required, builtin, _models().get(name))
         example = prop.get("examples", [None])[0]
         example_text = f"`{json.dumps(example, ensure_ascii=False)}`" if example is not None else ""
         lines.append(f"| `{key}` | {_type(prop)} | {default} | {_text(prop.get('description', ''))} | {example_text} |")
@@ -107,7 +109,29 @@ def _section(name: str, node: dict[str, Any], builtin: Any) -> str:
     return "\n".join(lines)
 
 
-def _default(key: str, prop: dict[str, Any], required: set[str], builtin: Any) -> str:
+def _default_factory(model: type[BaseModel] | None, key: str) -> Any:
+    """A field's default_factory, which the JSON Schema does not show."""
+    if model is None:
+        return None
+    for name, info in model.model_fields.items():
+        if (info.alias or name) == key:
+            return info.default_factory
+    return None
+
+
+def _models() -> dict[str, type[BaseModel]]:
+    from mcpspec.spec.models import SpecModel
+
+    found: dict[str, type[BaseModel]] = {}
+    pending: list[type[BaseModel]] = [SpecModel]
+    while pending:
+        model = pending.pop()
+        found[model.__name__] = model
+        pending.extend(model.__subclasses__())
+    return found
+
+
+def _default(key: str, prop: dict[str, Any], required: set[str], builtin: Any, model: type[BaseModel] | None = None) -> str:
     if key in required:
         return "required"
     if builtin is not None:
@@ -116,6 +140,9 @@ def _default(key: str, prop: dict[str, Any], required: set[str], builtin: Any) -
                 return _value(getattr(builtin, field_name), prop)
     if "default" in prop:
         return _value(prop["default"], prop)
+    factory = _default_factory(model, key)
+    if factory is not None:
+        return _value(factory(), prop)
     if "$ref" in prop:
         return "its own defaults"
     return {"array": "`[]`", "object": "`{}`"}.get(str(prop.get("type")), "unset")

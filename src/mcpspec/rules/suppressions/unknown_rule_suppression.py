@@ -1,6 +1,7 @@
 """
 ## What it does
-Reports a suppression comment that names a rule mcpspec does not have.
+Reports a suppression comment, or a `waivers:` entry, that names a rule
+mcpspec does not have.
 
 ## Why is this risky
 A typo in the rule name (`FS04`, `credential-mounted`) means the finding the
@@ -45,6 +46,7 @@ from mcpspec.rules.base import Finding, Rule
 
 
 def check(plan: Plan) -> Iterator[Finding]:
+    from mcpspec.rules.registry import find
     from mcpspec.rules.suppress import parse_inline
 
     suppressions, _ = parse_inline(plan.source.comments())
@@ -53,13 +55,16 @@ def check(plan: Plan) -> Iterator[Finding]:
         span = Span(comment.line, comment.col, comment.line, comment.col + 1 + len(comment.text))
         for name in item.unknown:
             yield Finding(path=(), message=f"suppression names {name!r}, which is no rule (see `mcpspec rules`)", span=span)
+    for index, waiver in enumerate(plan.waivers):
+        if find(waiver.rule) is None:
+            yield Finding(path=("waivers", index, "rule"), message=f"waiver names {waiver.rule!r}, which is no rule (see `mcpspec rules`)")
 
 
 RULE = Rule(
     id="SU002",
     slug="suppression-unknown-rule",
     severity="medium",
-    summary="A suppression comment names a rule that does not exist",
+    summary="A suppression comment or waiver names a rule that does not exist",
     check=check,
     doc=__doc__ or "",
 )
