@@ -62,6 +62,6 @@ def summary(report: LintReport) -> str:
     if not counts:
         return f"{files} {noun} checked: no problems{tail}."
     total = sum(counts.values())
-    parts = ", ".join(f"{n} {level}" for level, n in counts.items())
+    parts = ", ".join(f"{n} {level}{'s' if level == 'error' and n != 1 else ''}" for level, n in counts.items())
     problem_files = len({r.file for r in report.active})
     return f"{total} {'problem' if total == 1 else 'problems'} ({parts}) in {problem_files} of {files} {noun}{tail}."
