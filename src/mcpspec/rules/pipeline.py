@@ -10,7 +10,7 @@ from mcpspec.diagnostics import Span
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Severity
 from mcpspec.rules.engine import Result, run_rules
-from mcpspec.rules.registry import all_rules
+from mcpspec.rules.registry import all_rules, find
 from mcpspec.rules.suppress import apply_suppressions, waiver_label
 
 
@@ -39,8 +39,8 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
     source = plan.source
     if options.enabled("SU003"):
         for item in outcome.unused_inline:
-            if not item.rules:
-                continue  # it names no real rule: SU002 reports it
+            if not item.rules or not all(options.enabled(rule_id) for rule_id in item.rules):
+                continue  # names no real rule (SU002 reports it), or one that did not run
             span = Span(item.comment.line, item.comment.col, item.comment.line, item.comment.col + 1 + len(item.comment.text))
             names = ", ".join(item.rules) or "nothing known"
             results.append(Result("SU003", "unused-suppression", "low", plan.file, span, (), f"suppression of {names} matches no finding on line {item.applies_to_line}"))
@@ -51,6 +51,9 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
         if not options.enabled(code):
             continue
         for index in indexes:
+            waived = find(plan.waivers[index].rule)
+            if code == "SU005" and (waived is None or not options.enabled(waived.id)):
+                continue  # an unknown rule is SU002's finding; a rule that did not run cannot use it
             path = ("waivers", index)
             message = f"{waiver_label(plan, index)} " + text.format(date=plan.waivers[index].expires.isoformat())
             results.append(Result(code, slug, severity, plan.file, source.anchor_span(path), path, message))  # type: ignore[arg-type]
