@@ -10,8 +10,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterator
+from typing import Literal
 
-from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.spec.models import Tool
 from mcpspec.spec.values import Destination
 
@@ -76,6 +78,63 @@ def overlaps(a: str, b: str) -> bool:
     return contains(a, b) or contains(b, a)
 
 
+UID = "{uid}"
+# Directories under which the second component is one user's home.
+_HOME_PARENTS = ("/home", "/Users")
+
+
+def spellings(source: str) -> tuple[str, ...]:
+    """``source`` and the other spellings of the same host place.
+
+    ``/home/alice/.ssh`` is ``~/.ssh`` for alice, and ``/var/run`` is a symlink to ``/run``.
+    """
+    forms = [source]
+    parts = components(source)
+    if len(parts) >= 3 and "/" + parts[1] in _HOME_PARENTS:
+        forms.append("/".join(["~", *parts[3:]]))
+    elif len(parts) >= 2 and parts[1] == "root":
+        forms.append("/".join(["~", *parts[2:]]))
+    if source == "/var/run" or source.startswith("/var/run/"):
+        forms.append(source.removeprefix("/var"))
+    elif source == "/run" or source.startswith("/run/"):
+        forms.append("/var" + source)
+    return tuple(forms)
+
+
+def _instantiate(pattern: str, source: str) -> str:
+    """Fill a ``{uid}`` component of ``pattern`` with the source's component at that place."""
+    if UID not in pattern:
+        return pattern
+    theirs = components(source)
+    parts = [theirs[i] if part == UID and i < len(theirs) else ("0" if part == UID else part) for i, part in enumerate(components(pattern))]
+    return "/".join(parts)
+
+
+def overlapping(source: str, patterns: tuple[str, ...]) -> list[tuple[str, bool]]:
+    """(pattern, mount is inside it) for each pattern that host path ``source`` overlaps, in any spelling.
+
+    "Inside" means the mount is the pattern's path or below it; otherwise the
+    mount is an ancestor that holds it.
+    """
+    found: list[tuple[str, bool]] = []
+    for pattern in patterns:
+        for form in spellings(source):
+            concrete = _instantiate(pattern, form)
+            # /root "contains" ~ only when the user is root: no reason to assume it.
+            if (concrete.startswith("~") or not form.startswith("~")) and contains(concrete, form):
+                found.append((pattern, True))
+                break
+            if contains(form, concrete):
+                found.append((pattern, False))
+                break
+    return found
+
+
+def host_mounts(server: EffectiveSandbox) -> Iterator[EffectiveMount]:
+    """The server's mounts of host paths (not workspace dirs)."""
+    return (mount for mount in server.mounts if mount.workspace_dir is None)
+
+
 # --- network ---
 
 METADATA_NETWORKS: tuple[IPNetwork, ...] = tuple(
@@ -106,6 +165,11 @@ def networks_overlap(a: IPNetwork, b: IPNetwork) -> bool:
     return a.version == b.version and a.overlaps(b)
 
 
+def subnet_of(inner: IPNetwork, outer: IPNetwork) -> bool:
+    """Whether every address of ``inner`` is in ``outer`` (never across IP versions)."""
+    return inner.version == outer.version and inner.subnet_of(outer)  # type: ignore[arg-type]
+
+
 def egress_open(server: EffectiveSandbox) -> bool:
     """Whether the server may reach destinations nobody listed."""
     return server.egress.default == "allow"
@@ -113,13 +177,24 @@ def egress_open(server: EffectiveSandbox) -> bool:
 
 def denied(server: EffectiveSandbox, network: IPNetwork) -> bool:
     """Whether an explicit deny entry covers all of ``network``."""
-    return any(entry.kind == "cidr" and entry.network.version == network.version and network.subnet_of(entry.network)  # type: ignore[arg-type]
-               for entry in server.egress.deny or [])
+    return any(entry.kind == "cidr" and subnet_of(network, entry.network) for entry in server.egress.deny or [])
 
 
-def allowed_entries(server: EffectiveSandbox) -> list[tuple[int, Destination]]:
-    """(index, entry) for each allow entry."""
-    return list(enumerate(server.egress.allow or []))
+def allow_entries(server: EffectiveSandbox) -> Iterator[tuple[SpecPath, Destination]]:
+    """(spec path, entry) for each allow entry; the path is in ``defaults`` when the list came from there."""
+    return _entries(server, "allow")
+
+
+def deny_entries(server: EffectiveSandbox) -> Iterator[tuple[SpecPath, Destination]]:
+    """(spec path, entry) for each deny entry; the path is in ``defaults`` when the list came from there."""
+    return _entries(server, "deny")
+
+
+def _entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Iterator[tuple[SpecPath, Destination]]:
+    base = server.origin(f"egress.{which}")
+    entries = server.egress.allow if which == "allow" else server.egress.deny
+    for index, entry in enumerate(entries or []):
+        yield (*base, index), entry
 
 
 def reaches(server: EffectiveSandbox, network: IPNetwork) -> bool:
@@ -128,7 +203,7 @@ def reaches(server: EffectiveSandbox, network: IPNetwork) -> bool:
         return False
     if egress_open(server):
         return not denied(server, network)
-    return any(entry.kind == "cidr" and networks_overlap(entry.network, network) for _, entry in allowed_entries(server))
+    return any(entry.kind == "cidr" and networks_overlap(entry.network, network) for _, entry in allow_entries(server))
 
 
 # --- secrets ---
@@ -153,8 +228,21 @@ def looks_like_secret(value: str) -> bool:
 # --- tools and effects ---
 
 
-def tools(server: EffectiveSandbox) -> Iterator[tuple[str, Tool]]:
-    yield from server.tools.items()
+def tools(plan: Plan) -> Iterator[tuple[EffectiveSandbox, str, Tool]]:
+    """(server, name, tool) for every tool of every server, external ones included."""
+    for server in plan.servers.values():
+        for name, tool in server.tools.items():
+            yield server, name, tool
+
+
+def tool_path(server: EffectiveSandbox, name: str) -> SpecPath:
+    """Where the server's tool ``name`` is declared."""
+    return (*server.path, "tools", name)
+
+
+def tools_with(server: EffectiveSandbox, effect: str) -> list[str]:
+    """The names of the server's tools that declare ``effect``."""
+    return [name for name, tool in server.tools.items() if effect in tool.effects]
 
 
 def effects(server: EffectiveSandbox) -> set[str]:

@@ -51,8 +51,9 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.facts import AGENT_CONFIG_NAMES, AGENT_CONFIG_PATHS, components
-from mcpspec.rules.filesystem._common import launched_host_mounts, listing, mode_path, overlapping
+from mcpspec.rules.facts import AGENT_CONFIG_NAMES, AGENT_CONFIG_PATHS, components, overlapping
+from mcpspec.rules.filesystem._common import launched_host_mounts, mode_path
+from mcpspec.rules.grouping import listing
 
 
 def check(plan: Plan) -> Iterator[Finding]:

@@ -54,8 +54,9 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.facts import BROWSER_PROFILE_PATHS, components
-from mcpspec.rules.filesystem._common import launched_host_mounts, listing, overlapping
+from mcpspec.rules.facts import BROWSER_PROFILE_PATHS, components, overlapping
+from mcpspec.rules.filesystem._common import launched_host_mounts
+from mcpspec.rules.grouping import listing
 
 
 def check(plan: Plan) -> Iterator[Finding]:

@@ -51,8 +51,9 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.facts import CONTAINER_SOCKETS, components
-from mcpspec.rules.filesystem._common import launched_host_mounts, listing, overlapping
+from mcpspec.rules.facts import CONTAINER_SOCKETS, components, overlapping
+from mcpspec.rules.filesystem._common import launched_host_mounts
+from mcpspec.rules.grouping import listing
 
 # Runtime sockets live elsewhere too (Docker Desktop's ~/.docker/run, rootless XDG_RUNTIME_DIR).
 _SOCKET_NAMES = ("docker.sock", "containerd.sock", "podman.sock", "crio.sock")

@@ -56,8 +56,9 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.facts import CREDENTIAL_PATHS
-from mcpspec.rules.filesystem._common import launched_host_mounts, listing, overlapping
+from mcpspec.rules.facts import CREDENTIAL_PATHS, overlapping
+from mcpspec.rules.filesystem._common import launched_host_mounts
+from mcpspec.rules.grouping import listing
 
 # What the best-known credential paths hold, for messages; others are "credentials".
 _HOLDS = {

@@ -44,13 +44,13 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.grouping import by_origin, in_full, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     idle = [server for server in launched(plan) if server.lifecycle.idle_timeout is None]
     for path, group in by_origin(idle, "lifecycle.idle_timeout").items():
-        yield Finding(path=path, message=f"no lifecycle.idle_timeout: an abandoned sandbox of {who(group)} is never torn down for being idle")
+        yield Finding(path=path, message=f"no lifecycle.idle_timeout: an abandoned sandbox of {who(group, in_full)} is never torn down for being idle")
 
 
 RULE = Rule(

@@ -44,7 +44,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.grouping import by_origin, in_full, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -54,9 +54,9 @@ def check(plan: Plan) -> Iterator[Finding]:
         if daemons:
             modes = dict.fromkeys(server.origin("lifecycle.mode") for server in daemons)
             related = tuple(Related(mode, "mode: long-lived keeps one sandbox running") for mode in modes)
-            yield Finding(path=path, message=f"no lifecycle.max_lifetime: the long-lived sandbox of {who(group)} may run forever", related=related)
+            yield Finding(path=path, message=f"no lifecycle.max_lifetime: the long-lived sandbox of {who(group, in_full)} may run forever", related=related)
         else:
-            yield Finding(path=path, message=f"no lifecycle.max_lifetime: a sandbox of {who(group)} may run forever while kept busy")
+            yield Finding(path=path, message=f"no lifecycle.max_lifetime: a sandbox of {who(group, in_full)} may run forever while kept busy")
 
 
 def _long_lived(server: EffectiveSandbox) -> bool:

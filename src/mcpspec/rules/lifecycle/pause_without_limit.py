@@ -42,21 +42,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import section_of, who
+from mcpspec.rules.grouping import grouped, in_full, section_of, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    groups: dict[SpecPath, list[EffectiveSandbox]] = {}
-    for server in launched(plan):
-        pause = server.lifecycle.pause
-        if pause is not None and pause.allowed and pause.max_paused is None:
-            groups.setdefault((*section_of(server, "lifecycle.pause.allowed"), "max_paused"), []).append(server)
-    for path, group in groups.items():
-        yield Finding(path=path, message=f"lifecycle.pause lets {who(group)} stay paused, secrets and state included, with no max_paused")
+    unlimited = (((*section_of(server, "lifecycle.pause.allowed"), "max_paused"), server) for server in launched(plan) if _unlimited(server))
+    for path, group in grouped(unlimited).items():
+        yield Finding(path=path, message=f"lifecycle.pause lets {who(group, in_full)} stay paused, secrets and state included, with no max_paused")
+
+
+def _unlimited(server: EffectiveSandbox) -> bool:
+    pause = server.lifecycle.pause
+    return pause is not None and pause.allowed and pause.max_paused is None
 
 
 RULE = Rule(

@@ -71,13 +71,13 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.subprocess._common import quoted
+from mcpspec.rules.grouping import in_full, quoted
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     if plan.workspace is None or plan.workspace.per_agent or len(plan.agents) < 2:
         return
-    names = quoted(plan.agents)
+    names = in_full(quoted(plan.agents))
     related = tuple(Related(("agents", name), f"agent '{name}' shares the workspace") for name in plan.agents)
     yield Finding(path=("workspace", "per_agent"), message=f"workspace.per_agent false gives agents {names} one shared workspace", related=related)
 

@@ -46,7 +46,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.grouping import by_origin, in_full, who
 
 _WHAT = {"memory": "memory", "pids": "processes", "cpus": "CPU"}
 
@@ -56,7 +56,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     for field, what in _WHAT.items():
         unlimited = [server for server in servers if getattr(server.runtime, field) is None]
         for path, group in by_origin(unlimited, f"runtime.{field}").items():
-            yield Finding(path=path, message=f"runtime.{field} null puts no limit on the {what} of {who(group)}")
+            yield Finding(path=path, message=f"runtime.{field} null puts no limit on the {what} of {who(group, in_full)}")
 
 
 RULE = Rule(

@@ -62,7 +62,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.grouping import by_origin, in_full, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -71,7 +71,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     kept = [server for server in launched(plan) if _written(server) and not _removes_workspace(server)]
     for path, group in by_origin(kept, "lifecycle.teardown.remove_workspace").items():
         related = tuple(Related(mount.path, f"server '{server.name}' writes workspace.{mount.workspace_dir}") for server in group for mount in _written(server))
-        yield Finding(path=path, message=f"teardown keeps the writable workspace of {who(group)} after the sandbox ends", related=related)
+        yield Finding(path=path, message=f"teardown keeps the writable workspace of {who(group, in_full)} after the sandbox ends", related=related)
 
 
 def _written(server: EffectiveSandbox) -> list[EffectiveMount]:

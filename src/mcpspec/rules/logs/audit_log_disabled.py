@@ -56,7 +56,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.logs._common import by_origin, named
+from mcpspec.rules.grouping import by_origin, commas, who
 
 REQUIRED_FIELDS = ("tool", "caller", "exit_status")
 
@@ -72,13 +72,13 @@ def missing_fields(server: EffectiveSandbox) -> list[str]:
 
 def check(plan: Plan) -> Iterator[Finding]:
     servers = list(facts.launched(plan))
-    for path, group in by_origin(servers, "logging.audit", audit_off).items():
-        yield Finding(path=path, message=f"audit logging is off for {named(group)}")
+    for path, group in by_origin(filter(audit_off, servers), "logging.audit").items():
+        yield Finding(path=path, message=f"audit logging is off for {who(group, commas)}")
     # A record list only matters where audit lines are written at all.
     audited = [server for server in servers if not audit_off(server)]
-    for path, group in by_origin(audited, "logging.record", lambda server: bool(missing_fields(server))).items():
+    for path, group in by_origin(filter(missing_fields, audited), "logging.record").items():
         omitted = ", ".join(dict.fromkeys(name for server in group for name in missing_fields(server)))
-        yield Finding(path=path, message=f"audit lines of {named(group)} omit {omitted}")
+        yield Finding(path=path, message=f"audit lines of {who(group, commas)} omit {omitted}")
 
 
 RULE = Rule(

@@ -55,7 +55,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.logs._common import by_origin, named, quoted
+from mcpspec.rules.grouping import by_origin, commas, quoted, who
 
 
 def why_sensitive(server: EffectiveSandbox) -> str:
@@ -69,20 +69,20 @@ def why_sensitive(server: EffectiveSandbox) -> str:
 
 
 def message(group: list[EffectiveSandbox]) -> str:
-    text = f"full tool output is logged for {named(group)}"
+    text = f"full tool output is logged for {who(group, commas)}"
     if len(group) == 1:
         reason = why_sensitive(group[0])
         return f"{text}, which {reason}" if reason else text
-    private = quoted(server for server in group if facts.reads_private(server))
-    secret = quoted(server for server in group if facts.holds_secrets(server))
+    private = commas(quoted(server.name for server in group if facts.reads_private(server)))
+    secret = commas(quoted(server.name for server in group if facts.holds_secrets(server)))
     carried = [f"private data read by {private}" if private else "", f"secrets held by {secret}" if secret else ""]
     joined = " and ".join(part for part in carried if part)
     return f"{text}; it may carry {joined}" if joined else text
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    groups = by_origin(plan.servers.values(), "logging.full_output", lambda server: server.logging.full_output is True)
-    for path, group in groups.items():
+    logged = [server for server in plan.servers.values() if server.logging.full_output is True]
+    for path, group in by_origin(logged, "logging.full_output").items():
         yield Finding(path=path, message=message(group))
 
 

@@ -58,7 +58,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.logs._common import by_origin, named
+from mcpspec.rules.grouping import by_origin, commas, who
 from mcpspec.spec.values import normalize_host_path
 
 TEMPLATE_TOKENS = (AGENT_TOKEN, RUN_TOKEN)
@@ -97,13 +97,13 @@ def through(group: list[EffectiveSandbox], mounts: list[EffectiveMount]) -> str:
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    groups = by_origin(facts.launched(plan), "logging.sink", lambda server: bool(writable_mounts_holding_sink(server)))
-    for path, group in groups.items():
+    exposed = filter(writable_mounts_holding_sink, facts.launched(plan))
+    for path, group in by_origin(exposed, "logging.sink").items():
         sink = sink_file(group[0])
         mounts = [(server, mount) for server in group for mount in writable_mounts_holding_sink(server)]
         how = through(group, [mount for _, mount in mounts])
         related = tuple(Related(mount.path, f"server '{server.name}' mounts {shown(mount)} read-write here") for server, mount in mounts)
-        yield Finding(path=path, message=f"audit log {sink} is writable by {named(group)} through {how}", related=related)
+        yield Finding(path=path, message=f"audit log {sink} is writable by {who(group, commas)} through {how}", related=related)
 
 
 RULE = Rule(

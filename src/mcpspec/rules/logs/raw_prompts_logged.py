@@ -51,15 +51,15 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.logs._common import by_origin, named
+from mcpspec.rules.grouping import by_origin, commas, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    groups = by_origin(plan.servers.values(), "logging.raw_prompts", lambda server: server.logging.raw_prompts is True)
-    for path, group in groups.items():
+    logged = [server for server in plan.servers.values() if server.logging.raw_prompts is True]
+    for path, group in by_origin(logged, "logging.raw_prompts").items():
         unredacted = [server for server in group if server.logging.redact is False]
         note = ", unredacted" if len(unredacted) == len(group) else ""
-        yield Finding(path=path, message=f"prompts are logged verbatim{note} for {named(group)}")
+        yield Finding(path=path, message=f"prompts are logged verbatim{note} for {who(group, commas)}")
 
 
 RULE = Rule(

@@ -64,22 +64,27 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.logs._common import by_origin, named, quoted, secret_names
+from mcpspec.rules.grouping import by_origin, commas, named, quoted, who
+
+
+def secret_names(server: EffectiveSandbox) -> str:
+    """``secret 'a'`` or ``secrets 'a', 'b'``."""
+    return named("secret", dict.fromkeys(grant.name for grant in server.secrets), commas)
 
 
 def message(group: list[EffectiveSandbox]) -> str:
-    text = f"redaction is off for {named(group)}"
+    text = f"redaction is off for {who(group, commas)}"
     holders = [server for server in group if facts.holds_secrets(server)]
     if len(group) == 1 and holders:
         return f"{text}, which holds {secret_names(holders[0])}"
     if holders:
-        return f"{text}; secrets held by {quoted(holders)} may be logged in clear"
+        return f"{text}; secrets held by {commas(quoted(server.name for server in holders))} may be logged in clear"
     return text
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    groups = by_origin(plan.servers.values(), "logging.redact", lambda server: server.logging.redact is False)
-    for path, group in groups.items():
+    unredacted = [server for server in plan.servers.values() if server.logging.redact is False]
+    for path, group in by_origin(unredacted, "logging.redact").items():
         related = tuple(
             Related(grant.path, f"secret '{grant.name}' is handed to server '{server.name}' here")
             for server in group

@@ -49,8 +49,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
+from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.network._common import Draft, allow_entries, deny_entries, egress_servers, merged
+from mcpspec.rules.grouping import Draft, merged
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -58,11 +59,11 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 
 def drafts(plan: Plan) -> Iterator[Draft]:
-    for server in egress_servers(plan.servers.values()):
+    for server in facts.launched(plan):
         if server.egress.via != "direct":
             continue
         via = (Related(server.origin("egress.via"), "egress is enforced by IP rules only here"),)
-        for path, entry in (*allow_entries(server), *deny_entries(server)):
+        for path, entry in (*facts.allow_entries(server), *facts.deny_entries(server)):
             if entry.kind != "cidr":
                 yield Draft(path, server.name, f"{{who}} {{enforces|enforce}} egress by IP only, so {entry.text} cannot be enforced", via)
 

@@ -59,7 +59,8 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.network._common import Draft, allow_entries, egress_servers, entry_network, merged, subnet_of
+from mcpspec.rules.grouping import Draft, merged
+from mcpspec.rules.network._common import entry_network
 from mcpspec.spec.values import Destination
 
 # Paste, webhook, request-capture, tunnel and user-content services: each entry with its subdomains.
@@ -92,8 +93,8 @@ WIDEST_PUBLIC = {4: 24, 6: 48}
 def check(plan: Plan) -> Iterator[Finding]:
     return merged(
         Draft(path, server.name, f"{{who}} {{allows|allow}} {entry.text}, {why}")
-        for server in egress_servers(plan.servers.values())
-        for path, entry in allow_entries(server)
+        for server in facts.launched(plan)
+        for path, entry in facts.allow_entries(server)
         if (why := problem(entry))
     )
 
@@ -148,7 +149,7 @@ def wide_public(entry: Destination) -> str:
     network = entry_network(entry)
     if network.prefixlen >= WIDEST_PUBLIC[network.version]:
         return ""
-    if any(subnet_of(network, private) for private in facts.PRIVATE_NETWORKS):
+    if any(facts.subnet_of(network, private) for private in facts.PRIVATE_NETWORKS):
         return ""
     return f"a public address range wider than /{WIDEST_PUBLIC[network.version]} that holds hosts anyone can rent"
 

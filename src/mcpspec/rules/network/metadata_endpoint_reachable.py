@@ -57,17 +57,8 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.network._common import (
-    Draft,
-    allow_entries,
-    deny_covers_host,
-    deny_covers_network,
-    egress_servers,
-    entry_network,
-    host_matches,
-    listing,
-    merged,
-)
+from mcpspec.rules.grouping import Draft, listing, merged
+from mcpspec.rules.network._common import deny_covers_host, deny_covers_network, entry_network, host_matches
 
 # A deny entry needs a dotted name, so single-label hosts (instance-data) cannot be listed;
 # they resolve through the search domain to a dotted name that is on the list.
@@ -79,7 +70,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 
 def drafts(plan: Plan) -> Iterator[Draft]:
-    for server in egress_servers(plan.servers.values()):
+    for server in facts.launched(plan):
         if facts.egress_open(server):
             open_to = unblocked(server)
             if open_to:
@@ -98,7 +89,7 @@ def unblocked(server: EffectiveSandbox) -> list[str]:
 
 
 def allowed_metadata(server: EffectiveSandbox) -> Iterator[Draft]:
-    for path, entry in allow_entries(server):
+    for path, entry in facts.allow_entries(server):
         if entry.kind == "cidr":
             network = entry_network(entry)
             hit = [str(net.network_address) for net in facts.METADATA_NETWORKS

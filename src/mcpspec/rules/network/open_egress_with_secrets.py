@@ -61,7 +61,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.network._common import Draft, egress_servers, merged
+from mcpspec.rules.grouping import Draft, merged
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -69,7 +69,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 
 def drafts(plan: Plan) -> Iterator[Draft]:
-    for server in egress_servers(plan.servers.values()):
+    for server in facts.launched(plan):
         if not facts.egress_open(server):
             continue
         holds, reads = facts.holds_secrets(server), facts.reads_private(server)
@@ -86,11 +86,7 @@ def drafts(plan: Plan) -> Iterator[Draft]:
 def evidence(server: EffectiveSandbox) -> tuple[Related, ...]:
     """The secret bindings and private-reading tools that make open egress a leak."""
     related = [Related(grant.path, f"secret '{grant.name}' is handed to the server here") for grant in server.secrets]
-    related += [
-        Related((*server.path, "tools", name), f"tool '{name}' reads private data")
-        for name, tool in server.tools.items()
-        if "reads_private" in tool.effects
-    ]
+    related += [Related(facts.tool_path(server, name), f"tool '{name}' reads private data") for name in facts.tools_with(server, "reads_private")]
     return tuple(related)
 
 

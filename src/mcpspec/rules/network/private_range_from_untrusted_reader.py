@@ -61,17 +61,8 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import IPNetwork
-from mcpspec.rules.network._common import (
-    Draft,
-    allow_entries,
-    deny_covers_network,
-    domain_under,
-    egress_servers,
-    entry_network,
-    listing,
-    merged,
-    subnet_of,
-)
+from mcpspec.rules.grouping import Draft, listing, merged
+from mcpspec.rules.network._common import deny_covers_network, domain_under, entry_network
 from mcpspec.spec.values import Destination
 
 # Names reserved for private use or commonly served by internal resolvers only.
@@ -83,7 +74,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 
 def drafts(plan: Plan) -> Iterator[Draft]:
-    for server in egress_servers(plan.servers.values()):
+    for server in facts.launched(plan):
         if not facts.reads_untrusted(server):
             continue
         related = untrusted_tools(server)
@@ -95,7 +86,7 @@ def drafts(plan: Plan) -> Iterator[Draft]:
                     f"{{who}} {{reads|read}} untrusted content and may reach private ranges {listing(open_to)} because egress defaults to allow",
                     related,
                 )
-        for path, entry in allow_entries(server):
+        for path, entry in facts.allow_entries(server):
             if reaches_private(server, entry):
                 where = "reaches a private range" if entry.kind == "cidr" else "is a private-use name"
                 yield Draft(
@@ -119,15 +110,11 @@ def reaches_private(server: EffectiveSandbox, entry: Destination) -> bool:
 
 def metadata_only(network: IPNetwork) -> bool:
     """An entry inside one metadata address is NW001's to report, not this rule's."""
-    return any(subnet_of(network, metadata) for metadata in facts.METADATA_NETWORKS)
+    return any(facts.subnet_of(network, metadata) for metadata in facts.METADATA_NETWORKS)
 
 
 def untrusted_tools(server: EffectiveSandbox) -> tuple[Related, ...]:
-    return tuple(
-        Related((*server.path, "tools", name), f"tool '{name}' reads untrusted content")
-        for name, tool in server.tools.items()
-        if "reads_untrusted" in tool.effects
-    )
+    return tuple(Related(facts.tool_path(server, name), f"tool '{name}' reads untrusted content") for name in facts.tools_with(server, "reads_untrusted"))
 
 
 RULE = Rule(

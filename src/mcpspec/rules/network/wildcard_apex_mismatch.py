@@ -46,8 +46,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
+from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.network._common import Draft, allow_entries, egress_servers, merged
+from mcpspec.rules.grouping import Draft, merged
 from mcpspec.spec.values import Destination
 
 
@@ -56,8 +57,8 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 
 def drafts(plan: Plan) -> Iterator[Draft]:
-    for server in egress_servers(plan.servers.values()):
-        entries = list(allow_entries(server))
+    for server in facts.launched(plan):
+        entries = list(facts.allow_entries(server))
         for path, entry in entries:
             if entry.kind != "wildcard":
                 continue

@@ -77,7 +77,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.network._common import listing
+from mcpspec.rules.grouping import listing
 
 
 def check(plan: Plan) -> Iterator[Finding]:

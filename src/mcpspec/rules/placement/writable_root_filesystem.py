@@ -51,7 +51,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.network._common import Draft, merged
+from mcpspec.rules.grouping import Draft, merged
 
 
 def check(plan: Plan) -> Iterator[Finding]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
-from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.rules.grouping import in_full
 from mcpspec.spec.models import Tool
 
 # What a call with each effect does, as a verb phrase for messages.
@@ -19,17 +18,6 @@ EFFECT_PHRASES = {
 }
 
 
-def tools(plan: Plan) -> Iterator[tuple[EffectiveSandbox, str, Tool]]:
-    """Every tool of every server, external ones included: a person approves calls, wherever the server runs."""
-    for server in plan.servers.values():
-        for name, tool in server.tools.items():
-            yield server, name, tool
-
-
-def tool_path(server: EffectiveSandbox, name: str) -> SpecPath:
-    return (*server.path, "tools", name)
-
-
 def matching(tool: Tool, wanted: Iterable[str]) -> list[str]:
     """The tool's effects that are in ``wanted``, in the tool's order."""
     wanted = set(wanted)
@@ -38,5 +26,4 @@ def matching(tool: Tool, wanted: Iterable[str]) -> list[str]:
 
 def does(effects: list[str]) -> str:
     """``deploys and destroys data``."""
-    phrases = [EFFECT_PHRASES[effect] for effect in effects]
-    return phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + " and " + phrases[-1]
+    return in_full([EFFECT_PHRASES[effect] for effect in effects])

@@ -54,7 +54,9 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.review._common import does, matching, tool_path, tools
+from mcpspec.rules.facts import tool_path, tools
+from mcpspec.rules.grouping import commas, quoted
+from mcpspec.rules.review._common import does, matching
 
 ARGUMENT_CRITICAL = ("external_send", "exports_data", "deploy", "financial")
 LISTED = 3
@@ -70,14 +72,13 @@ def check(plan: Plan) -> Iterator[Finding]:
     ]
     if not gated:
         return
-    names = ", ".join(f"'{server.name}.{name}'" for server, name, _ in gated[:LISTED])
-    more = f" and {len(gated) - LISTED} more" if len(gated) > LISTED else ""
+    names = commas(quoted(f"{server.name}.{name}" for server, name, _ in gated), LISTED)
     related = tuple(
         Related(tool_path(server, name), f"'{name}' {does(effects)}; its approver does not see the arguments") for server, name, effects in gated
     )
     yield Finding(
         path=("approvals", "show_arguments"),
-        message=f"approvers do not see the arguments of gated tools {names}{more}",
+        message=f"approvers do not see the arguments of gated tools {names}",
         related=related,
     )
 

@@ -47,7 +47,8 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.review._common import does, matching, tool_path, tools
+from mcpspec.rules.facts import tool_path, tools
+from mcpspec.rules.review._common import does, matching
 
 IRREVERSIBLE = ("destructive", "financial", "deploy", "modify_access")
 

@@ -54,7 +54,8 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.review._common import EFFECT_PHRASES, does, matching, tool_path, tools
+from mcpspec.rules.facts import tool_path, tools
+from mcpspec.rules.review._common import EFFECT_PHRASES, does, matching
 
 SENSITIVE = tuple(EFFECT_PHRASES)
 

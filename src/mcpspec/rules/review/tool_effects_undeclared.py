@@ -45,7 +45,7 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.review._common import tool_path, tools
+from mcpspec.rules.facts import tool_path, tools
 
 
 def check(plan: Plan) -> Iterator[Finding]:

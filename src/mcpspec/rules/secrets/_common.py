@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan, SecretGrant
+from mcpspec.rules.base import Related
 from mcpspec.rules.facts import SECRET_ENV_NAME, launched
+from mcpspec.rules.grouping import commas, quoted, who
+from mcpspec.spec.models import Secret
 
 # The shapes of facts.SECRET_VALUE, each with a name for messages (never the value).
 _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
@@ -58,26 +60,10 @@ def secret_looking_name(name: str) -> bool:
 NOT_A_CREDENTIAL = re.compile(r"(_REGION|_ZONE|_PROJECT|_PROJECT_ID|_LOCATION|_OUTPUT|_PAGER|_ENDPOINT_URL(_[A-Z0-9_]+)?)$")
 
 
-@dataclass
-class Shared:
-    """One place in the file and the launched servers whose sandboxes it configures."""
-
-    path: SpecPath
-    servers: list[str]
-
-    def whose(self) -> str:
-        """``server 'a'`` or ``servers 'a', 'b' (from defaults)``."""
-        names = ", ".join(repr(name) for name in self.servers)
-        suffix = " (from defaults)" if self.path[0] == "defaults" else ""
-        return f"{'server' if len(self.servers) == 1 else 'servers'} {names}{suffix}"
-
-
-def grouped(items: Iterator[tuple[SpecPath, EffectiveSandbox]]) -> list[Shared]:
-    """Group (path, server) pairs by path, keeping first-seen order."""
-    places: dict[SpecPath, Shared] = {}
-    for path, server in items:
-        places.setdefault(path, Shared(path, [])).servers.append(server.name)
-    return list(places.values())
+def whose(path: SpecPath, servers: list[EffectiveSandbox]) -> str:
+    """``server 'a'`` or ``servers 'a', 'b' (from defaults)``: the servers a setting at ``path`` configures."""
+    suffix = " (from defaults)" if path[0] == "defaults" else ""
+    return f"{who(servers, commas)}{suffix}"
 
 
 def inherited_names(plan: Plan) -> Iterator[tuple[SpecPath, str, EffectiveSandbox]]:
@@ -98,10 +84,31 @@ def set_names(plan: Plan) -> Iterator[tuple[SpecPath, str, EffectiveSandbox]]:
             yield (*origin, name), name, server
 
 
-def bindings(plan: Plan) -> dict[str, list[tuple[EffectiveSandbox, SecretGrant]]]:
+Bound = list[tuple[EffectiveSandbox, SecretGrant]]
+
+
+def users(bound: Bound) -> str:
+    """``'a', 'b'``: the servers of ``bound``, each once."""
+    return commas(quoted(dict.fromkeys(server.name for server, _ in bound)))
+
+
+def uses(bound: Bound) -> tuple[Related, ...]:
+    """Where each binding of ``bound`` hands the secret to its server."""
+    return tuple(Related(grant.path, f"used by server {server.name!r}") for server, grant in bound)
+
+
+def bindings(plan: Plan) -> dict[str, Bound]:
     """Secret name -> every server binding of it, in one pass over the servers."""
-    found: dict[str, list[tuple[EffectiveSandbox, SecretGrant]]] = {name: [] for name in plan.spec.secrets}
+    found: dict[str, Bound] = {name: [] for name in plan.spec.secrets}
     for server in plan.servers.values():
         for grant in server.secrets:
             found.setdefault(grant.name, []).append((server, grant))
     return found
+
+
+def in_use(plan: Plan) -> Iterator[tuple[str, Secret, Bound]]:
+    """(name, secret, its bindings) for each declared secret some server binds, in file order."""
+    bound_by = bindings(plan)
+    for name, secret in plan.spec.secrets.items():
+        if bound_by[name]:
+            yield name, secret, bound_by[name]

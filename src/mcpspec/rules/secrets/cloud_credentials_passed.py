@@ -60,9 +60,9 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.facts import CLOUD_ENV_NAME, launched
-from mcpspec.rules.filesystem._common import listing, overlapping
-from mcpspec.rules.secrets._common import NOT_A_CREDENTIAL, grouped, inherited_names, set_names
+from mcpspec.rules.facts import CLOUD_ENV_NAME, host_mounts, launched, overlapping
+from mcpspec.rules.grouping import grouped, listing
+from mcpspec.rules.secrets._common import NOT_A_CREDENTIAL, inherited_names, set_names, whose
 
 CLOUD_CREDENTIAL_PATHS = (
     "~/.aws", "~/.config/gcloud", "~/.boto", "~/.azure", "~/.kube", "~/.oci", "~/.aliyun", "~/.config/doctl",
@@ -79,15 +79,10 @@ def cloud_paths(path: str) -> list[str]:
 
 
 def _env(plan: Plan) -> Iterator[Finding]:
-    names: dict[tuple[str | int, ...], str] = {}
-    pairs: list[tuple[tuple[str | int, ...], EffectiveSandbox]] = []
-    for path, name, server in [*inherited_names(plan), *set_names(plan)]:
-        if cloud_variable(name):
-            names[path] = name
-            pairs.append((path, server))
-    for place in grouped(iter(pairs)):
-        how = "env.inherit passes" if "inherit" in place.path else "env.set sets"
-        yield Finding(path=place.path, message=f"{how} {names[place.path]}, an ambient cloud credential, for {place.whose()}")
+    passed = grouped(((path, name), server) for path, name, server in [*inherited_names(plan), *set_names(plan)] if cloud_variable(name))
+    for (path, name), group in passed.items():
+        how = "env.inherit passes" if "inherit" in path else "env.set sets"
+        yield Finding(path=path, message=f"{how} {name}, an ambient cloud credential, for {whose(path, group)}")
 
 
 def _grant(server: EffectiveSandbox, grant: SecretGrant) -> Finding | None:
@@ -110,8 +105,8 @@ def check(plan: Plan) -> Iterator[Finding]:
             finding = _grant(server, grant)
             if finding is not None:
                 yield finding
-        for mount in server.mounts:
-            known = cloud_paths(mount.source) if mount.workspace_dir is None else []
+        for mount in host_mounts(server):
+            known = cloud_paths(mount.source)
             if known:
                 message = f"server {server.name!r} mounts {mount.source}, reaching cloud credentials in {listing(known)}"
                 yield Finding(path=(*mount.path, "from"), message=message)

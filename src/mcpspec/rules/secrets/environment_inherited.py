@@ -52,17 +52,17 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.secrets._common import grouped, inherited_names, secret_looking_name
+from mcpspec.rules.grouping import by_origin, grouped
+from mcpspec.rules.secrets._common import inherited_names, secret_looking_name, whose
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    everything = grouped((server.origin("env.inherit"), server) for server in launched(plan) if server.env.inherit == "all")
-    for place in everything:
-        yield Finding(path=place.path, message=f"env.inherit: all passes every host variable, tokens and keys included, to {place.whose()}")
-    names = {path: name for path, name, _ in inherited_names(plan)}
-    secret_looking = grouped((path, server) for path, name, server in inherited_names(plan) if secret_looking_name(name))
-    for place in secret_looking:
-        yield Finding(path=place.path, message=f"env.inherit passes {names[place.path]}, a secret-looking host variable, to {place.whose()}")
+    everything = by_origin((server for server in launched(plan) if server.env.inherit == "all"), "env.inherit")
+    for path, group in everything.items():
+        yield Finding(path=path, message=f"env.inherit: all passes every host variable, tokens and keys included, to {whose(path, group)}")
+    secret_looking = grouped(((path, name), server) for path, name, server in inherited_names(plan) if secret_looking_name(name))
+    for (path, name), group in secret_looking.items():
+        yield Finding(path=path, message=f"env.inherit passes {name}, a secret-looking host variable, to {whose(path, group)}")
 
 
 RULE = Rule(

@@ -56,21 +56,17 @@ from collections.abc import Iterator
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import Plan
-from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.secrets._common import bindings
+from mcpspec.rules.base import Finding, Rule
+from mcpspec.rules.secrets._common import in_use, users, uses
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    bound_by = bindings(plan)
-    for name, secret in plan.spec.secrets.items():
-        bound = bound_by[name]
-        if secret.scopes or not bound:
+    for name, secret, bound in in_use(plan):
+        if secret.scopes:
             continue
         # Point at an empty `scopes: []` when written, else at the secret (where a waiver can name it).
         path: SpecPath = ("secrets", name, "scopes") if "scopes" in secret.model_fields_set else ("secrets", name)
-        related = tuple(Related(grant.path, f"used by server {server.name!r}") for server, grant in bound)
-        users = ", ".join(dict.fromkeys(repr(server.name) for server, _ in bound))
-        yield Finding(path=path, message=f"secret {name!r} declares no scopes, so nothing bounds what it may do (used by {users})", related=related)
+        yield Finding(path=path, message=f"secret {name!r} declares no scopes, so nothing bounds what it may do (used by {users(bound)})", related=uses(bound))
 
 
 RULE = Rule(

@@ -55,19 +55,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
-from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.secrets._common import bindings
+from mcpspec.rules.base import Finding, Rule
+from mcpspec.rules.secrets._common import in_use, users, uses
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    bound_by = bindings(plan)
-    for name, secret in plan.spec.secrets.items():
-        bound = bound_by[name]
-        if secret.ttl is not None or not bound:
-            continue
-        related = tuple(Related(grant.path, f"used by server {server.name!r}") for server, grant in bound)
-        users = ", ".join(dict.fromkeys(repr(server.name) for server, _ in bound))
-        yield Finding(path=("secrets", name), message=f"secret {name!r} has no ttl: a leaked value stays valid (used by {users})", related=related)
+    for name, secret, bound in in_use(plan):
+        if secret.ttl is None:
+            yield Finding(path=("secrets", name), message=f"secret {name!r} has no ttl: a leaked value stays valid (used by {users(bound)})", related=uses(bound))
 
 
 RULE = Rule(

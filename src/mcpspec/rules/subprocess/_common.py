@@ -1,51 +1,13 @@
-"""Helpers the subprocess (and lifecycle) rules share: reading launch commands, grouping by origin."""
+"""Helpers the subprocess rules share: reading launch commands."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox
-
-# --- naming the servers a finding is about ---
-
-
-def quoted(names: Iterable[str]) -> str:
-    """"'a'", "'a' and 'b'", "'a', 'b' and 'c'"."""
-    items = [f"'{name}'" for name in names]
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def who(servers: Iterable[EffectiveSandbox]) -> str:
-    """"server 'a'", "servers 'a' and 'b'", "servers 'a', 'b' and 'c'"."""
-    names = [server.name for server in servers]
-    return f"server{'' if len(names) == 1 else 's'} {quoted(names)}"
-
-
-def by_origin(servers: Iterable[EffectiveSandbox], dotted: str) -> dict[SpecPath, list[EffectiveSandbox]]:
-    """Servers grouped by the spec path that set ``dotted``.
-
-    A value written once in ``defaults`` is one place in the file: it gets one
-    finding naming every server that inherits it, not one finding per server.
-    """
-    groups: dict[SpecPath, list[EffectiveSandbox]] = {}
-    for server in servers:
-        groups.setdefault(server.origin(dotted), []).append(server)
-    return groups
-
-
-def section_of(server: EffectiveSandbox, dotted: str) -> SpecPath:
-    """The mapping that set ``dotted`` (``...process.background`` for ``process.background.allowed``).
-
-    A missing sibling key (``max_jobs``) is reported there, next to the key that made it matter.
-    """
-    return server.origin(dotted)[:-1]
-
-
-# --- reading commands ---
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "cmd", "powershell", "pwsh"})
 ESCALATORS = frozenset({"sudo", "doas", "su", "pkexec", "runas"})

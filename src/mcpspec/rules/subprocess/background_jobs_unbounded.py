@@ -45,23 +45,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import section_of, who
+from mcpspec.rules.grouping import grouped, in_full, section_of, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    groups: dict[SpecPath, tuple[dict[str, None], list[EffectiveSandbox]]] = {}
-    for server in launched(plan):
-        missing = _missing(server)
-        if missing:
-            limits, group = groups.setdefault(section_of(server, "process.background.allowed"), ({}, []))
-            limits.update(dict.fromkeys(missing))
-            group.append(server)
-    for path, (limits, group) in groups.items():
-        yield Finding(path=path, message=f"background jobs of {who(group)} have no {' and no '.join(limits)}")
+    unbounded = ((section_of(server, "process.background.allowed"), server) for server in launched(plan) if _missing(server))
+    for path, group in grouped(unbounded).items():
+        limits = dict.fromkeys(name for server in group for name in _missing(server))
+        yield Finding(path=path, message=f"background jobs of {who(group, in_full)} have no {' and no '.join(limits)}")
 
 
 def _missing(server: EffectiveSandbox) -> list[str]:

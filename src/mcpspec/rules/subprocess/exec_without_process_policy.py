@@ -53,15 +53,15 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.facts import executes_code, launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.facts import executes_code, launched, tool_path, tools_with
+from mcpspec.rules.grouping import by_origin, in_full, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     unpoliced = [server for server in launched(plan) if executes_code(server) and server.process.allow is None]
     for path, group in by_origin(unpoliced, "process.allow").items():
         related = tuple(item for server in group for item in _why_exec(server))
-        yield Finding(path=path, message=f"{who(group)} {_runs(group)} code with no process.allow list of what it may spawn", related=related)
+        yield Finding(path=path, message=f"{who(group, in_full)} {_runs(group)} code with no process.allow list of what it may spawn", related=related)
 
 
 def _runs(group: list[EffectiveSandbox]) -> str:
@@ -70,9 +70,9 @@ def _runs(group: list[EffectiveSandbox]) -> str:
 
 def _why_exec(server: EffectiveSandbox) -> list[Related]:
     """The tools (or the kind) that make the server a code executor."""
-    tools = [name for name, tool in server.tools.items() if "exec" in tool.effects]
+    tools = tools_with(server, "exec")
     if tools:
-        return [Related((*server.path, "tools", name, "effects"), f"tool '{name}' executes code") for name in tools]
+        return [Related((*tool_path(server, name), "effects"), f"tool '{name}' executes code") for name in tools]
     return [Related((*server.path, "kind"), f"server '{server.name}' is a code-exec server")]
 
 

@@ -44,13 +44,13 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.grouping import by_origin, in_full, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     listening = [server for server in launched(plan) if server.process.listeners]
     for path, group in by_origin(listening, "process.listeners").items():
-        yield Finding(path=path, message=f"process.listeners true lets {who(group)} open listening sockets")
+        yield Finding(path=path, message=f"process.listeners true lets {who(group, in_full)} open listening sockets")
 
 
 RULE = Rule(

@@ -50,23 +50,26 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import section_of, who
+from mcpspec.rules.grouping import grouped, in_full, section_of, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    installing = [server for server in launched(plan) if server.process.package_install and server.process.package_install.allowed]
-    problems: dict[SpecPath, tuple[str, list[EffectiveSandbox]]] = {}
-    for server in installing:
-        install = server.process.package_install
-        assert install is not None
-        if not install.registries:
-            path = _registries_path(server)
-            problems.setdefault(path, ("from any registry (no 'registries' listed)", []))[1].append(server)
-        if install.lockfile == "optional":
-            path = server.origin("process.package_install.lockfile")
-            problems.setdefault(path, ("without a lockfile (lockfile: optional)", []))[1].append(server)
-    for path, (problem, group) in problems.items():
-        yield Finding(path=path, message=f"package_install lets {who(group)} install packages {problem}")
+    problems = grouped((place, server) for server in launched(plan) for place in _problems(server))
+    for (path, problem), group in problems.items():
+        yield Finding(path=path, message=f"package_install lets {who(group, in_full)} install packages {problem}")
+
+
+def _problems(server: EffectiveSandbox) -> list[tuple[SpecPath, str]]:
+    """(where, what) for each way the server's allowed package installs are unrestricted."""
+    install = server.process.package_install
+    if install is None or not install.allowed:
+        return []
+    found: list[tuple[SpecPath, str]] = []
+    if not install.registries:
+        found.append((_registries_path(server), "from any registry (no 'registries' listed)"))
+    if install.lockfile == "optional":
+        found.append((server.origin("process.package_install.lockfile"), "without a lockfile (lockfile: optional)"))
+    return found
 
 
 def _registries_path(server: EffectiveSandbox) -> SpecPath:

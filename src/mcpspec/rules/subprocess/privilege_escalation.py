@@ -50,7 +50,8 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import ESCALATORS, by_origin, program_index, program_name, segments, who
+from mcpspec.rules.grouping import by_origin, in_full, who
+from mcpspec.rules.subprocess._common import ESCALATORS, program_index, program_name, segments
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -59,7 +60,7 @@ def check(plan: Plan) -> Iterator[Finding]:
         yield from _command_findings(server)
     root = [server for server in servers if server.runtime.user == 0]
     for path, group in by_origin(root, "runtime.user").items():
-        yield Finding(path=path, message=f"runtime.user 0 runs {who(group)} as root inside the sandbox")
+        yield Finding(path=path, message=f"runtime.user 0 runs {who(group, in_full)} as root inside the sandbox")
 
 
 def _command_findings(server: EffectiveSandbox) -> Iterator[Finding]:

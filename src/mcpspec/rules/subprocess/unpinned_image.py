@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import by_origin, who
+from mcpspec.rules.grouping import by_origin, in_full, who
 from mcpspec.spec.models import IMAGE_PATTERN
 
 _IMAGE = re.compile(IMAGE_PATTERN)
@@ -59,7 +59,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     templated = [server for server in servers if _unpinned_image(server.lifecycle.template)]
     for path, group in by_origin(templated, "lifecycle.template").items():
         template = group[0].lifecycle.template or ""
-        yield Finding(path=path, message=f"lifecycle.template '{template}' of {who(group)} is an image {_problem(template)}")
+        yield Finding(path=path, message=f"lifecycle.template '{template}' of {who(group, in_full)} is an image {_problem(template)}")
 
 
 def _unpinned_image(template: str | None) -> bool:

@@ -45,10 +45,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
+from mcpspec.rules.grouping import commas, grouped, who
 from mcpspec.spec.values import Destination
 
 WIDEST_PREFIX = {4: 16, 6: 48}
@@ -65,17 +65,14 @@ def why_unverifiable(entry: Destination) -> str | None:
 
 def check(plan: Plan) -> Iterator[Finding]:
     # Entries inherited from defaults share one path: report each place once, naming every server.
-    places: dict[SpecPath, tuple[str, str, list[EffectiveSandbox]]] = {}
-    for server in facts.launched(plan):
-        origin = server.origin("egress.allow")
-        for index, entry in facts.allowed_entries(server):
-            reason = why_unverifiable(entry)
-            if reason is not None:
-                places.setdefault((*origin, index), (entry.text, reason, []))[2].append(server)
-    for path, (text, reason, servers) in places.items():
-        quoted = ", ".join(f"'{server.name}'" for server in servers)
-        owner = f"server {quoted}" if len(servers) == 1 else f"servers {quoted}"
-        yield Finding(path=path, message=f"allow entry '{text}' of {owner} {reason}, which the egress conformance probe cannot test")
+    places = grouped(
+        ((path, entry.text, reason), server)
+        for server in facts.launched(plan)
+        for path, entry in facts.allow_entries(server)
+        if (reason := why_unverifiable(entry)) is not None
+    )
+    for (path, text, reason), group in places.items():
+        yield Finding(path=path, message=f"allow entry '{text}' of {who(group, commas)} {reason}, which the egress conformance probe cannot test")
 
 
 RULE = Rule(
