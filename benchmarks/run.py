@@ -58,6 +58,25 @@ def compose_seconds(path: Path, runs: int) -> float:
     )
 
 
+GRAPH_BUILD = """
+import gc, sys, time
+from mcpspec.analysis.graph import build
+from mcpspec.api import load
+plan = load(sys.argv[1])
+gc.disable()
+start = time.perf_counter()
+build(plan)
+print(time.perf_counter() - start)
+"""
+
+
+def graph_build_seconds(path: Path, runs: int) -> float:
+    """Median time to build the trust graph of an already resolved plan, each in a fresh process."""
+    return statistics.median(
+        float(subprocess.run([sys.executable, "-c", GRAPH_BUILD, str(path)], capture_output=True, text=True, check=True).stdout) for _ in range(runs)
+    )
+
+
 def main() -> None:
     GENERATED.mkdir(parents=True, exist_ok=True)
     mcpspec = str(BIN / "mcpspec")
@@ -72,13 +91,17 @@ def main() -> None:
     for servers, runs in ((1000, 5), (10000, 3)):
         path = GENERATED / f"servers-{servers}.yaml"
         path.write_text(generate(servers), encoding="utf-8")
-        ok = subprocess.run([mcpspec, "lint", str(path)], capture_output=True, text=True, check=False)
+        # The generated spec must be valid; its risk findings are part of the work measured.
+        ok = subprocess.run([mcpspec, "lint", str(path), "--fail-on", "never"], capture_output=True, text=True, check=False)
         if ok.returncode != 0:
-            raise SystemExit(f"generated spec does not lint clean:\n{ok.stdout}{ok.stderr}")
+            raise SystemExit(f"generated spec is not a valid spec:\n{ok.stdout[-2000:]}{ok.stderr}")
         results[f"lint_{servers}_s"] = wall([mcpspec, "lint", str(path)], runs)
         results[f"check_jsonschema_{servers}_s"] = wall([checker, "--schemafile", str(SCHEMA), str(path)], runs)
         results[f"libyaml_compose_{servers}_s"] = compose_seconds(path, runs)
         results[f"lint_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "lint", str(path)])
+        results[f"graph_build_{servers}_s"] = graph_build_seconds(path, runs)
+        results[f"graph_json_{servers}_s"] = wall([mcpspec, "graph", str(path), "--format", "json"], runs)
+        results[f"graph_json_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "graph", str(path), "--format", "json"])
 
     ratios = {
         "version / check-jsonschema --version (target <= 0.7)": results["version_s"] / results["check_jsonschema_version_s"],
@@ -88,6 +111,8 @@ def main() -> None:
         "lint 1k / libyaml compose 1k (target <= 5)": results["lint_1000_s"] / results["libyaml_compose_1000_s"],
         "lint 10k / libyaml compose 10k (target <= 5)": results["lint_10000_s"] / results["libyaml_compose_10000_s"],
         "lint 10k / lint 1k (target <= 11)": results["lint_10000_s"] / results["lint_1000_s"],
+        "graph build 10k / graph build 1k (target <= 11)": results["graph_build_10000_s"] / results["graph_build_1000_s"],
+        "graph --format json 10k / 1k (target <= 11)": results["graph_json_10000_s"] / results["graph_json_1000_s"],
     }
     for name, value in results.items():
         print(f"{name:32} {value:9.3f}")
@@ -95,6 +120,7 @@ def main() -> None:
     for name, value in ratios.items():
         print(f"{name:55} {value:6.2f}")
     print(f"{'peak memory at 10k, MiB (target <= 1024)':55} {results['lint_10000_peak_mib']:6.0f}")
+    print(f"{'graph --format json peak memory at 10k, MiB':55} {results['graph_json_10000_peak_mib']:6.0f}")
     (GENERATED / "results.json").write_text(json.dumps({"seconds": results, "ratios": ratios}, indent=2) + "\n", encoding="utf-8")
 
 

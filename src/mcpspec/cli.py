@@ -198,6 +198,76 @@ def schema() -> None:
     sys.stdout.write(render_schema())
 
 
+GRAPH_FORMATS = ("dot", "mermaid", "json", "svg")
+
+
+@app.command()
+def graph(
+    file: Annotated[Path, typer.Argument(help="The spec file to draw.", show_default=False)],
+    output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(GRAPH_FORMATS)}.")] = "dot",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward).")] = None,
+) -> None:
+    """Draw the trust graph: servers, tools, secrets, host paths, destinations and agents.
+
+    Nodes are coloured by the worst finding that involves them (the findings
+    `mcpspec lint` reports with the same config) and attack paths of the graph
+    rules are drawn in red. json adds the findings per node and each server's
+    blast radius; svg runs Graphviz's `dot`.
+    """
+    from mcpspec import api
+    from mcpspec.analysis.graph import build
+    from mcpspec.config import ConfigError, find_config, load_config
+    from mcpspec.diagnostics import SpecError
+    from mcpspec.output import write_atomically
+    from mcpspec.perf import gc_paused
+    from mcpspec.report import graph_render
+    from mcpspec.report import text as text_report
+    from mcpspec.report.model import FileLint, LintReport
+    from mcpspec.rules.engine import from_diagnostic
+    from mcpspec.rules.pipeline import LintOptions, lint_plan
+    from mcpspec.rules.registry import expand
+    from mcpspec.source.loader import UsageError
+
+    if output_format not in GRAPH_FORMATS:
+        _usage(f"unknown format {output_format!r}; choose from {', '.join(GRAPH_FORMATS)}")
+    try:
+        settings = load_config(config if config is not None else find_config(Path.cwd()))
+        selected = expand(settings.select) if settings.select else None
+        options = LintOptions(
+            select=selected,
+            ignore=expand(settings.ignore) | expand(settings.ignored_for(str(file))),
+            severity={rule_id: level for name, level in settings.severity.items() for rule_id in expand([name])},
+            inline_suppressions=not settings.no_inline_suppressions,
+        )
+    except (ConfigError, ValueError) as exc:
+        _usage(str(exc))
+    try:
+        plan = api.load(file, str(file))
+    except UsageError as exc:
+        _usage(str(exc))
+    except SpecError as exc:
+        try:
+            source_text: str | None = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            source_text = None
+        report = LintReport([FileLint(str(file), [from_diagnostic(d) for d in exc.diagnostics], source_text)])
+        sys.stderr.write(text_report.render(report))
+        raise typer.Exit(EXIT_FINDINGS) from None
+    try:
+        with gc_paused():
+            rendered = graph_render.render(graph_render.view(build(plan), lint_plan(plan, options)), output_format)
+    except (graph_render.GraphvizMissing, graph_render.GraphvizFailed) as exc:
+        _usage(str(exc))
+    if output is None:
+        sys.stdout.write(rendered)
+        return
+    try:
+        write_atomically(output, rendered)
+    except OSError as exc:
+        _usage(f"cannot write {output}: {exc.strerror or exc}")
+
+
 def _internal_error(exc: BaseException) -> NoReturn:
     if os.environ.get("MCPSPEC_DEBUG"):
         raise exc

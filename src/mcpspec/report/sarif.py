@@ -87,10 +87,30 @@ def _result(result: Result, index: int) -> dict[str, Any]:
             }
             for number, hop in enumerate(result.related, start=1)
         ]
+    if result.related and result.code.startswith("GR"):
+        data["codeFlows"] = [{"message": {"text": result.message}, "threadFlows": [{"locations": _thread_flow(result)}]}]
     if result.suppression is not None:
         kind = "inSource" if result.suppression.kind == "inline" else "external"
         data["suppressions"] = [{"kind": kind, "justification": result.suppression.justification}]
     return data
+
+
+def _thread_flow(result: Result) -> list[dict[str, Any]]:
+    """A graph finding's chain as a SARIF thread flow: every hop, in order, with its note and place."""
+    steps: list[dict[str, Any]] = []
+    for order, hop in enumerate(result.related, start=1):
+        span = hop.span
+        location: dict[str, Any] = {
+            "message": {"text": hop.note},
+            "physicalLocation": {
+                "artifactLocation": {"uri": _uri(result.file)},
+                "region": {"startLine": span.line, "startColumn": span.col, "endLine": span.end_line, "endColumn": max(span.end_col, 1)},
+            },
+        }
+        if hop.path:
+            location["logicalLocations"] = [{"fullyQualifiedName": format_path(hop.path), "kind": "member"}]
+        steps.append({"location": location, "executionOrder": order, "nestingLevel": 0})
+    return steps
 
 
 def build(report: LintReport) -> dict[str, Any]:

@@ -12,6 +12,7 @@ def all_rules() -> tuple[Rule, ...]:
     """Every rule, in ID order. Imported on first use so ``--version`` stays instant."""
     from mcpspec.rules import (
         filesystem,
+        graph,
         lifecycle,
         logs,
         network,
@@ -24,7 +25,7 @@ def all_rules() -> tuple[Rule, ...]:
         tool_scope,
     )
 
-    packages = (tool_scope, placement, filesystem, secrets, network, subprocess, lifecycle, logs, review, testing, suppressions)
+    packages = (tool_scope, placement, filesystem, secrets, network, subprocess, lifecycle, logs, review, testing, graph, suppressions)
     rules = sorted((rule for package in packages for rule in package.RULES), key=lambda rule: rule.id)
     return tuple(rules)
 

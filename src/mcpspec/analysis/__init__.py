@@ -1,0 +1,1 @@
+"""Trust-graph analysis of what servers share."""

@@ -1,0 +1,426 @@
+"""The trust graph: what the servers of a Plan share, and where data can flow.
+
+Nodes are servers, their tools, secrets, host paths, network destinations
+(``internet`` stands for every address an open egress policy reaches),
+agents (one model context each) and the shared runtime namespace of the
+servers an agent runs inside its own sandbox. Edges are mounts (ro/rw),
+uses-secret, egress-to, member-of, has-tool, in-namespace and path
+containment. Every node and edge keeps the spec path that created it.
+
+The graph answers questions and returns data; the graph rules
+(mcpspec.rules.graph) turn answers into findings. Shared resources are found
+through indexes (a secret's servers, a path trie for containment), never by
+comparing every pair of servers, so building and querying stay near linear.
+``to_networkx()`` gives the same graph as a networkx MultiDiGraph for the
+`mcpspec graph` renderers and API users; the rules use the indexes directly
+so that linting does not pay networkx's import time.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import AGENT_TOKEN, EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.rules import facts
+
+if TYPE_CHECKING:
+    import networkx
+
+INTERNET = "dest:internet"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: str
+    kind: str  # server | tool | secret | path | destination | agent | namespace
+    label: str
+    path: SpecPath
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    source: str
+    target: str
+    kind: str  # mounts-ro | mounts-rw | uses-secret | egress-to | member-of | has-tool | in-namespace | contains
+    path: SpecPath
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One step of a flow: a node and the spec place that makes the step possible."""
+
+    node: str
+    path: SpecPath
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class MountRef:
+    """A server's mount of one host path (workspace templates instantiated per agent)."""
+
+    server: str
+    source: str
+    writable: bool
+    path: SpecPath
+
+
+@dataclass
+class TrustGraph:
+    plan: Plan
+    nodes: dict[str, Node] = field(default_factory=dict)
+    edges: list[Edge] = field(default_factory=list)
+    out_edges: dict[str, list[Edge]] = field(default_factory=dict)
+    in_edges: dict[str, list[Edge]] = field(default_factory=dict)
+    mounts_at: dict[str, list[MountRef]] = field(default_factory=dict)  # host path -> mounts of it
+    parent_path: dict[str, str] = field(default_factory=dict)  # host path -> nearest mounted ancestor
+
+    # --- building ---
+
+    def add_node(self, node_id: str, kind: str, label: str, path: SpecPath) -> str:
+        if node_id not in self.nodes:
+            self.nodes[node_id] = Node(node_id, kind, label, path)
+        return node_id
+
+    def add_edge(self, source: str, target: str, kind: str, path: SpecPath) -> None:
+        edge = Edge(source, target, kind, path)
+        self.edges.append(edge)
+        self.out_edges.setdefault(source, []).append(edge)
+        self.in_edges.setdefault(target, []).append(edge)
+
+    # --- questions ---
+
+    def server(self, name: str) -> EffectiveSandbox:
+        return self.plan.servers[name]
+
+    def mounts_of(self, server: str) -> list[MountRef]:
+        return [MountRef(server, e.target[5:], e.kind == "mounts-rw", e.path) for e in self.out_edges.get(server_id(server), []) if e.kind.startswith("mounts-")]
+
+    def overlapping(self, source: str) -> Iterator[MountRef]:
+        """Mounts whose host path contains ``source``, equals it, or lies inside it."""
+        yield from self.mounts_at.get(source, [])
+        ancestor = self.parent_path.get(source)
+        while ancestor is not None:
+            yield from self.mounts_at.get(ancestor, [])
+            ancestor = self.parent_path.get(ancestor)
+        stack = [e.target for e in self.out_edges.get(path_id(source), []) if e.kind == "contains"]
+        while stack:
+            node = stack.pop()
+            yield from self.mounts_at.get(node[5:], [])
+            stack.extend(e.target for e in self.out_edges.get(node, []) if e.kind == "contains")
+
+    def namespace_peers(self, server: str) -> list[str]:
+        """Servers that run inside the same agent sandbox as ``server`` (placement: agent)."""
+        peers: list[str] = []
+        for edge in self.out_edges.get(server_id(server), []):
+            if edge.kind == "in-namespace":
+                peers.extend(e.source[7:] for e in self.in_edges.get(edge.target, []) if e.kind == "in-namespace" and e.source != server_id(server))
+        return list(dict.fromkeys(peers))
+
+    def secret_holders(self, secret: str) -> list[Edge]:
+        return [e for e in self.in_edges.get(secret_id(secret), []) if e.kind == "uses-secret"]
+
+    def flows_from(self, start: str) -> Iterator[tuple[str, list[Hop]]]:
+        """Every server data can reach from ``start``, with the shortest chain of hops.
+
+        A hop is a shared writable path (one writes, the other mounts it) or a
+        shared namespace (an agent sandbox both run in). Breadth first, so each
+        server is reported once, with its shortest chain.
+        """
+        seen = {start}
+        queue: deque[tuple[str, list[Hop]]] = deque([(start, [])])
+        while queue:
+            current, chain = queue.popleft()
+            for target, hops in self._steps(current):
+                if target in seen:
+                    continue
+                seen.add(target)
+                longer = chain + hops
+                yield target, longer
+                queue.append((target, longer))
+
+    def _steps(self, server: str) -> Iterator[tuple[str, list[Hop]]]:
+        for mount in self.mounts_of(server):
+            if not mount.writable:
+                continue
+            for other in self.overlapping(mount.source):
+                if other.server != server:
+                    yield other.server, [
+                        Hop(path_id(mount.source), mount.path, f"{server} writes {mount.source}"),
+                        Hop(server_id(other.server), other.path, f"{other.server} reads {other.source}"),
+                    ]
+        for peer in self.namespace_peers(server):
+            peer_server = self.server(peer)
+            yield peer, [Hop(server_id(peer), (*peer_server.path, "placement"), f"{peer} shares the agent sandbox (and its files and network) with {server}")]
+
+    def to_networkx(self) -> networkx.MultiDiGraph[str]:
+        import networkx
+
+        graph: networkx.MultiDiGraph[str] = networkx.MultiDiGraph()
+        for node in self.nodes.values():
+            graph.add_node(node.id, kind=node.kind, label=node.label, path=node.path)
+        for edge in self.edges:
+            graph.add_edge(edge.source, edge.target, kind=edge.kind, path=edge.path)
+        return graph
+
+
+def server_id(name: str) -> str:
+    return f"server:{name}"
+
+
+def secret_id(name: str) -> str:
+    return f"secret:{name}"
+
+
+def path_id(source: str) -> str:
+    return f"path:{source}"
+
+
+def agent_id(name: str) -> str:
+    return f"agent:{name}"
+
+
+def build(plan: Plan) -> TrustGraph:
+    """The trust graph of a Plan."""
+    graph = TrustGraph(plan)
+    for name, agent_servers in plan.agents.items():
+        graph.add_node(agent_id(name), "agent", name, ("agents", name))
+        namespace = None
+        for server_name in agent_servers:
+            server = plan.servers[server_name]
+            graph.add_edge(server_id(server_name), agent_id(name), "member-of", ("agents", name, "servers"))
+            if server.placement == "agent":
+                namespace = namespace or graph.add_node(f"ns:agent:{name}", "namespace", f"{name} sandbox", ("agents", name))
+                graph.add_edge(server_id(server_name), namespace, "in-namespace", (*server.path, "placement"))
+    for server in plan.servers.values():
+        _add_server(graph, server)
+    _link_paths(graph)
+    return graph
+
+
+def _add_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
+    node = graph.add_node(server_id(server.name), "server", server.name, server.path)
+    for tool_name in server.tools:
+        tool = graph.add_node(f"tool:{server.name}/{tool_name}", "tool", f"{server.name}.{tool_name}", (*server.path, "tools", tool_name))
+        graph.add_edge(node, tool, "has-tool", (*server.path, "tools", tool_name))
+    for grant in server.secrets:
+        graph.add_node(secret_id(grant.name), "secret", grant.name, grant.secret_path)
+        graph.add_edge(node, secret_id(grant.name), "uses-secret", grant.path)
+    if not server.runs_here:
+        return
+    for mount in server.mounts:
+        for source in _instances(mount, server):
+            graph.add_node(path_id(source), "path", source, mount.path)
+            graph.add_edge(node, path_id(source), "mounts-rw" if mount.writable else "mounts-ro", mount.path)
+            graph.mounts_at.setdefault(source, []).append(MountRef(server.name, source, mount.writable, mount.path))
+    if facts.egress_open(server):
+        graph.add_node(INTERNET, "destination", "the internet", ())
+        graph.add_edge(node, INTERNET, "egress-to", server.origin("egress.default"))
+    for index, entry in enumerate(server.egress.allow or []):
+        dest = graph.add_node(f"dest:{entry.text}", "destination", entry.text, (*server.origin("egress.allow"), index))
+        graph.add_edge(node, dest, "egress-to", (*server.origin("egress.allow"), index))
+
+
+def _instances(mount: EffectiveMount, server: EffectiveSandbox) -> list[str]:
+    """Host paths a mount stands for: a per-agent workspace dir is a different directory per agent."""
+    if AGENT_TOKEN in mount.source and server.agents:
+        return [mount.source.replace(AGENT_TOKEN, agent) for agent in server.agents]
+    return [mount.source]
+
+
+def _link_paths(graph: TrustGraph) -> None:
+    """Containment edges from each mounted path to its nearest mounted descendants, through a trie."""
+    trie: dict[str, Any] = {}
+    terminal = object()
+    for source in graph.mounts_at:
+        level = trie
+        for part in facts.components(source):
+            level = level.setdefault(part, {})
+        level[terminal] = source  # type: ignore[index]
+    stack: list[tuple[dict[str, Any], str | None]] = [(trie, None)]
+    while stack:
+        level, ancestor = stack.pop()
+        here = level.get(terminal)  # type: ignore[call-overload]
+        if here is not None and here != ancestor:
+            if ancestor is not None:
+                graph.parent_path[here] = ancestor
+                graph.add_edge(path_id(ancestor), path_id(here), "contains", graph.nodes[path_id(here)].path)
+            ancestor = here
+        stack.extend((child, ancestor) for key, child in level.items() if key is not terminal)
+    root_paths = [s for s in graph.mounts_at if s == "/"]
+    for root in root_paths:  # "/" holds home paths too
+        for source in graph.mounts_at:
+            if source.startswith("~") and source not in graph.parent_path:
+                graph.parent_path[source] = root
+                graph.add_edge(path_id(root), path_id(source), "contains", graph.nodes[path_id(source)].path)
+
+
+def agents_of(graph: TrustGraph) -> Iterable[tuple[str, tuple[str, ...]]]:
+    return graph.plan.agents.items()
+
+
+def blast_radius(graph: TrustGraph, server: str) -> dict[str, Any]:
+    """What a compromise of ``server`` reaches, each item with the spec place that grants it.
+
+    ``secrets`` it holds, host ``paths`` it mounts (with their mode), network
+    ``destinations`` it may connect to (``the internet`` for open egress), the
+    ``agents`` whose model context reads its tool output, and the other
+    ``servers`` data can reach from it through shared writable paths or a
+    shared agent sandbox (``via`` lists every hop, in order: what ``flows_from``
+    reports, found expanding each shared path once). Lists are sorted,
+    so the same plan always gives the same dict. Raises KeyError for a server
+    the plan does not have.
+    """
+    graph.server(server)
+    out = graph.out_edges.get(server_id(server), [])
+    secrets = sorted({(graph.nodes[e.target].label, _path_text(e.path)) for e in out if e.kind == "uses-secret"})
+    paths = sorted({(e.target[len("path:"):], e.kind[len("mounts-"):], _path_text(e.path)) for e in out if e.kind.startswith("mounts-")})
+    destinations = sorted({(graph.nodes[e.target].label, _path_text(e.path)) for e in out if e.kind == "egress-to"})
+    agents = sorted({(e.target[len("agent:"):], _path_text(e.path)) for e in out if e.kind == "member-of"})
+    reached = sorted(_flows_once(graph, server), key=lambda item: item[0])
+    return {
+        "server": server,
+        "path": _path_text(graph.nodes[server_id(server)].path),
+        "secrets": [{"name": name, "path": path} for name, path in secrets],
+        "paths": [{"host_path": source, "mode": mode, "path": path} for source, mode, path in paths],
+        "destinations": [{"destination": label, "path": path} for label, path in destinations],
+        "agents": [{"agent": name, "path": path} for name, path in agents],
+        "servers": [
+            {
+                "server": name,
+                "path": _path_text(hops[0].path) if hops else "",
+                "via": [{"node": hop.node, "note": hop.note, "path": _path_text(hop.path)} for hop in hops],
+            }
+            for name, hops in reached
+        ],
+    }
+
+
+def nearest_flow(
+    graph: TrustGraph, start: str, wanted: Callable[[str], bool], dead: set[str], likely: ReaderIndex | None = None
+) -> tuple[str, list[Hop]] | None:
+    """The nearest server ``wanted`` accepts among those data from ``start`` reaches, with its chain.
+
+    The same hops as ``flows_from``, breadth first (so a shortest chain), but each shared
+    path and agent sandbox is expanded once per search, so a search costs what
+    ``start`` can reach, not its square. ``dead`` holds servers known to reach
+    nothing ``wanted`` accepts (for the same ``wanted``): they are not searched
+    again. A search that finds nothing adds every server it saw to ``dead``,
+    since all they reach, ``start`` reaches too. ``likely``, when given, indexes
+    the readers of each path that ``wanted`` may accept: a path thousands of
+    servers share is then checked without walking all of them on every search.
+    """
+    if start in dead:
+        return None
+    seen = {start}
+    expanded: set[str] = set()
+    queue: deque[tuple[str, list[Hop]]] = deque([(start, [])])
+    while queue:
+        current, chain = queue.popleft()
+        if likely is not None:
+            hit = _likely_step(graph, current, likely, lambda name: name not in seen and name not in dead and wanted(name), expanded)
+            if hit is not None:
+                return hit[0], chain + hit[1]
+        for target, hops in _steps_once(graph, current, expanded):
+            if target in seen or target in dead:
+                continue
+            seen.add(target)
+            longer = chain + hops
+            if wanted(target):
+                return target, longer
+            queue.append((target, longer))
+    dead.update(seen if not wanted(start) else seen - {start})
+    return None
+
+
+@dataclass
+class ReaderIndex:
+    """The mounts overlapping each host path whose servers ``keep`` accepts, each path worked out once."""
+
+    graph: TrustGraph
+    keep: Callable[[str], bool]
+    at: dict[str, list[MountRef]] = field(default_factory=dict)
+
+    def readers(self, source: str) -> list[MountRef]:
+        found = self.at.get(source)
+        if found is None:
+            found = self.at[source] = [ref for ref in self.graph.overlapping(source) if self.keep(ref.server)]
+        return found
+
+
+def _likely_step(graph: TrustGraph, server: str, likely: ReaderIndex, accept: Callable[[str], bool], expanded: set[str]) -> tuple[str, list[Hop]] | None:
+    """A server ``accept``s that one shared path written by ``server`` leads to, found through the index."""
+    for mount in graph.mounts_of(server):
+        if not mount.writable or mount.source in expanded:
+            continue
+        for other in likely.readers(mount.source):
+            if other.server != server and accept(other.server):
+                write = Hop(path_id(mount.source), mount.path, f"{server} writes {mount.source}")
+                return other.server, [write, Hop(server_id(other.server), other.path, f"{other.server} reads {other.source}")]
+    return None
+
+
+def _steps_once(graph: TrustGraph, server: str, expanded: set[str]) -> Iterator[tuple[str, list[Hop]]]:
+    """``TrustGraph._steps``, skipping the paths and namespaces in ``expanded`` (and adding the rest to it).
+
+    A path or namespace an earlier server of the same search expanded gives
+    nothing new: breadth first, everything it leads to was reached already by
+    a chain at most as long.
+    """
+    for mount in graph.mounts_of(server):
+        if not mount.writable or mount.source in expanded:
+            continue
+        expanded.add(mount.source)
+        write = Hop(path_id(mount.source), mount.path, f"{server} writes {mount.source}")
+        for other in graph.overlapping(mount.source):
+            if other.server != server:
+                yield other.server, [write, Hop(server_id(other.server), other.path, f"{other.server} reads {other.source}")]
+    me = server_id(server)
+    for edge in graph.out_edges.get(me, []):
+        if edge.kind != "in-namespace" or edge.target in expanded:
+            continue
+        expanded.add(edge.target)
+        for member in graph.in_edges.get(edge.target, []):
+            if member.kind == "in-namespace" and member.source != me:
+                peer = member.source[len("server:"):]
+                note = f"{peer} shares the agent sandbox (and its files and network) with {server}"
+                yield peer, [Hop(member.source, (*graph.server(peer).path, "placement"), note)]
+
+
+_PATH_TEXTS: dict[SpecPath, str] = {}
+
+
+def _path_text(path: SpecPath) -> str:
+    """``format_path``, remembered: the blast radii of a plan name the same places many times."""
+    text = _PATH_TEXTS.get(path)
+    if text is None:
+        from mcpspec.diagnostics import format_path
+
+        if len(_PATH_TEXTS) >= 1 << 17:
+            _PATH_TEXTS.clear()
+        text = _PATH_TEXTS[path] = format_path(path)
+    return text
+
+
+def _flows_once(graph: TrustGraph, start: str) -> Iterator[tuple[str, list[Hop]]]:
+    """``TrustGraph.flows_from``, expanding each shared path and sandbox once per search.
+
+    The same servers with the same chains (breadth first, shortest chain, the
+    same order of steps), at the cost of what ``start`` reaches rather than its
+    square: a blast radius per server of a 10,000-server plan stays linear.
+    """
+    seen = {start}
+    expanded: set[str] = set()
+    queue: deque[tuple[str, list[Hop]]] = deque([(start, [])])
+    while queue:
+        current, chain = queue.popleft()
+        for target, hops in _steps_once(graph, current, expanded):
+            if target in seen:
+                continue
+            seen.add(target)
+            longer = chain + hops
+            yield target, longer
+            queue.append((target, longer))

@@ -1,0 +1,123 @@
+"""What the graph rules share: the graph of the plan, built once per plan, tool roles, and how they phrase chains."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mcpspec.analysis.graph import MountRef, TrustGraph, build
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.perf import gc_paused
+from mcpspec.rules import facts
+from mcpspec.rules.base import Related
+from mcpspec.spec.models import Tool
+
+_CACHE: dict[int, tuple[Plan, TrustGraph]] = {}
+
+# How many places a finding about a shared resource relates; a message names fewer (grouping.SHOWN).
+RELATED_LIMIT = 25
+
+
+def graph_of(plan: Plan) -> TrustGraph:
+    """The plan's trust graph; the graph rules of one lint share one build."""
+    cached = _CACHE.get(id(plan))
+    if cached is not None and cached[0] is plan:
+        return cached[1]
+    with gc_paused():  # the build allocates an object per node and edge: see mcpspec.perf
+        graph = build(plan)
+    _CACHE.clear()  # keep only the latest plan: linting many files must not grow memory
+    _CACHE[id(plan)] = (plan, graph)
+    return graph
+
+
+# --- tools of one agent ---
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTool:
+    server: EffectiveSandbox
+    name: str
+    tool: Tool
+
+    @property
+    def label(self) -> str:
+        return f"{self.server.name}.{self.name}"
+
+    @property
+    def path(self) -> tuple[str | int, ...]:
+        return (*self.server.path, "tools", self.name)
+
+
+def agent_tools(plan: Plan, agent: str) -> Iterator[AgentTool]:
+    """Every tool the agent's model context can call."""
+    for server_name in plan.agents[agent]:
+        server = plan.servers[server_name]
+        for name, tool in server.tools.items():
+            yield AgentTool(server, name, tool)
+
+
+def reads_untrusted(item: AgentTool) -> bool:
+    return "reads_untrusted" in item.tool.effects
+
+
+def reads_private(item: AgentTool) -> bool:
+    return "reads_private" in item.tool.effects
+
+
+def sends_out(item: AgentTool) -> bool:
+    return bool({"external_send", "exports_data"} & set(item.tool.effects))
+
+
+def ungated(plan: Plan, item: AgentTool) -> bool:
+    return not facts.approval_gated(plan, item.tool)
+
+
+# --- servers and what they hold ---
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Why a server matters to a rule: a phrase for the chain, and the place that says so."""
+
+    phrase: str
+    related: Related
+
+
+def sensitivity(server: EffectiveSandbox, credential_mounts: bool = True) -> Evidence | None:
+    """Why data taken from the server would hurt: a secret it holds, private data it reads, or a credential path it mounts."""
+    for grant in server.secrets:
+        return Evidence(f"holds secret '{grant.name}'", Related(grant.path, f"secret '{grant.name}' is handed to {server.name} here"))
+    for name in facts.tools_with(server, "reads_private"):
+        return Evidence("reads private data", Related(facts.tool_path(server, name), f"{server.name}.{name} reads private data"))
+    if server.kind == "data":
+        return Evidence("reads private data", Related((*server.path, "kind"), f"{server.name} is a data server"))
+    if credential_mounts and server.runs_here:
+        for mount in facts.host_mounts(server):
+            for pattern, inside in facts.overlapping(mount.source, facts.CREDENTIAL_PATHS):
+                phrase = f"mounts {mount.source} (credentials)" if inside else f"mounts {mount.source}, which holds {pattern}"
+                return Evidence(phrase, Related(mount.path, f"{server.name} mounts credentials ({pattern}) here"))
+    return None
+
+
+def open_egress(server: EffectiveSandbox) -> Evidence:
+    return Evidence("sends anywhere (egress defaults to allow)", Related(server.origin("egress.default"), f"{server.name}'s egress defaults to allow"))
+
+
+def mount_of(server: EffectiveSandbox, ref: MountRef) -> EffectiveMount:
+    """The server's mount a graph mount reference stands for."""
+    return next(mount for mount in server.mounts if mount.path == ref.path)
+
+
+def chain(*steps: str) -> str:
+    """``a -> b -> c``: the steps of a path through the graph, as a message shows them."""
+    return " -> ".join(steps)
+
+
+def related_hops(steps: list[tuple[SpecPath, str]]) -> tuple[Related, ...]:
+    """A Related per step; a place two steps share is related once, with both notes."""
+    notes: dict[SpecPath, list[str]] = {}
+    for path, note in steps:
+        if note not in notes.setdefault(path, []):
+            notes[path].append(note)
+    return tuple(Related(path, "; ".join(texts)) for path, texts in notes.items())

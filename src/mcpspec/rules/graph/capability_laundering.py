@@ -1,0 +1,196 @@
+"""
+## What it does
+Finds a host path that one server can write and a different server executes
+or interprets: the consumer runs code or builds packages, or the shared place
+is a `.git` directory, a hooks directory, a client or agent config directory,
+or the consumer's working directory. Shared means the same path or one inside
+the other.
+
+## Why is this risky
+Capability laundering: the writer may only be allowed to "write files", but
+what it writes becomes code or flags in the consumer. A prompt-injected
+filesystem or fetch server plants a build script, a git hook, a ref named
+`--upload-pack=...` or an MCP client config, and the code-running server (or
+git, or the client) executes it with its own, larger privileges. Each server
+looks harmless on its own; the shared directory is the exploit path.
+
+## Example
+```yaml
+version: 1
+project: demo
+workspace:
+  root: /srv/mcp/workspaces
+  dirs:
+    shared: {mode: rw}
+servers:
+  fetch:
+    command: [mcp-fetch]
+    mounts:
+      - {from: workspace.shared, to: /downloads}
+  runner:
+    kind: code-exec
+    command: [mcp-runner]
+    mounts:
+      - {from: workspace.shared, to: /work}
+```
+
+## Use instead
+```yaml
+version: 1
+project: demo
+workspace:
+  root: /srv/mcp/workspaces
+  dirs:
+    downloads: {mode: rw}
+    work: {mode: rw}
+servers:
+  fetch:
+    command: [mcp-fetch]
+    mounts:
+      - {from: workspace.downloads, to: /downloads}
+  runner:
+    kind: code-exec
+    command: [mcp-runner]
+    mounts:
+      - {from: workspace.work, to: /work}
+```
+
+## References
+- Capability laundering through shared resources; git flag injection via files another server wrote (mcp-server-git CVE-2025-68143, CVE-2025-68144, CVE-2025-68145).
+- OWASP MCP Top 10: MCP05 command injection and execution; MCP02 privilege escalation via scope creep.
+- CWE-94 (code injection); CWE-88 (argument injection); CWE-732 (incorrect permission assignment for critical resource).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mcpspec.analysis.graph import MountRef, TrustGraph
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.rules import facts
+from mcpspec.rules.base import Finding, Rule
+from mcpspec.rules.graph._common import chain, graph_of, mount_of, related_hops
+from mcpspec.rules.grouping import SHOWN, quoted
+
+HOOK_DIRS = ("hooks", ".githooks", ".husky")
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """A consumer's mount of a written path, and what makes the consumer run what is there."""
+
+    mount: MountRef
+    target: str
+    how: str
+    why: tuple[SpecPath, str]
+
+
+def check(plan: Plan) -> Iterator[Finding]:
+    graph = graph_of(plan)
+    places: dict[str, str | None] = {}
+    reported: set[SpecPath] = set()
+    for source, refs in graph.mounts_at.items():
+        writers = [ref for ref in refs if ref.writable and ref.path not in reported]
+        if not writers:
+            continue
+        # Who runs what lies in ``source`` does not depend on the writer: work it out once per path.
+        uses: dict[str, Use] = {}
+        for ref in graph.overlapping(source):
+            if ref.server not in uses:
+                use = consumes(graph, ref, source, places)
+                if use is not None:
+                    uses[ref.server] = use
+        for writer in writers:
+            others = [use for _, use in _first(uses, writer.server, SHOWN)]
+            if others:
+                reported.add(writer.path)
+                yield finding(writer, others, len(uses) - (writer.server in uses))
+
+
+def _first(uses: dict[str, Use], skip: str, limit: int) -> Iterator[tuple[str, Use]]:
+    count = 0
+    for name, use in uses.items():
+        if name == skip:
+            continue
+        if count == limit:
+            return
+        count += 1
+        yield name, use
+
+
+def consumes(graph: TrustGraph, ref: MountRef, written: str, places: dict[str, str | None]) -> Use | None:
+    """How the server of mount ``ref`` runs or interprets what a writer of ``written`` leaves there, if it does."""
+    server = graph.server(ref.server)
+    mount = mount_of(server, ref)
+    shared = ref.source if facts.contains(written, ref.source) else written
+    if shared not in places:
+        places[shared] = interpreted_place(shared)
+    place = places[shared]
+    if place is not None:
+        return Use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
+    code = runs_code(server)
+    if code is not None:
+        return Use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
+    inside = sandbox_place(ref.source, mount.target, shared)
+    if server.workdir is not None and inside is not None and facts.overlaps(server.workdir, inside):
+        why = (server.origin("workdir"), f"{server.name} works in {server.workdir}")
+        return Use(ref, mount.target, f"{server.name} works in it (workdir {server.workdir})", why)
+    return None
+
+
+def interpreted_place(shared: str) -> str | None:
+    """What in ``shared`` gets run or read as configuration: git metadata, hooks, or a client's config."""
+    parts = facts.components(shared)
+    if ".git" in parts:
+        return "git metadata: hooks, config and refs"
+    if any(part in HOOK_DIRS for part in parts):
+        return "hooks, run as code"
+    if any(part in facts.AGENT_CONFIG_NAMES for part in parts) or any(inside for _, inside in facts.overlapping(shared, facts.AGENT_CONFIG_PATHS)):
+        return "client config: which servers and commands to launch"
+    return None
+
+
+def runs_code(server: EffectiveSandbox) -> tuple[SpecPath, str] | None:
+    """(where it says so, what it does) when the server runs code or builds packages."""
+    for name in facts.tools_with(server, "exec"):
+        return facts.tool_path(server, name), f"runs code (tool '{name}' has effect exec)"
+    if server.kind == "code-exec":
+        return (*server.path, "kind"), "runs code (kind code-exec)"
+    if server.kind == "package":
+        return (*server.path, "kind"), "installs and builds packages (kind package)"
+    return None
+
+
+def sandbox_place(source: str, target: str, shared: str) -> str | None:
+    """Where ``shared`` (``source`` or a path inside it) appears inside the sandbox that mounts ``source`` at ``target``."""
+    outer, inner = facts.components(source), facts.components(shared)
+    if inner[: len(outer)] != outer:
+        return None  # e.g. a ~ path under a mount of /: where the home lies is not known
+    rest = inner[len(outer):]
+    return "/".join([target.rstrip("/"), *rest]) if rest else target
+
+
+def finding(writer: MountRef, uses: list[Use], total: int) -> Finding:
+    first = uses[0]
+    steps = chain(f"{writer.server} writes {writer.source}", f"{first.mount.server} reads {first.mount.source} at {first.target}", first.how)
+    more = [use.mount.server for use in uses[1:SHOWN]]
+    if more:
+        rest = total - 1 - len(more)
+        also = ", ".join(quoted(more)) + (f" and {rest} more" if rest else "")
+        steps += f" (also {also})"
+    hops = [(writer.path, f"{writer.server} writes {writer.source} here")]
+    for use in uses:
+        hops += [(use.mount.path, f"{use.mount.server} reads {use.mount.source} here"), use.why]
+    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related_hops(hops))
+
+
+RULE = Rule(
+    id="GR004",
+    slug="capability-laundering",
+    severity="high",
+    summary="A server writes a path that another server executes or interprets",
+    check=check,
+    doc=__doc__ or "",
+)
