@@ -203,3 +203,18 @@ def test_output_files_are_replaced_whole(spec: Path) -> None:
     lint(spec.name, "--select", "FS004", "-f", "json", "-o", "report.json", cwd=spec.parent)
     assert json.loads(target.read_text())["summary"]["problems"] == 2
     assert not list(spec.parent.glob(".report.json.*.tmp"))
+
+
+def test_no_output_format_repeats_a_literal_secret(tmp_path: Path) -> None:
+    token = "ghp_" + "a1B2" * 9
+    (tmp_path / "rules.yaml").write_text(
+        "version: 1\nproject: p\nservers:\n  a:\n    command: [x, '--url', 'https://bob:hunter2hunter2@db.example.com']\n"
+        f"    env: {{set: {{GITHUB_TOKEN: {token}}}}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "error.yaml").write_text(f"version: 1\nproject: p\nservers:\n  a:\n    command: [x]\n    lifecycle: {{idle_timeout: {token}}}\n", encoding="utf-8")
+    for name, code in (("rules.yaml", "SE001"), ("error.yaml", "SC004")):
+        for output_format in ("text", "json", "sarif", "github", "junit"):
+            result = lint(name, "--format", output_format, "--exit-zero", cwd=tmp_path)
+            assert code in result.stdout, (name, output_format)
+            assert token not in result.stdout and "hunter2hunter2" not in result.stdout, (name, output_format)

@@ -3,17 +3,12 @@ the related places of a finding, and a one-line summary."""
 
 from __future__ import annotations
 
-from mcpspec.diagnostics import Diagnostic, Span
+from mcpspec.diagnostics import Span
+from mcpspec.redact import redact
 from mcpspec.report.model import LintReport
 from mcpspec.rules.engine import Result
 
 _COLOURS = {"error": "1;31", "critical": "1;35", "high": "31", "medium": "33", "low": "36", "info": "37"}
-
-
-def render_diagnostic(diagnostic: Diagnostic, source_text: str | None) -> str:
-    """A spec error with its code frame."""
-    lines = source_text.splitlines() if source_text is not None else None
-    return "\n".join([diagnostic.format(), *_frame(diagnostic.span, lines)])
 
 
 def render(report: LintReport, colour: bool = False) -> str:
@@ -46,7 +41,7 @@ def _result(result: Result, lines: list[str] | None, colour: bool) -> str:
 def _frame(span: Span, lines: list[str] | None) -> list[str]:
     if lines is None or not 0 < span.line <= len(lines):
         return []
-    line = lines[span.line - 1].expandtabs(1)
+    line = redact(lines[span.line - 1].expandtabs(1))
     width = span.end_col - span.col if span.end_line == span.line and span.end_col > span.col else 1
     width = max(1, min(width, len(line) - span.col + 1))
     gutter = f"{span.line} | "

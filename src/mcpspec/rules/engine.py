@@ -8,6 +8,7 @@ from typing import Literal
 
 from mcpspec.diagnostics import Diagnostic, Span, SpecPath
 from mcpspec.ir.plan import Plan
+from mcpspec.redact import redact
 from mcpspec.rules.base import Rule
 
 # Spec errors (YM..., SC...) are not risks but stop everything: they rank above critical.
@@ -59,8 +60,8 @@ def run_rules(plan: Plan, rules: Iterable[Rule]) -> list[Result]:
             file=plan.file,
             span=finding.span or source.anchor_span(finding.path),
             path=finding.path,
-            message=finding.message,
-            related=tuple(RelatedLocation(source.anchor_span(item.path), item.path, item.note) for item in finding.related),
+            message=redact(finding.message),
+            related=tuple(RelatedLocation(source.anchor_span(item.path), item.path, redact(item.note)) for item in finding.related),
         )
         for rule in rules
         if rule.check is not None
@@ -79,7 +80,7 @@ def from_diagnostic(diagnostic: Diagnostic) -> Result:
         file=diagnostic.file,
         span=diagnostic.span,
         path=diagnostic.path,
-        message=diagnostic.message,
+        message=redact(diagnostic.message),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Literal
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.redact import SECRET_VALUE
 from mcpspec.spec.models import Tool
 from mcpspec.spec.values import Destination
 
@@ -208,12 +209,6 @@ def reaches(server: EffectiveSandbox, network: IPNetwork) -> bool:
 
 # --- secrets ---
 
-SECRET_VALUE = re.compile(
-    r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}"
-    r"|sk-ant-[A-Za-z0-9_-]{10,}|sk-(proj-)?[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}"
-    r"|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.)"
-)
 SECRET_ENV_NAME = re.compile(r"(KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASS|CREDENTIAL|AUTH|DSN|DATABASE_URL)", re.IGNORECASE)
 CLOUD_ENV_NAME = re.compile(
     r"^(AWS_[A-Z0-9_]*|AZURE_[A-Z0-9_]*|GOOGLE_APPLICATION_CREDENTIALS|GOOGLE_CLOUD_[A-Z0-9_]*|CLOUDSDK_[A-Z0-9_]*"
