@@ -141,8 +141,8 @@ def _default(key: str, prop: dict[str, Any], required: set[str], builtin: Any, m
     if "default" in prop:
         return _value(prop["default"], prop)
     factory = _default_factory(model, key)
-    if factory is not None:
-        return _value(factory(), prop)
+    if factory is not None and not isinstance(value := factory(), BaseModel):
+        return _value(value, prop)
     if "$ref" in prop:
         return "its own defaults"
     return {"array": "`[]`", "object": "`{}`"}.get(str(prop.get("type")), "unset")

@@ -79,7 +79,7 @@ def check(plan: Plan) -> Iterator[Finding]:
         if {server.name for server, _ in bound} != set(servers):
             continue
         related = tuple(Related(grant.path, f"bound to server {server.name!r}") for server, grant in bound)
-        message = f"file secret {name!r} ({secret.ref}) is bound to every server ({len(servers)}), so each holds what any one needs"
+        message = f"file secret {name!r} ({secret.ref}) is bound to every launched server ({len(servers)}), so each holds what any one needs"
         yield Finding(path=("secrets", name), message=message, related=related)
 
 
@@ -87,7 +87,7 @@ RULE = Rule(
     id="SE004",
     slug="shared-secret-file",
     severity="medium",
-    summary="One secret file is bound to every server",
+    summary="One secret file is bound to every launched server",
     check=check,
     doc=__doc__ or "",
 )
