@@ -57,3 +57,11 @@ def test_risky_example_fires_rules_of_every_category() -> None:
 def test_clean_examples_have_no_high_or_critical_findings(example: str) -> None:
     serious = [(code, severity) for code, severity in _active(example) if severity in ("critical", "high")]
     assert serious == []
+
+
+def test_risky_example_fires_every_rule_but_keeps_suppressions_clean() -> None:
+    fired = {code for code, _ in _active("risky.yaml")} | {r.code for r in lint_plan(load(REPO / "examples" / "risky.yaml"), LintOptions())}
+    everything = {rule.id for rule in all_rules()}
+    hygiene = {rule.id for rule in all_rules() if rule.category == "suppressions"}
+    assert everything - hygiene - fired == set()
+    assert fired & hygiene == set()
