@@ -19,7 +19,7 @@ so that linting does not pay networkx's import time.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -128,33 +128,22 @@ class TrustGraph:
 
         A hop is a shared writable path (one writes, the other mounts it) or a
         shared namespace (an agent sandbox both run in). Breadth first, so each
-        server is reported once, with its shortest chain.
+        server is reported once, with its shortest chain; each shared path and
+        sandbox is expanded once per search, so the cost is what ``start``
+        reaches, not its square.
         """
         seen = {start}
+        expanded: set[str] = set()
         queue: deque[tuple[str, list[Hop]]] = deque([(start, [])])
         while queue:
             current, chain = queue.popleft()
-            for target, hops in self._steps(current):
+            for target, hops in _steps_once(self, current, expanded):
                 if target in seen:
                     continue
                 seen.add(target)
                 longer = chain + hops
                 yield target, longer
                 queue.append((target, longer))
-
-    def _steps(self, server: str) -> Iterator[tuple[str, list[Hop]]]:
-        for mount in self.mounts_of(server):
-            if not mount.writable:
-                continue
-            for other in self.overlapping(mount.source):
-                if other.server != server:
-                    yield other.server, [
-                        Hop(path_id(mount.source), mount.path, f"{server} writes {mount.source}"),
-                        Hop(server_id(other.server), other.path, f"{other.server} reads {other.source}"),
-                    ]
-        for peer in self.namespace_peers(server):
-            peer_server = self.server(peer)
-            yield peer, [Hop(server_id(peer), (*peer_server.path, "placement"), f"{peer} shares the agent sandbox (and its files and network) with {server}")]
 
     def to_networkx(self) -> networkx.MultiDiGraph[str]:
         import networkx
@@ -258,10 +247,6 @@ def _link_paths(graph: TrustGraph) -> None:
                 graph.add_edge(path_id(root), path_id(source), "contains", graph.nodes[path_id(source)].path)
 
 
-def agents_of(graph: TrustGraph) -> Iterable[tuple[str, tuple[str, ...]]]:
-    return graph.plan.agents.items()
-
-
 def blast_radius(graph: TrustGraph, server: str) -> dict[str, Any]:
     """What a compromise of ``server`` reaches, each item with the spec place that grants it.
 
@@ -280,7 +265,7 @@ def blast_radius(graph: TrustGraph, server: str) -> dict[str, Any]:
     paths = sorted({(e.target[len("path:"):], e.kind[len("mounts-"):], _path_text(e.path)) for e in out if e.kind.startswith("mounts-")})
     destinations = sorted({(graph.nodes[e.target].label, _path_text(e.path)) for e in out if e.kind == "egress-to"})
     agents = sorted({(e.target[len("agent:"):], _path_text(e.path)) for e in out if e.kind == "member-of"})
-    reached = sorted(_flows_once(graph, server), key=lambda item: item[0])
+    reached = sorted(graph.flows_from(server), key=lambda item: item[0])
     return {
         "server": server,
         "path": _path_text(graph.nodes[server_id(server)].path),
@@ -364,7 +349,7 @@ def _likely_step(graph: TrustGraph, server: str, likely: ReaderIndex, accept: Ca
 
 
 def _steps_once(graph: TrustGraph, server: str, expanded: set[str]) -> Iterator[tuple[str, list[Hop]]]:
-    """``TrustGraph._steps``, skipping the paths and namespaces in ``expanded`` (and adding the rest to it).
+    """One step of ``TrustGraph.flows_from``, skipping the paths and namespaces in ``expanded`` (and adding the rest to it).
 
     A path or namespace an earlier server of the same search expanded gives
     nothing new: breadth first, everything it leads to was reached already by
@@ -403,24 +388,3 @@ def _path_text(path: SpecPath) -> str:
             _PATH_TEXTS.clear()
         text = _PATH_TEXTS[path] = format_path(path)
     return text
-
-
-def _flows_once(graph: TrustGraph, start: str) -> Iterator[tuple[str, list[Hop]]]:
-    """``TrustGraph.flows_from``, expanding each shared path and sandbox once per search.
-
-    The same servers with the same chains (breadth first, shortest chain, the
-    same order of steps), at the cost of what ``start`` reaches rather than its
-    square: a blast radius per server of a 10,000-server plan stays linear.
-    """
-    seen = {start}
-    expanded: set[str] = set()
-    queue: deque[tuple[str, list[Hop]]] = deque([(start, [])])
-    while queue:
-        current, chain = queue.popleft()
-        for target, hops in _steps_once(graph, current, expanded):
-            if target in seen:
-                continue
-            seen.add(target)
-            longer = chain + hops
-            yield target, longer
-            queue.append((target, longer))

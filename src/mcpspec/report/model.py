@@ -38,6 +38,3 @@ class LintReport:
         """Whether a result at or above ``fail_on`` counts; spec errors always fail."""
         threshold = 1 if fail_on == "never" else FAIL_ORDER.index(fail_on) + 1
         return any(result.severity == "error" or FAIL_ORDER.index(result.severity) < threshold for result in self.active)
-
-    def text_of(self, file: str) -> str | None:
-        return next((item.text for item in self.files if item.file == file), None)

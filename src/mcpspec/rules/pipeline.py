@@ -6,7 +6,6 @@ import datetime
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 
-from mcpspec.diagnostics import Span
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Severity
 from mcpspec.rules.engine import Result, run_rules
@@ -41,7 +40,7 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
         for item in outcome.unused_inline:
             if not item.rules or not all(options.enabled(rule_id) for rule_id in item.rules):
                 continue  # names no real rule (SU002 reports it), or one that did not run
-            span = Span(item.comment.line, item.comment.col, item.comment.line, item.comment.col + 1 + len(item.comment.text))
+            span = item.comment.span
             names = ", ".join(item.rules) or "nothing known"
             results.append(Result("SU003", "unused-suppression", "low", plan.file, span, (), f"suppression of {names} matches no finding on line {item.applies_to_line}"))
     for code, slug, severity, indexes, text in (

@@ -28,6 +28,11 @@ class Comment:
     text: str
     own_line: bool
 
+    @property
+    def span(self) -> Span:
+        """From the ``#`` to the end of the comment."""
+        return Span(self.line, self.col, self.line, self.col + 1 + len(self.text))
+
 
 @dataclass(slots=True)
 class SourceMap:

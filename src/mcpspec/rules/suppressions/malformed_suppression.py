@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.diagnostics import Span
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 
@@ -53,7 +52,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     _, malformed = parse_inline(plan.source.comments())
     for item in malformed:
         comment = item.comment
-        span = Span(comment.line, comment.col, comment.line, comment.col + 1 + len(comment.text))
+        span = comment.span
         yield Finding(path=(), message=f"suppression comment {item.problem}", span=span)
 
 

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.diagnostics import Span
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
 
@@ -52,7 +51,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     suppressions, _ = parse_inline(plan.source.comments())
     for item in suppressions:
         comment = item.comment
-        span = Span(comment.line, comment.col, comment.line, comment.col + 1 + len(comment.text))
+        span = comment.span
         for name in item.unknown:
             yield Finding(path=(), message=f"suppression names {name!r}, which is no rule (see `mcpspec rules`)", span=span)
     for index, waiver in enumerate(plan.waivers):
