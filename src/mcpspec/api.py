@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath
 from mcpspec.ir.plan import Plan
@@ -13,6 +13,9 @@ from mcpspec.report.model import FileLint
 from mcpspec.rules.pipeline import LintOptions
 from mcpspec.source.loader import load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
+
+if TYPE_CHECKING:
+    from mcpspec.targets.build import Build
 
 
 def load(path: str | os.PathLike[str], display_name: str | None = None) -> Plan:
@@ -118,3 +121,23 @@ def _text_or_none(path: str | os.PathLike[str]) -> str | None:
             return handle.read()
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def build_file(
+    path: str | os.PathLike[str], target: str, display_name: str | None = None, inline_suppressions: bool = True
+) -> tuple[FileLint, Build | None]:
+    """Build one file for one target: (the findings as a FileLint, the build or None on spec errors).
+
+    Raises ``UsageError`` when the file cannot be read and ValueError for an unknown target.
+    """
+    from mcpspec.rules.engine import from_diagnostic
+    from mcpspec.targets.build import build_plan
+
+    name = display_name if display_name is not None else str(path)
+    try:
+        plan = load(path, name)
+    except SpecError as exc:
+        return FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path)), None
+    with gc_paused():
+        build = build_plan(plan, target, inline_suppressions=inline_suppressions)
+    return FileLint(name, build.results, plan.source.text), build

@@ -202,6 +202,55 @@ GRAPH_FORMATS = ("dot", "mermaid", "json", "svg")
 
 
 @app.command()
+def build(
+    file: Annotated[Path, typer.Argument(help="The spec file to compile.", show_default=False)],
+    target: Annotated[str, typer.Option("--target", "-t", help="bwrap or systemd.", show_default=False)],
+    out: Annotated[Path | None, typer.Option("--out", help="Output directory (default: build/<target>).")] = None,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 with a diff when the directory differs from the build.")] = False,
+    fail_on: Annotated[str, typer.Option("--fail-on", help="Lowest severity of a TG finding that stops the build: critical, high (default), medium, low, info.")] = "high",
+    no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
+) -> None:
+    """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced)."""
+    from mcpspec import api
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
+    from mcpspec.source.loader import UsageError
+    from mcpspec.targets import TARGET_NAMES
+    from mcpspec.targets.writer import OutputError, drift, write_build
+
+    if target not in TARGET_NAMES:
+        _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
+    if fail_on not in FAIL_ON[:-1]:
+        _usage(f"--fail-on must be one of {', '.join(FAIL_ON[:-1])}")
+    try:
+        found, built = api.build_file(file, target, display_name=str(file), inline_suppressions=not no_inline_suppressions)
+    except UsageError as exc:
+        _usage(str(exc))
+    report = LintReport([found])
+    if report.active:
+        sys.stderr.write(text.render(report, colour=sys.stderr.isatty() and "NO_COLOR" not in os.environ))
+    if built is None or report.fails(fail_on):
+        typer.echo(f"mcpspec: nothing built for {target}: the findings above stop the build", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
+    directory = out if out is not None else Path("build") / target
+    if check:
+        difference = drift(directory, built)
+        if difference:
+            sys.stdout.write(difference)
+            typer.echo(f"mcpspec: {directory} differs from a fresh {target} build of {file}", err=True)
+            raise typer.Exit(EXIT_FINDINGS)
+        typer.echo(f"{directory} is up to date ({len(built.files)} files)", err=True)
+        raise typer.Exit(EXIT_CLEAN)
+    try:
+        written, removed = write_build(directory, built)
+    except OutputError as exc:
+        _usage(str(exc))
+    note = f", removed {len(removed)} stale" if removed else ""
+    typer.echo(f"built {len(built.files)} files for {target} in {directory} ({len(written)} changed{note})", err=True)
+    raise typer.Exit(EXIT_CLEAN)
+
+
+@app.command()
 def graph(
     file: Annotated[Path, typer.Argument(help="The spec file to draw.", show_default=False)],
     output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(GRAPH_FORMATS)}.")] = "dot",

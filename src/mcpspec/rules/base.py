@@ -34,6 +34,7 @@ CATEGORIES = {
     "TE": "testing",
     "GR": "graph",
     "SU": "suppressions",
+    "TG": "targets",
 }
 DOC_SECTIONS = ("What it does", "Why is this risky", "Example", "Use instead", "References")
 RULE_ID = re.compile(r"^(?P<category>[A-Z]{2})\d{3}$")

@@ -38,7 +38,7 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
     source = plan.source
     if options.enabled("SU003"):
         for item in outcome.unused_inline:
-            if not item.rules or not all(options.enabled(rule_id) for rule_id in item.rules):
+            if not item.rules or not all(options.enabled(rule_id) for rule_id in item.rules) or any(_build_rule(r) for r in item.rules):
                 continue  # names no real rule (SU002 reports it), or one that did not run
             span = item.comment.span
             names = ", ".join(item.rules) or "nothing known"
@@ -51,8 +51,8 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
             continue
         for index in indexes:
             waived = find(plan.waivers[index].rule)
-            if code == "SU005" and (waived is None or not options.enabled(waived.id)):
-                continue  # an unknown rule is SU002's finding; a rule that did not run cannot use it
+            if code == "SU005" and (waived is None or not options.enabled(waived.id) or waived.category == "targets"):
+                continue  # an unknown rule is SU002's finding; a rule that did not run (or only runs in a build) cannot use it
             path = ("waivers", index)
             message = f"{waiver_label(plan, index)} " + text.format(date=plan.waivers[index].expires.isoformat())
             results.append(Result(code, slug, severity, plan.file, source.anchor_span(path), path, message))  # type: ignore[arg-type]
@@ -60,3 +60,9 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
         results = [replace(r, severity=options.severity.get(r.code, r.severity)) for r in results]
     results.sort(key=lambda r: (r.span.line, r.span.col, r.code))
     return results
+
+
+def _build_rule(rule_id: str) -> bool:
+    """Whether a rule is reported by `mcpspec build`, not by lint (a suppression of it is not lint's to judge)."""
+    rule = find(rule_id)
+    return rule is not None and rule.category == "targets"

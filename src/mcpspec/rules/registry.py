@@ -21,11 +21,12 @@ def all_rules() -> tuple[Rule, ...]:
         secrets,
         subprocess,
         suppressions,
+        targets,
         testing,
         tool_scope,
     )
 
-    packages = (tool_scope, placement, filesystem, secrets, network, subprocess, lifecycle, logs, review, testing, graph, suppressions)
+    packages = (tool_scope, placement, filesystem, secrets, network, subprocess, lifecycle, logs, review, testing, graph, suppressions, targets)
     rules = sorted((rule for package in packages for rule in package.RULES), key=lambda rule: rule.id)
     return tuple(rules)
 

@@ -1,0 +1,107 @@
+"""What a target is: a pure emitter Plan -> files, and the controls it can enforce.
+
+Every target declares, per control, whether it enforces it fully, partly or not
+at all (its capability matrix, shown in ``targets/<name>/README.md``). While it
+emits a server's files it reports a Gap for each control the server asks for
+that it cannot enforce in full; the build turns gaps into findings (TG001-TG004)
+so nothing the spec asks for is dropped silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import Plan
+
+Level = Literal["full", "partial", "none"]
+ControlKind = Literal["boundary", "policy"]
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """One thing a spec can ask a sandbox for.
+
+    A ``boundary`` control limits what the server can reach: leaving it out would
+    grant more than the spec, so a target that cannot enforce it stops the build.
+    A ``policy`` control governs timing, housekeeping or individual calls: a target
+    that cannot enforce it says so and builds.
+    """
+
+    id: str
+    title: str
+    kind: ControlKind
+
+
+CONTROLS: tuple[Control, ...] = (
+    Control("mounts", "mounts ro/rw", "boundary"),
+    Control("hidden-paths", "hidden host paths", "boundary"),
+    Control("identity", "non-root uid, no capabilities", "boundary"),
+    Control("env", "environment", "boundary"),
+    Control("secrets", "secrets", "boundary"),
+    Control("egress-deny", "egress deny", "boundary"),
+    Control("egress-allowlist", "egress allowlist by name", "boundary"),
+    Control("metadata-blocking", "metadata and private address blocking", "boundary"),
+    Control("listeners", "listeners", "boundary"),
+    Control("memory", "memory limit", "boundary"),
+    Control("pids", "process limit", "boundary"),
+    Control("cpu", "CPU limit", "boundary"),
+    Control("lifetime", "max lifetime", "boundary"),
+    Control("idle-timeout", "idle timeout", "policy"),
+    Control("package-install", "package install", "policy"),
+    Control("process-policy", "command allow and deny lists", "policy"),
+    Control("workspace-lifecycle", "workspace reset and teardown", "policy"),
+    Control("audit-log", "audit log", "policy"),
+    Control("image", "image pinning", "policy"),
+    Control("call-policy", "approvals, rate limits and call timeouts", "policy"),
+)
+CONTROL_BY_ID = {control.id: control for control in CONTROLS}
+
+
+@dataclass(frozen=True, slots=True)
+class Capability:
+    """How far a target enforces one control, and how."""
+
+    level: Level
+    how: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """A control a server asks for that the target does not enforce in full.
+
+    ``level`` is what the target does for this server (``partial`` or ``none``);
+    ``unrepresentable`` marks a value the target's syntax cannot carry safely,
+    which always stops the build.
+    """
+
+    control: str
+    level: Literal["partial", "none"]
+    path: SpecPath
+    message: str
+    unrepresentable: bool = False
+
+
+@dataclass
+class BuildOutput:
+    """What a target emits for one spec: files by relative path, and its gaps."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    executable: set[str] = field(default_factory=set)
+    gaps: list[Gap] = field(default_factory=list)
+    # server name -> control id -> level actually enforced for it
+    enforcement: dict[str, dict[str, Level]] = field(default_factory=dict)
+
+
+class Target(Protocol):
+    name: str
+    description: str
+    capabilities: Mapping[str, Capability]
+
+    def build(self, plan: Plan) -> BuildOutput: ...
+
+
+def requested_level(capabilities: Mapping[str, Capability], control: str) -> Level:
+    return capabilities[control].level

@@ -1,0 +1,113 @@
+"""Build one spec for one target: emit files, turn gaps into findings, add the manifest.
+
+Gaps become findings of the TG rules, positioned like lint findings and
+suppressible the same way (a waiver or an inline ``# mcpspec: ignore[TG...]``).
+The same gap on several servers is one finding that names them all.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass, field
+
+from mcpspec import __version__
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import Plan
+from mcpspec.redact import redact
+from mcpspec.rules.engine import Result
+from mcpspec.rules.registry import find
+from mcpspec.rules.suppress import apply_suppressions
+from mcpspec.targets import get_target
+from mcpspec.targets.base import CONTROL_BY_ID, CONTROLS, BuildOutput, Gap
+
+MANIFEST = ".mcpspec-build.json"
+
+
+@dataclass
+class Build:
+    target: str
+    files: dict[str, str] = field(default_factory=dict)
+    executable: set[str] = field(default_factory=set)
+    results: list[Result] = field(default_factory=list)
+
+    @property
+    def active(self) -> list[Result]:
+        return [r for r in self.results if r.suppression is None]
+
+
+def gap_rule(gap: Gap) -> str:
+    if gap.unrepresentable:
+        return "TG004"
+    if CONTROL_BY_ID[gap.control].kind == "policy":
+        return "TG003"
+    return "TG001" if gap.level == "none" else "TG002"
+
+
+def build_plan(plan: Plan, target_name: str, today: datetime.date | None = None, inline_suppressions: bool = True) -> Build:
+    target = get_target(target_name)
+    output = target.build(plan)
+    results = _results(plan, target_name, output)
+    outcome = apply_suppressions(plan, results, today or datetime.date.today(), inline_suppressions)
+    build = Build(target_name, dict(output.files), set(output.executable), outcome.results)
+    build.files[MANIFEST] = _manifest(plan, target_name, output, build)
+    return build
+
+
+def _results(plan: Plan, target_name: str, output: BuildOutput) -> list[Result]:
+    grouped: dict[tuple[str, str, str], list[Gap]] = {}
+    for gap in output.gaps:
+        grouped.setdefault((gap_rule(gap), gap.control, gap.message), []).append(gap)
+    results: list[Result] = []
+    for (code, _control, message), gaps in grouped.items():
+        rule = find(code)
+        assert rule is not None
+        servers = _servers(gaps)
+        first: SpecPath = gaps[0].path
+        text = f"{target_name}: {message}"
+        if servers and len(servers) > 1:
+            text += f" (servers {', '.join(servers)})"
+        elif servers:
+            text += f" (server {servers[0]})"
+        results.append(Result(code, rule.slug, rule.severity, plan.file, plan.source.anchor_span(first), first, redact(text)))
+    results.sort(key=lambda r: (r.span.line, r.span.col, r.code))
+    return results
+
+
+def _servers(gaps: list[Gap]) -> list[str]:
+    names: list[str] = []
+    for gap in gaps:
+        if len(gap.path) > 1 and gap.path[0] == "servers" and isinstance(gap.path[1], str) and gap.path[1] not in names:
+            names.append(gap.path[1])
+    return names
+
+
+def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build) -> str:
+    """What was built and how far each control is enforced per server; --check covers it too."""
+    name = plan.file.replace("\\", "/").rsplit("/", 1)[-1]
+    data = {
+        "generator": f"mcpspec {__version__}",
+        "spec": name,
+        "project": plan.project,
+        "target": target_name,
+        "files": sorted([*output.files, MANIFEST]),
+        "servers": {
+            server: {
+                "placement": sandbox.placement,
+                "built": server in output.enforcement,
+                "controls": {c.id: output.enforcement[server][c.id] for c in CONTROLS if c.id in output.enforcement.get(server, {})},
+            }
+            for server, sandbox in plan.servers.items()
+        },
+        "findings": [
+            {"rule": r.code, "path": _dotted(r.path), "message": r.message, "suppressed": r.suppression is not None}
+            for r in build.results
+        ],
+    }
+    return json.dumps(data, indent=2, sort_keys=False) + "\n"
+
+
+def _dotted(path: SpecPath) -> str:
+    from mcpspec.diagnostics import format_path
+
+    return format_path(path)

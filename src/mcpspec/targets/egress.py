@@ -1,0 +1,133 @@
+"""Egress policy shared by the targets: which entries need a proxy, and the squid
+configuration that enforces an allowlist.
+
+Squid is the filtering proxy (Debian's package). Its rules, in order:
+
+1. a request for a name the spec does not list is refused before any DNS lookup;
+2. metadata addresses are refused, whatever the spec says (checked on the
+   address a name resolves to, so DNS rebinding does not slip past);
+3. the spec's ``deny`` entries are refused;
+4. the spec's address entries (CIDR, IP:port) are allowed on their ports;
+5. private, loopback and link-local addresses are refused (after resolution);
+6. the spec's names are allowed on their ports (``*.example.com`` matches
+   subdomains only, never the apex);
+7. everything else is refused, unless the spec's default is ``allow``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.rules.facts import METADATA_HOSTS, METADATA_NETWORKS, PRIVATE_NETWORKS
+from mcpspec.spec.values import Destination
+
+LINK_LOCAL = ipaddress.ip_network("169.254.0.0/16")
+METADATA_RANGES = ("169.254.0.0/16", *(str(n) for n in METADATA_NETWORKS if not (n.version == 4 and n.subnet_of(LINK_LOCAL))))  # type: ignore[arg-type]
+PRIVATE_RANGES = tuple(str(n) for n in PRIVATE_NETWORKS)
+_DOMAIN_TEXT = re.compile(r"^[a-z0-9.-]+$")
+
+
+@dataclass(frozen=True, slots=True)
+class EgressPlan:
+    """What one server's egress needs from a target."""
+
+    mode: str  # "none" (no network at all), "proxy" (allowlist through squid), "direct-open" (host network)
+    allow: tuple[Destination, ...]
+    deny: tuple[Destination, ...]
+    default: str
+
+
+def egress_plan(sandbox: EffectiveSandbox) -> EgressPlan:
+    egress = sandbox.egress
+    allow = tuple(egress.allow or ())
+    deny = tuple(egress.deny or ())
+    default = egress.default or "deny"
+    if default == "deny" and not allow:
+        return EgressPlan("none", allow, deny, default)
+    if (egress.via or "proxy") == "proxy":
+        return EgressPlan("proxy", allow, deny, default)
+    return EgressPlan("direct-open", allow, deny, default)
+
+
+def _domain_acl(destination: Destination) -> tuple[str, str]:
+    """(acl type, value) for a name entry; names are validated to [a-z0-9.-]."""
+    host = destination.host.removeprefix("*.")
+    if not _DOMAIN_TEXT.match(host):  # the spec's validator guarantees this; stay closed if it ever changes
+        raise ValueError(f"unexpected characters in {destination.text!r}")
+    if destination.kind == "wildcard":
+        return "dstdom_regex -n -i", "^([a-z0-9-]+\\.)+" + re.escape(host).replace("\\-", "-") + "$"
+    return "dstdomain -n", host
+
+
+def _cidr(destination: Destination) -> str:
+    return str(ipaddress.ip_network(destination.host, strict=False))
+
+
+def squid_rules(plan: EgressPlan) -> list[str]:
+    """The ACL and http_access lines (the part of squid.conf that is policy)."""
+    names = [d for d in plan.allow if d.kind != "cidr"]
+    addresses = [d for d in plan.allow if d.kind == "cidr"]
+    lines = ["acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
+    if plan.default == "deny":
+        listed = []
+        for index, destination in enumerate(names, 1):
+            kind, value = _domain_acl(destination)
+            lines.append(f"acl listed_{index} {kind} {value}")
+            listed.append(f"!listed_{index}")
+        lines.append(" ".join(["http_access deny !ip_literal", *listed]))
+    lines.append("acl metadata_names dstdomain -n " + " ".join(METADATA_HOSTS))
+    lines.append("http_access deny metadata_names")
+    lines.append("acl metadata dst " + " ".join(METADATA_RANGES))
+    lines.append("http_access deny metadata")
+    denied_addresses = [_cidr(d) for d in plan.deny if d.kind == "cidr"]
+    if denied_addresses:
+        lines.append("acl spec_denied dst " + " ".join(denied_addresses))
+        lines.append("http_access deny spec_denied")
+    for index, destination in enumerate((d for d in plan.deny if d.kind != "cidr"), 1):
+        kind, value = _domain_acl(destination)
+        lines.append(f"acl spec_denied_name_{index} {kind} {value}")
+        lines.extend(_port_rule(f"spec_denied_name_{index}", destination.port, "deny"))
+    for index, destination in enumerate(addresses, 1):
+        lines.append(f"acl address_{index} dst {_cidr(destination)}")
+        lines.extend(_port_rule(f"address_{index}", destination.port, "allow"))
+    lines.append("acl private dst " + " ".join(PRIVATE_RANGES))
+    lines.append("http_access deny private")
+    for index, destination in enumerate(names, 1):
+        kind, value = _domain_acl(destination)
+        lines.append(f"acl name_{index} {kind} {value}")
+        lines.extend(_port_rule(f"name_{index}", destination.port, "allow"))
+    lines.append("http_access allow all" if plan.default == "allow" else "http_access deny all")
+    return lines
+
+
+def _port_rule(acl: str, port: int | None, verdict: str) -> list[str]:
+    if port is None:
+        return [f"http_access {verdict} {acl}"]
+    return [f"acl {acl}_port port {port}", f"http_access {verdict} {acl} {acl}_port"]
+
+
+# Settings every generated squid.conf carries: no disk cache, no ICMP pinger, a
+# quick shutdown, and an access log naming each destination (URL-encoded, so a
+# hostile host name cannot forge log fields).
+SQUID_BASE = (
+    "cache deny all",
+    "pinger_enable off",
+    "shutdown_lifetime 1 seconds",
+    "visible_hostname mcpspec-egress",
+    "forwarded_for delete",
+    "httpd_suppress_version_string on",
+    "logformat mcpspec %ts %Ss/%03>Hs %rm %#>rd %>rP",
+)
+
+
+def squid_config(plan: EgressPlan, header: Iterable[str], runtime: Iterable[str]) -> str:
+    """A complete squid.conf: a comment header, runtime lines (port, files), the base and the rules."""
+    lines = [f"# {line}" if line else "#" for line in header]
+    lines.extend(runtime)
+    lines.extend(SQUID_BASE)
+    lines.extend(squid_rules(plan))
+    return "\n".join(lines) + "\n"

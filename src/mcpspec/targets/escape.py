@@ -1,0 +1,74 @@
+"""Escaping for the languages targets write: POSIX shell and systemd unit files.
+
+A value either comes out quoted so the target reads back exactly the same
+bytes, or it is refused (``Unrepresentable``) and the build stops with TG004.
+Nothing user-written is ever interpolated raw.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_UNIT_PATH_SAFE = re.compile(r"^/[A-Za-z0-9_@+=,./-]*$")
+
+
+class Unrepresentable(ValueError):
+    """A value the target language cannot carry safely."""
+
+
+def sh(value: str) -> str:
+    """One shell word that expands to exactly ``value``."""
+    if "\x00" in value:
+        raise Unrepresentable("a NUL byte cannot appear in a shell word")
+    if _SHELL_SAFE.match(value):
+        return value
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def sh_words(values: list[str] | tuple[str, ...]) -> str:
+    return " ".join(sh(value) for value in values)
+
+
+def unit_text(value: str) -> str:
+    """Free text in a unit setting (Description=): specifiers and line breaks neutralized."""
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        raise Unrepresentable("a control character (newline, tab) cannot appear in a unit setting")
+    return value.replace("%", "%%")
+
+
+def unit_arg(value: str) -> str:
+    """One word of ExecStart=: double-quoted, with specifiers, variables and escapes neutralized."""
+    if "\x00" in value:
+        raise Unrepresentable("a NUL byte cannot appear in a command line")
+    out = []
+    for char in value:
+        if char in '\\"':
+            out.append("\\" + char)
+        elif char == "%":
+            out.append("%%")
+        elif char == "$":
+            out.append("$$")
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):02x}")
+        else:
+            out.append(char)
+    return '"' + "".join(out) + '"'
+
+
+def unit_env(name: str, value: str) -> str:
+    """One Environment= assignment, quoted as a single word."""
+    return unit_arg(f"{name}={value}")
+
+
+def unit_path(value: str) -> str:
+    """An absolute path in a path-list setting (BindPaths=, ReadWritePaths=).
+
+    Those settings split on spaces and colons; rather than lean on escape rules
+    that differ between settings, a path outside a conservative set is refused.
+    """
+    if not _UNIT_PATH_SAFE.match(value) or "//" in value:
+        raise Unrepresentable(
+            f"path {value!r} has characters a systemd path list cannot carry safely (only letters, digits and _@+=,./- are allowed)"
+        )
+    return value.replace("%", "%%")

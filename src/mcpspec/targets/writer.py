@@ -1,0 +1,93 @@
+"""Put a build on disk, or compare it with what is there.
+
+Each file is written atomically. The manifest records what the build wrote, so
+a later build removes only files an earlier build wrote and no longer emits;
+anything else in the directory is left alone.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import stat
+from pathlib import Path
+
+from mcpspec.output import write_atomically
+from mcpspec.targets.build import MANIFEST, Build
+
+_OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
+
+
+class OutputError(Exception):
+    """The output directory cannot be used."""
+
+
+def _mode(build: Build, name: str) -> int:
+    return 0o755 if name in build.executable else 0o644
+
+
+def _previous_files(out: Path) -> set[str]:
+    try:
+        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        listed = data["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+    # Only plain names this generator could have written: a tampered manifest cannot reach outside.
+    return {name for name in listed if isinstance(name, str) and _OWN_NAME.match(name)} if isinstance(listed, list) else set()
+
+
+def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
+    """Write every file; remove files an earlier build wrote that this one does not. Returns (written, removed)."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out} exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create {out}: {exc.strerror}") from None
+    stale = sorted(_previous_files(out) - set(build.files))
+    written = []
+    try:
+        for name in sorted(build.files):
+            if name == MANIFEST:
+                continue
+            path = out / name
+            if _current(path) != (build.files[name], _mode(build, name)):
+                write_atomically(path, build.files[name], _mode(build, name))
+                written.append(name)
+        for name in stale:
+            path = out / name
+            if path.is_file() and not path.is_symlink():
+                path.unlink()
+        write_atomically(out / MANIFEST, build.files[MANIFEST], 0o644)
+    except OSError as exc:
+        raise OutputError(f"cannot write in {out}: {exc.strerror or exc}") from None
+    return written, stale
+
+
+def _current(path: Path) -> tuple[str, int] | None:
+    try:
+        if path.is_symlink() or not path.is_file():
+            return None
+        return path.read_text(encoding="utf-8"), stat.S_IMODE(path.stat().st_mode)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def drift(out: Path, build: Build) -> str:
+    """A unified diff from what is on disk to what the build would write ('' when in sync)."""
+    chunks: list[str] = []
+    for name in sorted(build.files):
+        want = build.files[name]
+        current = _current(out / name)
+        have = current[0] if current is not None else ""
+        if current is None:
+            chunks.append(f"missing: {out / name}\n")
+        if have != want:
+            chunks.extend(difflib.unified_diff(have.splitlines(True), want.splitlines(True), f"{out / name} (on disk)", f"{out / name} (built)"))
+        elif current is not None and current[1] != _mode(build, name):
+            chunks.append(f"mode of {out / name}: {oct(current[1])} on disk, {oct(_mode(build, name))} built\n")
+    for name in sorted(_previous_files(out) - set(build.files)):
+        if (out / name).is_file():
+            chunks.append(f"stale: {out / name} (an earlier build wrote it; a build would remove it)\n")
+    return "".join(chunk if chunk.endswith("\n") else chunk + "\n" for chunk in chunks)

@@ -1,0 +1,148 @@
+"""A real MCP server (the `mcp` SDK) whose tools probe the sandbox it runs in.
+
+Every tool returns JSON text, so a test can assert on what the server saw from
+inside: files, environment, network, processes, identity and limits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import urllib.error
+import urllib.request
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("mcpspec-probe")
+
+
+def _result(**values: Any) -> str:
+    return json.dumps(values)
+
+
+@server.tool()
+def read_path(path: str) -> str:
+    """Read a file (the first 4 KiB)."""
+    try:
+        with open(path, "rb") as handle:
+            return _result(ok=True, data=handle.read(4096).decode("utf-8", "replace"))
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def write_path(path: str, data: str) -> str:
+    """Write a file."""
+    try:
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(data)
+        return _result(ok=True)
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def list_dir(path: str) -> str:
+    """List a directory."""
+    try:
+        return _result(ok=True, entries=sorted(os.listdir(path)))
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def environment() -> str:
+    """The server's environment variables."""
+    return _result(env=dict(os.environ))
+
+
+@server.tool()
+def connect(host: str, port: int) -> str:
+    """Open a TCP connection directly (ignoring any proxy)."""
+    try:
+        with socket.create_connection((host, port), timeout=3):
+            return _result(ok=True)
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def http_get(url: str) -> str:
+    """GET a URL the way most programs do: through HTTP_PROXY when it is set."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return _result(ok=True, status=response.status, body=response.read(200).decode("utf-8", "replace"))
+    except urllib.error.HTTPError as exc:
+        return _result(ok=False, status=exc.code)
+    except (OSError, ValueError) as exc:
+        return _result(ok=False, error=type(exc).__name__)
+
+
+@server.tool()
+def spawn(argv: list[str]) -> str:
+    """Run a command and return its exit status and output."""
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
+        return _result(ok=True, status=done.returncode, stdout=done.stdout[-2000:], stderr=done.stderr[-2000:])
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def identity() -> str:
+    """uid, gid and the capability sets of this process."""
+    caps = {}
+    with open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("Cap"):
+                key, value = line.split(":", 1)
+                caps[key] = value.strip()
+    return _result(uid=os.getuid(), gid=os.getgid(), euid=os.geteuid(), caps=caps, pid=os.getpid())
+
+
+@server.tool()
+def allocate(megabytes: int) -> str:
+    """Try to allocate memory."""
+    try:
+        block = bytearray(megabytes * 1024 * 1024)
+        return _result(ok=True, size=len(block))
+    except MemoryError:
+        return _result(ok=False, error="MemoryError")
+
+
+@server.tool()
+def fork_many(count: int) -> str:
+    """Start `count` sleeping children; report how many started."""
+    started = []
+    error = None
+    for _ in range(count):
+        try:
+            started.append(subprocess.Popen(["sleep", "30"]))
+        except OSError as exc:
+            error = type(exc).__name__
+            break
+    for child in started:
+        child.kill()
+        child.wait()
+    return _result(started=len(started), error=error)
+
+
+@server.tool()
+def cmdlines() -> str:
+    """The command line of every process visible in the sandbox."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    found[entry] = handle.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            except OSError:
+                pass
+    return _result(cmdlines=found)
+
+
+if __name__ == "__main__":
+    server.run()
