@@ -16,6 +16,7 @@ from mcpspec.api import load
 from mcpspec.rules.engine import run_rules
 from mcpspec.rules.pipeline import LintOptions, lint_plan
 from mcpspec.rules.registry import find
+from mcpspec.targets.build import build_plan, build_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CASES = sorted(FIXTURES.glob("*/*.yaml"))
@@ -29,7 +30,10 @@ def findings(case: Path) -> list[str]:
     rule = find(case.parent.name)
     assert rule is not None, f"fixture folder {case.parent.name} names no registered rule"
     plan = load(case, display_name=case.name)
-    if rule.category == "suppressions":
+    if rule.category == "targets":
+        # Build rules: the fixture's first line names the target (`# target: bwrap`).
+        results = [r for r in build_plan(plan, build_target(case.read_text(encoding="utf-8")), today=TODAY).active if r.code == rule.id]
+    elif rule.category == "suppressions":
         # Whether a suppression or waiver is used depends on every other rule's results.
         results = [r for r in lint_plan(plan, LintOptions(today=TODAY)) if r.code == rule.id]
     else:

@@ -12,6 +12,7 @@ from mcpspec.rules.base import CATEGORIES, DOC_SECTIONS, RULE_ID, SLUG, Rule, do
 from mcpspec.rules.engine import run_rules
 from mcpspec.rules.pipeline import LintOptions, lint_plan
 from mcpspec.rules.registry import all_rules, find
+from mcpspec.targets.build import build_plan, build_target
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = all_rules()
@@ -46,6 +47,8 @@ def test_example_fires_and_use_instead_stays_silent(rule: Rule) -> None:
 
 def fires(rule: Rule, text: str, name: str) -> bool:
     plan = load_text(text, f"{rule.id}-{name}.yaml")
+    if rule.category == "targets":
+        return any(r.code == rule.id for r in build_plan(plan, build_target(text)).active)
     if rule.category == "suppressions":
         # Suppression rules judge the other rules' results: run the whole pipeline.
         return any(r.code == rule.id for r in lint_plan(plan, LintOptions(today=datetime.date(2026, 6, 1))))

@@ -47,7 +47,8 @@ CONTROLS: tuple[Control, ...] = (
     Control("listeners", "listeners", "boundary"),
     Control("memory", "memory limit", "boundary"),
     Control("pids", "process limit", "boundary"),
-    Control("cpu", "CPU limit", "boundary"),
+    # CPU is a rate: going over it slows a server down, it never widens what the server reaches.
+    Control("cpu", "CPU limit", "policy"),
     Control("lifetime", "max lifetime", "boundary"),
     Control("idle-timeout", "idle timeout", "policy"),
     Control("package-install", "package install", "policy"),

@@ -36,6 +36,14 @@ class Build:
         return [r for r in self.results if r.suppression is None]
 
 
+def build_target(text: str) -> str:
+    """The target a rule example or fixture is built for: its ``# target: NAME`` first line."""
+    first = text.lstrip().splitlines()[0] if text.strip() else ""
+    if not first.startswith("# target: "):
+        raise ValueError("a build-rule example starts with '# target: <name>'")
+    return first.removeprefix("# target: ").strip()
+
+
 def gap_rule(gap: Gap) -> str:
     if gap.unrepresentable:
         return "TG004"

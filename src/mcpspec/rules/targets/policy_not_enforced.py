@@ -37,8 +37,8 @@ servers:
       read: {effects: [reads_private]}
 waivers:
   - rule: TG003
-    at: servers.notes.lifecycle
-    reason: the agent runner stops idle stdio sessions
+    at: servers.notes
+    reason: the agent runner stops idle sessions; the MCP gateway logs and limits calls
     expires: 2099-01-01
 ```
 

@@ -91,15 +91,10 @@ def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
     egress = egress_plan(sandbox)
     if egress.mode == "direct-open":
         detail = "the sandbox would share the host network, where bwrap filters nothing; set egress.via: proxy"
-        if egress.default == "allow" and not egress.deny:
-            overrides["egress-deny"] = ("none", detail)
-            overrides["metadata-blocking"] = ("none", detail)
-        else:
-            gaps.append(Gap("egress-deny", "none", sandbox.origin("egress.via"), f"direct egress: {detail}"))
-            overrides["egress-deny"] = ("none", detail)
-            overrides["metadata-blocking"] = ("none", detail)
-            if "egress-allowlist" in _names(egress):
-                overrides["egress-allowlist"] = ("none", detail)
+        overrides["egress-deny"] = ("none", detail)
+        overrides["metadata-blocking"] = ("none", detail)
+        if any(d.kind != "cidr" for d in egress.allow):
+            overrides["egress-allowlist"] = ("none", detail)
         if not sandbox.process.listeners:
             overrides["listeners"] = ("none", "the host network is shared, so a listener is reachable from the host")
     if sandbox.runtime.cpus is not None and sandbox.lifecycle.max_lifetime is None:
@@ -107,10 +102,6 @@ def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
     if sandbox.runtime.user == 0:
         overrides["identity"] = ("partial", "runtime.user is 0: the sandbox runs as root inside its user namespace (capabilities are still dropped)")
     return gaps, overrides
-
-
-def _names(egress: EgressPlan) -> set[str]:
-    return {"egress-allowlist"} if any(d.kind != "cidr" for d in egress.allow) else set()
 
 
 def _launcher_head(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> str:

@@ -1,0 +1,156 @@
+"""Run the probe server through a generated launcher and call its tools with the MCP SDK's stdio client."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mcpspec.api import load
+from mcpspec.targets.build import build_plan
+from mcpspec.targets.writer import write_build
+
+PROBE = Path(__file__).with_name("probe_server.py")
+SANDBOX_PYTHON = "/usr/bin/python3"
+
+
+def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
+    names = []
+    for requirement in dist.requires or []:
+        if "extra ==" in requirement:
+            continue
+        match = re.match(r"[A-Za-z0-9_.-]+", requirement)
+        if match:
+            names.append(match.group(0))
+    return names
+
+
+def copy_mcp_closure(target: Path) -> None:
+    """Copy the `mcp` package and everything it needs (not extras) into ``target``.
+
+    The sandbox runs Debian's /usr/bin/python3 and sees only what is bound in, so
+    the SDK is copied to a directory the sandbox uid can read.
+    """
+    seen: set[str] = set()
+    todo = ["mcp"]
+    while todo:
+        name = todo.pop()
+        key = name.lower().replace("_", "-")
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for file in dist.files or []:
+            source = Path(str(dist.locate_file(file)))
+            if ".." in file.parts or not source.is_file() or "__pycache__" in file.parts:
+                continue
+            destination = target / file
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, destination)
+        todo.extend(_requirement_names(dist))
+
+
+class Sandbox:
+    """A directory tree the sandbox uid can traverse: the SDK copy, the probe, workspaces, outputs."""
+
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="mcpspec-e2e-", dir="/tmp"))
+        self.base.chmod(0o755)
+        self.site = self.base / "site"
+        copy_mcp_closure(self.site)
+        self.probe_dir = self.base / "probe"
+        self.probe_dir.mkdir()
+        shutil.copy2(PROBE, self.probe_dir / "probe_server.py")
+        for path in (self.site, self.probe_dir):
+            for item in [path, *path.rglob("*")]:
+                item.chmod(0o755 if item.is_dir() else 0o644)
+
+    def spec(self, name: str, server_yaml: str, extra: str = "") -> Path:
+        """A spec with one server `probe` that runs the probe server; ``server_yaml`` adds keys to it."""
+        text = f"""version: 1
+project: e2e
+workspace:
+  root: {self.base}/ws-{name}
+  dirs:
+    input: {{mode: ro}}
+    output: {{mode: rw}}
+    tmp: {{mode: rw, tmpfs: true, size: 16Mi}}
+agents:
+  tester: {{servers: [probe]}}
+{extra}
+servers:
+  probe:
+    command: [{SANDBOX_PYTHON}, /probe/probe_server.py]
+    mounts:
+      - {{from: {self.site}, to: /opt/site}}
+      - {{from: {self.probe_dir}, to: /probe}}
+      - {{from: workspace.input, to: /workspace/input}}
+      - {{from: workspace.output, to: /workspace/output}}
+      - {{from: workspace.tmp, to: /workspace/tmp}}
+{server_yaml}
+    tools:
+      read_path: {{effects: [reads_private]}}
+"""
+        path = self.base / f"{name}.yaml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def build(self, spec: Path) -> Path:
+        out = self.base / f"out-{spec.stem}"
+        build = build_plan(load(spec), "bwrap")
+        failing = [r for r in build.active if r.severity in ("critical", "high", "error")]
+        assert not failing, [r.message for r in failing]
+        write_build(out, build)
+        return out / "probe.sh"
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@contextmanager
+def event_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    try:
+        yield loop
+    finally:
+        loop.close()
+
+
+def call_tools(launcher: Path, calls: list[tuple[str, dict[str, Any]]], env: dict[str, str], timeout: float = 90) -> list[Any]:
+    """Start the launcher as a stdio MCP server, call each tool, disconnect; return the decoded results."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    async def run() -> list[Any]:
+        params = StdioServerParameters(command=str(launcher), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env})
+        results = []
+        with open(os.devnull, "w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                for name, arguments in calls:
+                    reply = await session.call_tool(name, arguments)
+                    text = reply.content[0].text if reply.content else "{}"  # type: ignore[union-attr]
+                    results.append(json.loads(text))
+        return results
+
+    return asyncio.run(asyncio.wait_for(run(), timeout))
+
+
+def sandbox_python_matches() -> bool:
+    """Compiled SDK dependencies need the sandbox's python to be the same minor version."""
+    if not Path(SANDBOX_PYTHON).exists():
+        return False
+    version = os.popen(f"{SANDBOX_PYTHON} -c 'import sys; print(sys.version_info[:2])'").read().strip()
+    return version == str(tuple(sys.version_info[:2]))
