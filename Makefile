@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck schema docs bench clean
+.PHONY: demo test lint typecheck schema docs targets bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -37,6 +37,9 @@ schema: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m mcpspec.spec.docs > docs/spec.md.tmp && mv docs/spec.md.tmp docs/spec.md
 	$(PY) -m mcpspec.report.ruledocs docs/rules
+
+targets: $(STAMP)
+	$(PY) -m mcpspec.targets.examples targets
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

@@ -24,7 +24,7 @@ import pytest
 from conftest import require_tool
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
-from harness import Sandbox, call_tools, sandbox_python_matches  # noqa: E402
+from harness import Sandbox, call_tools, sandbox_python_matches
 
 SECRET_ENV_VALUE = "tok-e2e-7d1f0c2a9b"
 SECRET_FILE_VALUE = "file-secret-93be41"

@@ -83,6 +83,7 @@ class Gap:
     path: SpecPath
     message: str
     unrepresentable: bool = False
+    server: str = ""  # the server it concerns, when the path is a shared one (defaults)
 
 
 @dataclass
@@ -97,12 +98,14 @@ class BuildOutput:
 
 
 class Target(Protocol):
-    name: str
-    description: str
-    capabilities: Mapping[str, Capability]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    @property
+    def capabilities(self) -> Mapping[str, Capability]: ...
 
     def build(self, plan: Plan) -> BuildOutput: ...
 
-
-def requested_level(capabilities: Mapping[str, Capability], control: str) -> Level:
-    return capabilities[control].level

@@ -85,7 +85,10 @@ def _results(plan: Plan, target_name: str, output: BuildOutput) -> list[Result]:
 def _servers(gaps: list[Gap]) -> list[str]:
     names: list[str] = []
     for gap in gaps:
-        if len(gap.path) > 1 and gap.path[0] == "servers" and isinstance(gap.path[1], str) and gap.path[1] not in names:
+        if gap.server:
+            if gap.server not in names:
+                names.append(gap.server)
+        elif len(gap.path) > 1 and gap.path[0] == "servers" and isinstance(gap.path[1], str) and gap.path[1] not in names:
             names.append(gap.path[1])
     return names
 

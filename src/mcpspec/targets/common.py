@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from mcpspec import __version__
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.base import CONTROL_BY_ID, Capability, Gap, Level
 from mcpspec.targets.requests import requested_controls
@@ -28,7 +27,7 @@ def matrix_gaps(
         levels[control] = level
         if level != "full":
             title = CONTROL_BY_ID[control].title
-            gaps.append(Gap(control, level, path, f"{title}: {how}"))
+            gaps.append(Gap(control, level, path, f"{title}: {how}", server=sandbox.name))
     return gaps, levels
 
 

@@ -1,0 +1,140 @@
+"""`mcpspec build`: outputs, --check, fail-closed exits, and what it never touches."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+
+CODING = str(REPO / "examples" / "coding-agent.yaml")
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.relative_to(directory).as_posix(): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def test_build_writes_launchers_and_manifest_and_is_deterministic(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    result = run_cli("build", CODING, "--target", "bwrap", "--out", str(first))
+    assert result.returncode == 0, result.stderr
+    assert "built 5 files for bwrap" in result.stderr
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(second)).returncode == 0
+    assert _files(first) == _files(second)
+    assert sorted(_files(first)) == [".mcpspec-build.json", "docs.sh", "docs.squid.conf", "repo.sh", "repo.squid.conf"]
+    assert stat.S_IMODE((first / "repo.sh").stat().st_mode) == 0o755
+    assert stat.S_IMODE((first / "repo.squid.conf").stat().st_mode) == 0o644
+    for name, data in _files(first).items():
+        assert str(REPO).encode() not in data and str(tmp_path).encode() not in data, f"{name} names a path of the build machine"
+    manifest = json.loads((first / ".mcpspec-build.json").read_text())
+    assert manifest["target"] == "bwrap" and manifest["servers"]["repo"]["controls"]["egress-allowlist"] == "full"
+    assert {f["rule"] for f in manifest["findings"]} == {"TG002", "TG003"}
+    again = run_cli("build", CODING, "--target", "bwrap", "--out", str(first))
+    assert "(0 changed)" in again.stderr
+
+
+def test_check_reports_drift_with_a_diff_and_exit_1(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    clean = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), "--check")
+    assert clean.returncode == 0 and "up to date" in clean.stderr
+    launcher = out / "repo.sh"
+    launcher.write_text(launcher.read_text().replace("umask 077", "umask 000"))
+    (out / "docs.squid.conf").unlink()
+    drifted = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), "--check")
+    assert drifted.returncode == 1
+    assert "-umask 000" in drifted.stdout and "+umask 077" in drifted.stdout
+    assert "missing:" in drifted.stdout and "docs.squid.conf" in drifted.stdout
+    assert (out / "repo.sh").read_text().count("umask 000") == 1, "--check must not write"
+
+
+def test_rebuild_removes_only_files_an_earlier_build_wrote(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (tmp_path / "outside.txt").write_text("keep")
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    manifest = out / ".mcpspec-build.json"
+    data = json.loads(manifest.read_text())
+    data["files"] += ["../outside.txt", "/etc/hostname", "notes.txt/../../outside.txt"]
+    manifest.write_text(json.dumps(data))
+    smaller = tmp_path / "one.yaml"
+    smaller.write_text((REPO / "examples" / "coding-agent.yaml").read_text().replace("servers: [repo, docs]", "servers: [repo]").split("\n  docs:\n")[0] + "\n")
+    result = run_cli("build", str(smaller), "--target", "bwrap", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "removed 2 stale" in result.stderr
+    assert sorted(_files(out)) == [".mcpspec-build.json", "notes.txt", "repo.sh", "repo.squid.conf"]
+    assert (tmp_path / "outside.txt").read_text() == "keep"
+
+
+def test_unenforceable_spec_fails_closed_and_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = run_cli("build", str(REPO / "examples" / "risky.yaml"), "--target", "bwrap", "--out", str(out))
+    assert result.returncode == 1
+    assert "TG001 [high] boundary-not-enforced" in result.stderr
+    assert "nothing built for bwrap" in result.stderr
+    assert not out.exists()
+
+
+def test_fail_on_medium_stops_on_partial_enforcement(tmp_path: Path) -> None:
+    result = run_cli("build", CODING, "--target", "bwrap", "--out", str(tmp_path / "o"), "--fail-on", "medium")
+    assert result.returncode == 1 and "TG002" in result.stderr and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "docker"], "unknown target 'docker'"),
+        (["--target", "bwrap", "--fail-on", "never"], "--fail-on must be one of"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    result = run_cli("build", CODING, *args)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_missing_spec_bad_spec_and_unusable_output_dir(tmp_path: Path) -> None:
+    missing = run_cli("build", str(tmp_path / "nope.yaml"), "--target", "bwrap")
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\nproject: demo\nservers:\n  a:\n    comand: [x]\n")
+    broken = run_cli("build", str(bad), "--target", "bwrap", "--out", str(tmp_path / "o"))
+    assert broken.returncode == 1 and f"{bad}:5:5: SC001" in broken.stderr and not (tmp_path / "o").exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    blocked = run_cli("build", CODING, "--target", "bwrap", "--out", str(blocker))
+    assert blocked.returncode == 2 and "is not a directory" in blocked.stderr and blocker.read_text() == "x"
+
+
+def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> None:
+    """Every spec string in a launcher is one quoted shell word: bash reads back exactly the spec's bytes."""
+    hostile = ["$(touch pwned)", "`touch pwned`", "a'b\"c", "x\ny", "; rm -rf / #", "*", "~root", "${HOME}", "\\", "-e"]
+    spec = tmp_path / "hostile.yaml"
+    spec.write_text(
+        "version: 1\nproject: demo\nservers:\n  odd:\n"
+        f"    command: {json.dumps(['/usr/bin/printf', *hostile])}\n"
+        f"    env: {{set: {json.dumps({f'V{i}': value for i, value in enumerate(hostile)})}}}\n"
+        "    mounts:\n      - {from: \"/srv/it's $(x)\", to: \"/data/a b\"}\n"
+        "    tools:\n      t: {effects: [reads_private]}\n"
+    )
+    out = tmp_path / "out"
+    assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(out)).returncode == 0
+    head = (out / "odd.sh").read_text().split("# ---- mcpspec bwrap launcher runtime")[0]
+    probe = head + (
+        'setenv() { printf "setenv %s=%s\\0" "$1" "$2"; }\n'
+        'host_path() { printf "mount %s %s %s\\0" "$1" "$2" "$3"; }\n'
+        'declare_sandbox\nprintf "arg %s\\0" "${COMMAND[@]}"\n'
+    )
+    done = subprocess.run(["bash", "-c", probe], cwd=tmp_path, capture_output=True, check=True)
+    words = done.stdout.decode().split("\0")[:-1]
+    assert [w.removeprefix("arg ") for w in words if w.startswith("arg ")] == ["/usr/bin/printf", *hostile]
+    assert sorted(w.removeprefix("setenv ") for w in words if w.startswith("setenv ") and not w.startswith("setenv PATH=")) == sorted(
+        f"V{i}={value}" for i, value in enumerate(hostile)
+    )
+    assert "mount ro /srv/it's $(x) /data/a b" in words
+    assert not (tmp_path / "pwned").exists() and not Path(os.getcwd(), "pwned").exists()

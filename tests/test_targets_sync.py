@@ -1,0 +1,29 @@
+"""targets/ holds each target's README and the compiled examples: rebuilt here, they must match byte for byte."""
+
+from __future__ import annotations
+
+import stat
+
+from conftest import EXAMPLES, REPO
+from mcpspec.targets import TARGET_NAMES
+from mcpspec.targets.examples import expected_tree
+
+TARGETS = REPO / "targets"
+
+
+def test_targets_directory_matches_a_fresh_build() -> None:
+    expected = expected_tree()
+    present = {path.relative_to(TARGETS).as_posix(): path for path in TARGETS.rglob("*") if path.is_file()}
+    assert sorted(present) == sorted(expected), "run `make targets` and commit targets/"
+    for name, (text, mode) in expected.items():
+        assert present[name].read_text(encoding="utf-8") == text, f"targets/{name} is out of date: run `make targets`"
+        assert stat.S_IMODE(present[name].stat().st_mode) & 0o111 == mode & 0o111, f"targets/{name}: wrong executable bit"
+
+
+def test_every_example_has_a_compiled_case_for_every_target() -> None:
+    # A golden test that finds no case proves nothing (compose-go's rule).
+    assert EXAMPLES
+    for target in TARGET_NAMES:
+        cases = sorted(path.parent.name for path in (TARGETS / target).glob("*/build.txt"))
+        assert cases == sorted(path.stem for path in EXAMPLES)
+        assert any((TARGETS / target / case / ".mcpspec-build.json").exists() for case in cases), f"no example builds for {target}"
