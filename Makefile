@@ -20,6 +20,12 @@ demo: $(STAMP)
 	@echo
 	@echo "== a spec with mistakes: tests/corpus/demo-broken.yaml"
 	@$(VENV)/bin/mcpspec lint tests/corpus/demo-broken.yaml || true
+	@echo
+	@echo "== mcpspec build examples/coding-agent.yaml --target bwrap --out build/bwrap"
+	@$(VENV)/bin/mcpspec build examples/coding-agent.yaml --target bwrap --out build/bwrap 2>&1 | grep -v '^ ' || true
+	@ls -l build/bwrap
+	@echo "-- the head of build/bwrap/repo.sh (the generated part; the constant runtime follows it):"
+	@sed -n '/^SERVER=/,/^}/p' build/bwrap/repo.sh
 
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest -q

@@ -44,6 +44,21 @@ def wall(command: list[str], runs: int) -> float:
     return statistics.median(times)
 
 
+def build_seconds(mcpspec: str, path: Path, target: str, runs: int) -> float:
+    """Median wall time of `mcpspec build` into a fresh, empty directory (so every file is written)."""
+    times = []
+    for run in range(runs):
+        out = GENERATED / f"build-{target}-{run}"
+        shutil.rmtree(out, ignore_errors=True)
+        start = time.perf_counter()
+        done = subprocess.run([mcpspec, "build", str(path), "--target", target, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, check=False)
+        times.append(time.perf_counter() - start)
+        if done.returncode != 0:
+            raise SystemExit(f"build of the generated spec for {target} failed:\n{done.stderr[-2000:]}")
+        shutil.rmtree(out, ignore_errors=True)
+    return statistics.median(times)
+
+
 def peak_rss_mib(command: list[str]) -> float:
     """Peak resident memory of one run of ``command``, in MiB."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -109,6 +124,9 @@ def main() -> None:
         results[f"graph_build_{servers}_s"], results[f"graph_rules_{servers}_s"] = graph_seconds(path, runs)
         results[f"graph_json_{servers}_s"] = wall([mcpspec, "graph", str(path), "--format", "json"], runs)
         results[f"graph_json_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "graph", str(path), "--format", "json"])
+        if servers == 1000:
+            for target in ("bwrap", "systemd"):
+                results[f"build_{target}_{servers}_s"] = build_seconds(mcpspec, path, target, runs)
 
     ratios = {
         "version / check-jsonschema --version (target <= 0.7)": results["version_s"] / results["check_jsonschema_version_s"],
@@ -122,6 +140,8 @@ def main() -> None:
         "graph build + graph rules 10k / 1k (target <= 11)": results["graph_rules_10000_s"] / results["graph_rules_1000_s"],
         "graph --format json 10k / 1k (target <= 11)": results["graph_json_10000_s"] / results["graph_json_1000_s"],
     }
+    for target in ("bwrap", "systemd"):
+        print(f"{'build --target ' + target + ' of 1k servers, s (target <= 3)':55} {results[f'build_{target}_1000_s']:6.2f}")
     for name, value in results.items():
         print(f"{name:32} {value:9.3f}")
     print()

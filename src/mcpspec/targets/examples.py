@@ -66,7 +66,7 @@ def readme(target_name: str, repo: Path = REPO) -> str:
         lines.append(f"| {control.title} | {control.kind} | {capability.level} | {capability.how.replace('|', '/')} |")
     lines += ["", "## Compiled examples", ""]
     for spec in example_specs(repo):
-        printed, files, _ = build_report(spec, target_name, repo)
+        _, files, _ = build_report(spec, target_name, repo)
         status = f"built ({len(files)} files)" if files else "not built: see `build.txt`"
         lines.append(f"- [`{spec.stem}/`]({spec.stem}/) from `examples/{spec.name}`: {status}")
     return "\n".join(lines) + "\n"

@@ -12,11 +12,51 @@ from __future__ import annotations
 import math
 from importlib import resources
 
-from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.targets.base import BuildOutput, Capability, Gap
 from mcpspec.targets.common import Overrides, compact_json, header, matrix_gaps
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable, sh, sh_words
+
+USAGE = """
+## Running the output
+
+Each server gets `<server>.sh`, a bash launcher to use as the server's stdio command in
+the MCP client's config, for example `{"command": "/opt/mcp/build/bwrap/repo.sh",
+"env": {"MCPSPEC_AGENT": "coder"}}`. A server with an egress allowlist also gets
+`<server>.squid.conf`, which its launcher reads from the same directory.
+
+The host needs bubblewrap 0.8 or newer with user namespaces enabled, util-linux
+(`setpriv`, `setsid`) and, for allowlisted egress, socat and squid
+(Debian: `apt-get install bubblewrap socat squid`).
+
+What the launcher reads from its environment:
+
+| variable | meaning |
+|---|---|
+| `MCPSPEC_AGENT` | the agent this run serves (default: the server's only agent) |
+| `MCPSPEC_RUN_ID` | the run id, `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` (default: a UTC timestamp and the pid) |
+| the secrets' `env` refs, `HOME`, `CREDENTIALS_DIRECTORY` | where secrets and `~/` mounts are read at launch |
+| `MCPSPEC_EGRESS_HOSTS_FILE` | a hosts file for the proxy's name resolution (pinning; default /etc/hosts) |
+
+Started as root, the launcher runs the sandbox as the spec's `runtime.user` (through
+`setpriv`) and gives that uid the run's workspace directories; started by another user,
+the sandbox runs as that user. Inside, the server sees `/usr` (read-only, with the
+`/bin` and `/lib` links), the dynamic-linker, TLS and timezone files of `/etc`, a
+generated `/etc/passwd`, `/proc`, a minimal `/dev`, a 64 MiB `/tmp` and the spec's
+mounts: nothing else of the host.
+
+The launcher exits with the server's status, or 125 when it refuses to start (a tool
+missing, an unknown agent, a bad run id, a workspace directory that is a symbolic link,
+a secret it cannot read). On exit it stops the proxy and the bridge, and writes one
+JSON audit line to the spec's sink:
+
+```json
+{"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
+ "exit_status":0,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.org","port":443,"status":200}]}
+```
+"""
 
 MINIMAL_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -205,7 +245,7 @@ def _mount_line(mount: EffectiveMount) -> str:
 def _audit_mounts(sandbox: EffectiveSandbox) -> list[dict[str, str]]:
     out = []
     for mount in sandbox.mounts:
-        source = mount.source.replace(f"/{AGENT_TOKEN}/{RUN_TOKEN}", "/{run}").replace(f"/{RUN_TOKEN}", "/{run}")
+        source = f"{{run_dir}}/{mount.workspace_dir}" if mount.workspace_dir is not None else mount.source
         out.append({"from": "tmpfs" if mount.tmpfs else source, "to": mount.target, "mode": mount.mode})
     return out
 
