@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -217,7 +218,7 @@ def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: San
     assert by[25][1]["ok"] is True
 
     assert _wait_gone(str(base)) == [], "a process of the sandbox or its proxy is still running"
-    assert not list(Path("/tmp").glob("mcpspec-probe.*")), "the launcher left its state directory"
+    assert not list(Path("/tmp").glob("mcpspec-probe-run-a.*")), "the launcher left its state directory"
 
     lines = audit.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 1
@@ -282,3 +283,6 @@ def test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing(s
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
     assert _wait_gone(str(sandbox.base)) == [], "SIGKILL of the launcher left its sandbox or proxy running"
+    # A launcher killed outright cannot remove its state directory (files only, nothing running).
+    for leftover in Path("/tmp").glob("mcpspec-probe-killed.*"):
+        shutil.rmtree(leftover)

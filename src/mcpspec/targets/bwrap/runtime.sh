@@ -109,7 +109,7 @@ mask() { # COMMAND: hide a denied command from the sandbox's PATH directories
 
 declare_sandbox
 
-state=$(mktemp -d "/tmp/mcpspec-$SERVER.XXXXXXXX")
+state=$(mktemp -d "/tmp/mcpspec-$SERVER-$run_id.XXXXXXXX")
 squid_pid= bridge_pid= child= watchdog=
 cleanup() {
   trap - EXIT INT TERM HUP
