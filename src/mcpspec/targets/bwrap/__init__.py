@@ -63,7 +63,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability("full", "bwrap --bind/--ro-bind of each mount; workspace dirs under {root}/{agent}/{run_id}, refused if a symlink"),
-    "hidden-paths": Capability("full", "the sandbox root is an empty tmpfs: only /usr, the dynamic-linker and TLS files of /etc and the declared mounts exist"),
+    "hidden-paths": Capability("full", "the sandbox root is an empty tmpfs: only /usr, the dynamic-linker files, CA certificates and timezone of /etc, and the declared mounts exist"),
     "identity": Capability("full", "--unshare-user --uid/--gid, --cap-drop ALL, --disable-userns; a root launcher first drops to the spec's uid with setpriv"),
     "env": Capability("full", "--clearenv, then only the declared variables (plus PATH, and the proxy variables when egress goes through the proxy)"),
     "secrets": Capability("full", "read at launch from env, file or a systemd credential and handed in through a pipe (--ro-bind-data, or a variable set by a shim); vault and k8s-secret are not supported"),

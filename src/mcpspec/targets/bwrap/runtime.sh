@@ -35,7 +35,7 @@ for top in bin sbin lib lib64 lib32 libx32; do
   if [[ -L /$top ]]; then args+=(--symlink "$(readlink "/$top")" "/$top")
   elif [[ -d /$top ]]; then args+=(--ro-bind "/$top" "/$top"); fi
 done
-for etc in ld.so.cache ld.so.conf ld.so.conf.d alternatives ssl ca-certificates localtime; do
+for etc in ld.so.cache ld.so.conf ld.so.conf.d alternatives ssl/certs ssl/openssl.cnf ca-certificates localtime; do
   args+=(--ro-bind-try "/etc/$etc" "/etc/$etc")
 done
 exec 3< <(printf 'mcp:x:%s:%s::/nonexistent:/usr/sbin/nologin\n' "$SANDBOX_UID" "$SANDBOX_GID")
