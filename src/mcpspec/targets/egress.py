@@ -27,7 +27,9 @@ from mcpspec.spec.values import Destination
 
 LINK_LOCAL = ipaddress.ip_network("169.254.0.0/16")
 METADATA_RANGES = ("169.254.0.0/16", *(str(n) for n in METADATA_NETWORKS if not (n.version == 4 and n.subnet_of(LINK_LOCAL))))  # type: ignore[arg-type]
-PRIVATE_RANGES = tuple(str(n) for n in PRIVATE_NETWORKS)
+# squid reads IPv4-mapped ranges as IPv4 ones (::ffff:0:0/96 would become 0.0.0.0/0) and
+# treats :: as "any"; it matches mapped addresses against the IPv4 ranges itself.
+PRIVATE_RANGES = tuple(str(n) for n in PRIVATE_NETWORKS if str(n) not in ("::ffff:0:0/96", "::/128"))
 _DOMAIN_TEXT = re.compile(r"^[a-z0-9.-]+$")
 
 

@@ -37,8 +37,12 @@ def unit_text(value: str) -> str:
     return value.replace("%", "%%")
 
 
-def unit_arg(value: str) -> str:
-    """One word of ExecStart=: double-quoted, with specifiers, variables and escapes neutralized."""
+def unit_arg(value: str, variables: bool = True) -> str:
+    """One word of ExecStart=: double-quoted, with specifiers, variables and escapes neutralized.
+
+    ``variables`` False is for settings that do not expand ``$NAME`` (Environment=),
+    where a doubled ``$$`` would stay doubled.
+    """
     if "\x00" in value:
         raise Unrepresentable("a NUL byte cannot appear in a command line")
     out = []
@@ -47,7 +51,7 @@ def unit_arg(value: str) -> str:
             out.append("\\" + char)
         elif char == "%":
             out.append("%%")
-        elif char == "$":
+        elif char == "$" and variables:
             out.append("$$")
         elif ord(char) < 0x20 or ord(char) == 0x7F:
             out.append(f"\\x{ord(char):02x}")
@@ -57,8 +61,8 @@ def unit_arg(value: str) -> str:
 
 
 def unit_env(name: str, value: str) -> str:
-    """One Environment= assignment, quoted as a single word."""
-    return unit_arg(f"{name}={value}")
+    """One Environment= assignment, quoted as a single word (specifiers and escapes neutralized; $ is literal there)."""
+    return unit_arg(f"{name}={value}", variables=False)
 
 
 def unit_path(value: str) -> str:

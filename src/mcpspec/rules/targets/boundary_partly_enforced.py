@@ -26,7 +26,7 @@ servers:
 
 ## Use instead
 ```yaml
-# target: systemd
+# target: bwrap
 version: 1
 project: demo
 servers:
@@ -35,9 +35,14 @@ servers:
     runtime: {memory: 512Mi, pids: null, cpus: null}
     tools:
       scan: {effects: [reads_private]}
+waivers:
+  - rule: TG002
+    at: servers.scan.runtime
+    reason: an address-space limit is enough for this scanner
+    expires: 2099-01-01
 ```
-The systemd target enforces memory, tasks and CPU with cgroups (MemoryMax=,
-TasksMax=, CPUQuota=).
+Or build for the systemd target, which enforces memory, tasks and CPU with
+cgroups (MemoryMax=, TasksMax=, CPUQuota=).
 
 ## References
 - setrlimit(2): RLIMIT_AS, RLIMIT_NPROC, RLIMIT_CPU.
