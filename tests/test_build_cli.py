@@ -91,6 +91,7 @@ def test_fail_on_medium_stops_on_partial_enforcement(tmp_path: Path) -> None:
     [
         (["--target", "docker"], "unknown target 'docker'"),
         (["--target", "bwrap", "--fail-on", "never"], "--fail-on must be one of"),
+        (["--target", "bwrap", "--fail-on", "critical"], "--fail-on must be one of"),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], message: str) -> None:

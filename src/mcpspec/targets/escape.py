@@ -11,6 +11,9 @@ import re
 
 _SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _UNIT_PATH_SAFE = re.compile(r"^/[A-Za-z0-9_@+=,./-]*$")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_ENV_ARG = str.maketrans({"\\": "\\\\", '"': '\\"', "%": "%%", **{chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}})
+_ARG = {**_ENV_ARG, ord("$"): "$$"}
 
 
 class Unrepresentable(ValueError):
@@ -32,7 +35,7 @@ def sh_words(values: list[str] | tuple[str, ...]) -> str:
 
 def unit_text(value: str) -> str:
     """Free text in a unit setting (Description=): specifiers and line breaks neutralized."""
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+    if _CONTROL.search(value):
         raise Unrepresentable("a control character (newline, tab) cannot appear in a unit setting")
     return value.replace("%", "%%")
 
@@ -45,19 +48,7 @@ def unit_arg(value: str, variables: bool = True) -> str:
     """
     if "\x00" in value:
         raise Unrepresentable("a NUL byte cannot appear in a command line")
-    out = []
-    for char in value:
-        if char in '\\"':
-            out.append("\\" + char)
-        elif char == "%":
-            out.append("%%")
-        elif char == "$" and variables:
-            out.append("$$")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    return '"' + value.translate(_ARG if variables else _ENV_ARG) + '"'
 
 
 def unit_env(name: str, value: str) -> str:
