@@ -117,7 +117,7 @@ def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: San
       - {{use: token, as: {{env: PROBE_TOKEN}}}}
       - {{use: keyfile, as: {{file: /run/secrets/key.json}}}}
     runtime: {{memory: 768Mi, pids: 24}}
-    lifecycle: {{max_lifetime: 5m}}
+    lifecycle: {{max_lifetime: 5m, idle_timeout: 5m}}
     logging: {{audit: true, sink: {audit}}}
     egress:
       allow: ["127.0.0.1:{allowed.port}", "private.test:{other.port}", "127.0.0.2:{denied.port}"]
@@ -286,6 +286,30 @@ def test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing(s
     # A launcher killed outright cannot remove its state directory (files only, nothing running).
     for leftover in Path("/tmp").glob("mcpspec-probe-killed.*"):
         shutil.rmtree(leftover)
+
+
+def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
+    spec = sandbox.spec("idle", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 2s}")
+    launcher = sandbox.build(spec)
+    assert "IDLE_SECONDS=2" in launcher.read_text(encoding="utf-8")
+    log = sandbox.base / "idle.stderr"
+    started = time.monotonic()
+    with log.open("wb") as stderr:
+        # The client keeps stdin open and says nothing: only the idle timeout ends the session.
+        process = subprocess.Popen([str(launcher)], env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "idle"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+        process.wait(timeout=30)
+    elapsed = time.monotonic() - started
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.close()
+    process.stdout.close()
+    assert 2 <= elapsed < 15
+    # The relay exits first; the inner launcher then stops the sandbox and writes the audit line.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and '"event":"launch"' not in log.read_text(encoding="utf-8"):
+        time.sleep(0.1)
+    record = json.loads(log.read_text(encoding="utf-8").strip().splitlines()[-1])
+    assert record["event"] == "launch" and record["run_id"] == "idle" and record["exit_status"] == 143
+    assert _wait_gone(str(sandbox.base)) == [] and _wait_gone("probe.sh") == []
 
 
 def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: Sandbox) -> None:

@@ -23,6 +23,7 @@ MEMORY_KIB=262144
 PIDS=64
 CPU_SECONDS=14400
 LIFETIME_SECONDS=14400
+IDLE_SECONDS=900
 AUDIT=1
 AUDIT_SINK=/var/log/mcp/acme-coding-agent/audit.jsonl
 AUDIT_MOUNTS='[]'
@@ -51,6 +52,16 @@ fi
 run_id=${MCPSPEC_RUN_ID:-$(date -u +%Y%m%dT%H%M%SZ)-$$}
 [[ $run_id =~ ^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$ ]] || die "MCPSPEC_RUN_ID must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}"
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+if ((IDLE_SECONDS)) && [[ -z ${MCPSPEC_RELAYED:-} ]]; then
+  # socat relays the client's stdio to a second run of this launcher and ends the session
+  # after IDLE_SECONDS without a byte in either direction: the server reads end-of-input,
+  # and the inner launcher gets SIGTERM when socat exits. Only fixed words reach socat's
+  # address syntax (server names are [a-z0-9-]).
+  export MCPSPEC_AGENT=$agent MCPSPEC_RUN_ID=$run_id MCPSPEC_RELAYED=1
+  cd -- "$here"
+  exec socat -T "$IDLE_SECONDS" STDIO "EXEC:setpriv --pdeathsig TERM ./$SERVER.sh,pipes"
+fi
 
 if ((EUID == 0)); then
   # Root launches the sandbox as the spec's uid, so the sandbox is never host root.
@@ -235,17 +246,18 @@ audit() {
 inner=("${COMMAND[@]}")
 if [[ -n $env_shim ]]; then inner=(/bin/bash -c "${env_shim}exec /usr/bin/env -u SHLVL -- \"\$@\"" mcpspec-shim "${COMMAND[@]}"); fi
 
-(
+launch_sandbox() {
   ((MEMORY_KIB)) && ulimit -v "$MEMORY_KIB"
   ((PIDS)) && ulimit -u "$PIDS"
   ((CPU_SECONDS)) && ulimit -t "$CPU_SECONDS"
   exec "${as_sandbox_user[@]}" setpriv --pdeathsig KILL -- bwrap "${args[@]}" -- "${inner[@]}"
-) <&0 &
+}
+launch_sandbox <&0 &
 child=$!
 if ((LIFETIME_SECONDS)); then
   setpriv --pdeathsig KILL -- bash -c 'sleep "$1"; kill -TERM "$2"; sleep 5; kill -KILL "$2"' mcpspec-lifetime "$LIFETIME_SECONDS" "$child" &
   watchdog=$!
   disown "$watchdog"
 fi
-wait "$child" || status=$?
+if [[ -n $child ]]; then wait "$child" || status=$?; fi
 child=

@@ -13,7 +13,7 @@ enforced elsewhere (an MCP gateway, an orchestrator) or accepted with a waiver.
 
 ## Example
 ```yaml
-# target: bwrap
+# target: systemd
 version: 1
 project: demo
 servers:
@@ -26,7 +26,7 @@ servers:
 
 ## Use instead
 ```yaml
-# target: bwrap
+# target: systemd
 version: 1
 project: demo
 servers:

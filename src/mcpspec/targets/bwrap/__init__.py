@@ -75,7 +75,7 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability("partial", "RLIMIT_NPROC for the sandbox uid, shared by every sandbox that runs as the same uid"),
     "cpu": Capability("partial", "RLIMIT_CPU of cpus x max_lifetime CPU-seconds: a budget, not a rate; without max_lifetime, not enforced"),
     "lifetime": Capability("full", "a watchdog sends SIGTERM at max_lifetime and SIGKILL 5 s later"),
-    "idle-timeout": Capability("none", "a stdio launcher cannot tell an idle session from a slow one; an orchestrator must stop idle sandboxes"),
+    "idle-timeout": Capability("full", "socat relays the stdio and ends the session after idle_timeout without a byte in either direction: the server reads end-of-input, and gets SIGTERM 5 s later"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("partial", "denied commands are hidden from /usr/bin, /usr/sbin and /usr/local; the allow list, background and per-command limits are not enforced"),
     "workspace-lifecycle": Capability("partial", "each run id gets a fresh workspace; teardown does not remove it or copy artifacts out"),
@@ -152,7 +152,10 @@ def _launcher_head(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) ->
     agents = sandbox.agents
     lifetime = sandbox.lifecycle.max_lifetime
     cpu_seconds = math.ceil(runtime.cpus * lifetime) if runtime.cpus is not None and lifetime is not None else 0
+    idle = sandbox.lifecycle.idle_timeout
     needs = ["socat", "squid", "setsid"] if egress.mode == "proxy" else []
+    if idle is not None and "socat" not in needs:
+        needs.append("socat")
     env_mode = sandbox.env.inherit if isinstance(sandbox.env.inherit, str) else "list"
     logging = sandbox.logging
     sink = logging.sink or "stderr"
@@ -181,6 +184,7 @@ def _launcher_head(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) ->
         f"PIDS={runtime.pids or 0}",
         f"CPU_SECONDS={cpu_seconds}",
         f"LIFETIME_SECONDS={math.ceil(lifetime) if lifetime is not None else 0}",
+        f"IDLE_SECONDS={math.ceil(idle) if idle is not None else 0}",
         f"AUDIT={1 if logging.audit else 0}",
         f"AUDIT_SINK={sh(sink)}",
         f"AUDIT_MOUNTS={sh(compact_json(_audit_mounts(sandbox)))}",
