@@ -217,7 +217,9 @@ def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: San
     assert by[24][1] == {"ok": False, "error": "MemoryError"}
     assert by[25][1]["ok"] is True
 
-    assert _wait_gone(str(base)) == [], "a process of the sandbox or its proxy is still running"
+    # With an idle timeout the client talks to a socat relay; the launcher behind it finishes just after.
+    assert _wait_gone(str(base)) == [] and _wait_gone("probe.sh") == [], "a process of the sandbox or its launcher is still running"
+    assert _wait_gone("mcpspec-probe-run-a.") == [], "the proxy or the bridge is still running"
     assert not list(Path("/tmp").glob("mcpspec-probe-run-a.*")), "the launcher left its state directory"
 
     lines = audit.read_text(encoding="utf-8").splitlines()
@@ -282,28 +284,33 @@ def test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing(s
     assert any("bwrap" in line for line in _leftovers(str(sandbox.base)))
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
-    assert _wait_gone(str(sandbox.base)) == [], "SIGKILL of the launcher left its sandbox or proxy running"
+    assert _wait_gone(str(sandbox.base)) == [], "SIGKILL of the launcher left its sandbox running"
+    assert _wait_gone("mcpspec-probe-killed.") == [], "SIGKILL of the launcher left its proxy or bridge running"
     # A launcher killed outright cannot remove its state directory (files only, nothing running).
     for leftover in Path("/tmp").glob("mcpspec-probe-killed.*"):
         shutil.rmtree(leftover)
 
 
 def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
-    spec = sandbox.spec("idle", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 2s}")
+    spec = sandbox.spec("idle", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 4s}")
     launcher = sandbox.build(spec)
-    assert "IDLE_SECONDS=2" in launcher.read_text(encoding="utf-8")
+    assert "IDLE_SECONDS=4" in launcher.read_text(encoding="utf-8")
     log = sandbox.base / "idle.stderr"
-    started = time.monotonic()
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "idle-test", "version": "1"}}}
     with log.open("wb") as stderr:
-        # The client keeps stdin open and says nothing: only the idle timeout ends the session.
         process = subprocess.Popen([str(launcher)], env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "idle"}, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write((json.dumps(initialize) + "\n").encode())
+        process.stdin.flush()
+        reply = json.loads(process.stdout.readline())
+        assert reply["id"] == 1 and "serverInfo" in reply["result"]
+        answered = time.monotonic()
+        # The client keeps stdin open and says nothing more: only the idle timeout ends the session.
         process.wait(timeout=30)
-    elapsed = time.monotonic() - started
-    assert process.stdin is not None and process.stdout is not None
-    process.stdin.close()
-    process.stdout.close()
-    assert 2 <= elapsed < 15
-    # The relay exits first; the inner launcher then stops the sandbox and writes the audit line.
+        idle = time.monotonic() - answered
+        process.stdin.close()
+        process.stdout.close()
+    assert 3.5 <= idle < 15
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and '"event":"launch"' not in log.read_text(encoding="utf-8"):
         time.sleep(0.1)

@@ -162,10 +162,11 @@ mask() { # COMMAND: hide a denied command from the sandbox's PATH directories
 
 declare_sandbox
 
-state=$(mktemp -d "/tmp/mcpspec-$SERVER-$run_id.XXXXXXXX")
-squid_pid= bridge_pid= child= watchdog=
+state= squid_pid= bridge_pid= child= watchdog=
 cleanup() {
-  trap - EXIT INT TERM HUP
+  # Finish the cleanup even when the client signals the whole process group again.
+  trap - EXIT
+  trap '' INT TERM HUP
   set +e
   [[ -n $watchdog ]] && kill -KILL "$watchdog" 2>/dev/null
   [[ -n $child ]] && kill -TERM "$child" 2>/dev/null && wait "$child" 2>/dev/null
@@ -175,20 +176,27 @@ cleanup() {
     kill -KILL "$squid_pid" 2>/dev/null
     wait "$squid_pid" 2>/dev/null
   fi
-  audit
-  rm -rf -- "$state"
+  declare -F audit >/dev/null && audit
+  [[ -n $state ]] && rm -rf -- "$state"
   exit "$status"
 }
 trap cleanup EXIT
-trap 'status=143; cleanup' TERM
-trap 'status=130; cleanup' INT
-trap 'status=129; cleanup' HUP
+# Until the sandbox is running a signal is only recorded; the launch section acts on it.
+stopping=0
+trap 'status=143; stopping=1' TERM
+trap 'status=130; stopping=1' INT
+trap 'status=129; stopping=1' HUP
+state=$(mktemp -d "/tmp/mcpspec-$SERVER-$run_id.XXXXXXXX")
 
 start_egress_proxy() {
   chmod 0711 "$state"
   mkdir -m 0700 -- "$state/squid" "$state/sock"
   own "$state/sock"
-  ((EUID == 0)) && chown proxy: "$state/squid"
+  local as_proxy_user=()
+  if ((EUID == 0)); then
+    chown proxy: "$state/squid"
+    as_proxy_user=(setpriv --reuid=proxy --regid=proxy --init-groups --inh-caps=-all --)
+  fi
   local port attempt hosts=${MCPSPEC_EGRESS_HOSTS_FILE:-/etc/hosts}
   [[ $hosts =~ ^/[A-Za-z0-9/._-]+$ && -r $hosts ]] || die "MCPSPEC_EGRESS_HOSTS_FILE must be a readable absolute path"
   for attempt in $(seq 20); do
@@ -200,7 +208,10 @@ start_egress_proxy() {
       cat -- "$here/$SERVER.squid.conf"
       printf 'access_log stdio:%s/squid/access.log mcpspec\n' "$state"
     } > "$state/squid.conf"
-    setpriv --pdeathsig KILL -- squid -N -f "$state/squid.conf" >>"$state/proxy.log" 2>&1 &
+    chmod 0644 "$state/squid.conf"
+    # A root launcher starts squid as the proxy user: squid dropping privileges itself would
+    # clear the parent-death signal that stops it if this launcher is killed outright.
+    "${as_proxy_user[@]}" setpriv --pdeathsig KILL -- squid -N -f "$state/squid.conf" >>"$state/proxy.log" 2>&1 &
     squid_pid=$!
     for _ in $(seq 200); do
       grep -qs "Accepting HTTP Socket connections at.*127.0.0.1:$port" "$state/squid/cache.log" && break 2
@@ -260,6 +271,7 @@ launch_sandbox() {
   ((CPU_SECONDS)) && ulimit -t "$CPU_SECONDS"
   exec "${as_sandbox_user[@]}" setpriv --pdeathsig KILL -- bwrap "${args[@]}" -- "${inner[@]}"
 }
+((stopping)) && cleanup
 launch_sandbox <&0 &
 child=$!
 if ((LIFETIME_SECONDS)); then
@@ -267,5 +279,8 @@ if ((LIFETIME_SECONDS)); then
   watchdog=$!
   disown "$watchdog"
 fi
-if [[ -n $child ]]; then wait "$child" || status=$?; fi
-child=
+code=0
+wait "$child" || code=$?
+# wait returns early when a trapped signal arrives: then stop the sandbox (cleanup exits).
+((stopping)) && cleanup
+status=$code child=

@@ -75,7 +75,7 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability("partial", "RLIMIT_NPROC for the sandbox uid, shared by every sandbox that runs as the same uid"),
     "cpu": Capability("partial", "RLIMIT_CPU of cpus x max_lifetime CPU-seconds: a budget, not a rate; without max_lifetime, not enforced"),
     "lifetime": Capability("full", "a watchdog sends SIGTERM at max_lifetime and SIGKILL 5 s later"),
-    "idle-timeout": Capability("full", "socat relays the stdio and ends the session after idle_timeout without a byte in either direction: the server reads end-of-input, and gets SIGTERM 5 s later"),
+    "idle-timeout": Capability("partial", "socat relays the stdio and ends the session after idle_timeout without a byte in either direction (the server reads end-of-input, then gets SIGTERM): a tool call that runs longer than idle_timeout without sending progress counts as idle"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("partial", "denied commands are hidden from /usr/bin, /usr/sbin and /usr/local; the allow list, background and per-command limits are not enforced"),
     "workspace-lifecycle": Capability("partial", "each run id gets a fresh workspace; teardown does not remove it or copy artifacts out"),
