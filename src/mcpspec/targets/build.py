@@ -73,7 +73,9 @@ def _results(plan: Plan, target_name: str, output: BuildOutput) -> list[Result]:
         servers = _servers(gaps)
         first: SpecPath = gaps[0].path
         text = f"{target_name}: {message}"
-        if servers and len(servers) > 1:
+        if len(servers) > 6:
+            text += f" (servers {', '.join(servers[:5])} and {len(servers) - 5} more)"
+        elif len(servers) > 1:
             text += f" (servers {', '.join(servers)})"
         elif servers:
             text += f" (server {servers[0]})"
