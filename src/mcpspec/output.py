@@ -15,11 +15,11 @@ def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
     directory = path.parent if str(path.parent) else Path(".")
     # O_EXCL on a name unique to this process and call: cheaper than mkstemp's random retries,
     # which matters when a build writes thousands of files.
-    while True:
+    fd = -1
+    while fd < 0:
         temporary = str(directory / f".{path.name}.{os.getpid()}.{next(_SEQUENCE)}.tmp")
         try:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-            break
         except FileExistsError:  # left by a crashed process that had the same pid
             continue
     try:
