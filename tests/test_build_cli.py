@@ -139,3 +139,18 @@ def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> Non
     )
     assert "mount ro /srv/it's $(x) /data/a b" in words
     assert not (tmp_path / "pwned").exists() and not Path(os.getcwd(), "pwned").exists()
+
+
+def test_external_servers_are_named_as_not_built(tmp_path: Path) -> None:
+    spec = tmp_path / "mixed.yaml"
+    spec.write_text(
+        "version: 1\nproject: demo\nservers:\n"
+        "  local:\n    command: [mcp-local]\n    tools:\n      t: {effects: [reads_private]}\n"
+        "  remote:\n    placement: external\n    transport: {type: http, url: 'https://mcp.example.com/x', auth: {type: oauth2, audience: 'https://mcp.example.com/x'}}\n"
+        "    tools:\n      t: {effects: [reads_private]}\n"
+    )
+    result = run_cli("build", str(spec), "--target", "bwrap", "--out", str(tmp_path / "o"))
+    assert result.returncode == 0, result.stderr
+    assert "not built (placement: external, they run elsewhere): remote" in result.stderr
+    assert sorted(_files(tmp_path / "o")) == [".mcpspec-build.json", "local.sh"]
+    assert json.loads((tmp_path / "o" / ".mcpspec-build.json").read_text())["servers"]["remote"]["built"] is False

@@ -235,6 +235,8 @@ def build(
         typer.echo(f"mcpspec: nothing built for {target}: the findings above stop the build", err=True)
         raise typer.Exit(EXIT_FINDINGS)
     directory = out if out is not None else Path("build") / target
+    if built.elsewhere:
+        typer.echo(f"not built (placement: external, they run elsewhere): {', '.join(built.elsewhere)}", err=True)
     if check:
         difference = drift(directory, built)
         if difference:

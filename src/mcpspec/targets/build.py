@@ -30,6 +30,8 @@ class Build:
     files: dict[str, str] = field(default_factory=dict)
     executable: set[str] = field(default_factory=set)
     results: list[Result] = field(default_factory=list)
+    # Servers with placement: external run elsewhere: nothing is built for them.
+    elsewhere: list[str] = field(default_factory=list)
 
     @property
     def active(self) -> list[Result]:
@@ -57,7 +59,8 @@ def build_plan(plan: Plan, target_name: str, today: datetime.date | None = None,
     output = target.build(plan)
     results = _results(plan, target_name, output)
     outcome = apply_suppressions(plan, results, today or datetime.date.today(), inline_suppressions)
-    build = Build(target_name, dict(output.files), set(output.executable), outcome.results)
+    elsewhere = [name for name, sandbox in plan.servers.items() if not sandbox.runs_here]
+    build = Build(target_name, dict(output.files), set(output.executable), outcome.results, elsewhere)
     build.files[MANIFEST] = _manifest(plan, target_name, output, build)
     return build
 

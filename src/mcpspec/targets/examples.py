@@ -34,6 +34,8 @@ def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[
     printed = text.render(report) if report.active else ""
     if report.fails("high"):
         return printed + f"mcpspec: nothing built for {target}: the findings above stop the build\n", {}, set()
+    if build.elsewhere:
+        printed += f"not built (placement: external, they run elsewhere): {', '.join(build.elsewhere)}\n"
     return printed + f"built {len(build.files)} files for {target}\n", build.files, build.executable
 
 
