@@ -238,13 +238,26 @@ def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: San
 
 def test_denied_egress_reaches_nothing_and_gets_no_proxy(sandbox: Sandbox, listeners: tuple[_Listener, _Listener, _Listener]) -> None:
     allowed = listeners[0]
-    spec = sandbox.spec("offline", "    env: {set: {PYTHONPATH: /opt/site}}\n    egress: {default: deny}")
+    spec = sandbox.spec("offline", "    env: {set: {PYTHONPATH: /opt/site}}\n    egress: {default: deny}\n    process: {deny: [tail, /usr/bin/id]}")
     launcher = sandbox.build(spec)
     assert not (launcher.parent / "probe.squid.conf").exists()
-    got = call_tools(launcher, [("connect", {"host": "127.0.0.1", "port": allowed.port}), ("environment", {}), ("http_get", {"url": f"http://127.0.0.1:{allowed.port}/"})], {"MCPSPEC_RUN_ID": "offline"})
+    got = call_tools(
+        launcher,
+        [
+            ("connect", {"host": "127.0.0.1", "port": allowed.port}),
+            ("environment", {}),
+            ("http_get", {"url": f"http://127.0.0.1:{allowed.port}/"}),
+            ("spawn", {"argv": ["tail", "--version"]}),
+            ("spawn", {"argv": ["/usr/bin/id"]}),
+            ("spawn", {"argv": ["head", "--version"]}),
+        ],
+        {"MCPSPEC_RUN_ID": "offline"},
+    )
     assert got[0]["ok"] is False
     assert not {"HTTP_PROXY", "http_proxy"} & set(got[1]["env"])
     assert got[2]["ok"] is False
+    assert got[3]["ok"] is False and got[4]["ok"] is False  # denied by name and by path
+    assert got[5]["ok"] is True and got[5]["status"] == 0  # a command nobody denied
     assert _wait_gone(str(sandbox.base)) == []
 
 

@@ -103,16 +103,24 @@ def lint_file(path: str | os.PathLike[str], options: LintOptions, display_name: 
 
     Raises ``UsageError`` when the file cannot be read at all.
     """
-    from mcpspec.rules.engine import from_diagnostic
     from mcpspec.rules.pipeline import lint_plan
+
+    plan, errors = _load_or_errors(path, display_name)
+    if plan is None:
+        return errors
+    with gc_paused():
+        return FileLint(errors.file, lint_plan(plan, options), plan.source.text)
+
+
+def _load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tuple[Plan | None, FileLint]:
+    """The plan, or None and the spec errors as results (the FileLint names the file either way)."""
+    from mcpspec.rules.engine import from_diagnostic
 
     name = display_name if display_name is not None else str(path)
     try:
-        plan = load(path, name)
+        return load(path, name), FileLint(name, [])
     except SpecError as exc:
-        return FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
-    with gc_paused():
-        return FileLint(name, lint_plan(plan, options), plan.source.text)
+        return None, FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
 
 
 def _text_or_none(path: str | os.PathLike[str]) -> str | None:
@@ -130,14 +138,11 @@ def build_file(
 
     Raises ``UsageError`` when the file cannot be read and ValueError for an unknown target.
     """
-    from mcpspec.rules.engine import from_diagnostic
     from mcpspec.targets.build import build_plan
 
-    name = display_name if display_name is not None else str(path)
-    try:
-        plan = load(path, name)
-    except SpecError as exc:
-        return FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path)), None
+    plan, errors = _load_or_errors(path, display_name)
+    if plan is None:
+        return errors, None
     with gc_paused():
         build = build_plan(plan, target, inline_suppressions=inline_suppressions)
-    return FileLint(name, build.results, plan.source.text), build
+    return FileLint(errors.file, build.results, plan.source.text), build

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 
 from mcpspec import __version__
-from mcpspec.diagnostics import SpecPath
+from mcpspec.diagnostics import SpecPath, format_path
 from mcpspec.ir.plan import Plan
 from mcpspec.redact import redact
 from mcpspec.rules.engine import Result
@@ -115,7 +115,7 @@ def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build) -
             for server, sandbox in plan.servers.items()
         },
         "findings": [
-            {"rule": r.code, "path": _dotted(r.path), "message": r.message, "suppressed": r.suppression is not None}
+            {"rule": r.code, "path": format_path(r.path), "message": r.message, "suppressed": r.suppression is not None}
             for r in build.results
         ],
     }
@@ -138,8 +138,3 @@ def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build) -
     lines += ["  ]", "}"]
     return "\n".join(lines) + "\n"
 
-
-def _dotted(path: SpecPath) -> str:
-    from mcpspec.diagnostics import format_path
-
-    return format_path(path)

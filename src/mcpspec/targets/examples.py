@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 from mcpspec.api import load
+from mcpspec.output import write_atomically
 from mcpspec.report import text
 from mcpspec.report.model import FileLint, LintReport
 from mcpspec.targets import TARGET_NAMES, get_target
 from mcpspec.targets.base import CONTROLS
 from mcpspec.targets.build import build_plan
-from mcpspec.targets.writer import write_build
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -39,7 +39,8 @@ def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[
     return printed + f"built {len(build.files)} files for {target}\n", build.files, build.executable
 
 
-def readme(target_name: str, repo: Path = REPO) -> str:
+def readme(target_name: str, built: dict[str, int], repo: Path = REPO) -> str:
+    """The target's README; ``built`` maps each example's stem to the number of files it built (0: not built)."""
     target = get_target(target_name)
     module = sys.modules[type(target).__module__]
     usage = getattr(module, "USAGE", "").strip()
@@ -68,8 +69,8 @@ def readme(target_name: str, repo: Path = REPO) -> str:
         lines.append(f"| {control.title} | {control.kind} | {capability.level} | {capability.how.replace('|', '/')} |")
     lines += ["", "## Compiled examples", ""]
     for spec in example_specs(repo):
-        _, files, _ = build_report(spec, target_name, repo)
-        status = f"built ({len(files)} files)" if files else "not built: see `build.txt`"
+        count = built[spec.stem]
+        status = f"built ({count} files)" if count else "not built: see `build.txt`"
         lines.append(f"- [`{spec.stem}/`]({spec.stem}/) from `examples/{spec.name}`: {status}")
     return "\n".join(lines) + "\n"
 
@@ -78,32 +79,29 @@ def expected_tree(repo: Path = REPO) -> dict[str, tuple[str, int]]:
     """relative path under targets/ -> (text, mode)."""
     tree: dict[str, tuple[str, int]] = {}
     for target in TARGET_NAMES:
-        tree[f"{target}/README.md"] = (readme(target, repo), 0o644)
+        built: dict[str, int] = {}
         for spec in example_specs(repo):
             printed, files, executable = build_report(spec, target, repo)
+            built[spec.stem] = len(files)
             tree[f"{target}/{spec.stem}/build.txt"] = (printed, 0o644)
             for name, content in files.items():
                 tree[f"{target}/{spec.stem}/{name}"] = (content, 0o755 if name in executable else 0o644)
+        tree[f"{target}/README.md"] = (readme(target, built, repo), 0o644)
     return tree
 
 
 def main(argv: list[str]) -> int:
+    """Write the tree; remove files under each target's directory that it no longer holds."""
     out = Path(argv[0]) if argv else REPO / "targets"
+    tree = expected_tree()
     for target in TARGET_NAMES:
-        (out / target).mkdir(parents=True, exist_ok=True)
-        (out / target / "README.md").write_text(readme(target), encoding="utf-8")
-        for spec in example_specs():
-            printed, files, executable = build_report(spec, target)
-            directory = out / target / spec.stem
-            directory.mkdir(exist_ok=True)
-            for stale in directory.iterdir():
-                if stale.is_file() and stale.name != "build.txt" and stale.name not in files:
-                    stale.unlink()
-            (directory / "build.txt").write_text(printed, encoding="utf-8")
-            if files:
-                from mcpspec.targets.build import Build
-
-                write_build(directory, Build(target, files, executable))
+        for path in sorted((out / target).rglob("*")) if (out / target).exists() else []:
+            if path.is_file() and path.relative_to(out).as_posix() not in tree:
+                path.unlink()
+    for name, (content, mode) in sorted(tree.items()):
+        path = out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, content, mode)
     return 0
 
 

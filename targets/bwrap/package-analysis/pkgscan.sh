@@ -154,8 +154,13 @@ secret_env() { # NAME PROVIDER REF VARIABLE
 if [[ $ENV_MODE != all ]]; then args+=(--clearenv); fi
 setenv() { args+=(--setenv "$1" "$2"); }
 inherit() { if [[ -n ${!1+set} ]]; then args+=(--setenv "$1" "${!1}"); fi; }
-mask() { # COMMAND: hide a denied command from the sandbox's PATH directories
-  for dir in /usr/local/bin /usr/local/sbin /usr/bin /usr/sbin; do
+mask() { # COMMAND: hide a denied command (a name in the PATH directories, or an absolute path)
+  if [[ $1 == /* ]]; then
+    if [[ -e $1 ]]; then args+=(--ro-bind /dev/null "$1"); fi
+    return
+  fi
+  for dir in /usr/local/bin /usr/local/sbin /usr/bin /usr/sbin /bin /sbin; do
+    [[ -L $dir ]] && continue  # /bin -> usr/bin: the /usr entry covers it
     if [[ -e $dir/$1 ]]; then args+=(--ro-bind /dev/null "$dir/$1"); fi
   done
 }

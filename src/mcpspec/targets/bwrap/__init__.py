@@ -77,7 +77,7 @@ CAPABILITIES: dict[str, Capability] = {
     "lifetime": Capability("full", "a watchdog sends SIGTERM at max_lifetime and SIGKILL 5 s later"),
     "idle-timeout": Capability("partial", "socat relays the stdio and ends the session after idle_timeout without a byte in either direction (the server reads end-of-input, then gets SIGTERM): a tool call that runs longer than idle_timeout without sending progress counts as idle"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
-    "process-policy": Capability("partial", "denied commands are hidden from /usr/bin, /usr/sbin and /usr/local; the allow list, background and per-command limits are not enforced"),
+    "process-policy": Capability("partial", "denied commands (names in the PATH directories, or absolute paths) are hidden; the allow list, background and per-command limits are not enforced"),
     "workspace-lifecycle": Capability("partial", "each run id gets a fresh workspace; teardown does not remove it or copy artifacts out"),
     "audit-log": Capability("partial", "one JSON line per launch with the proxy's record of each destination; tool calls are not logged"),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
@@ -229,7 +229,7 @@ def _declarations(sandbox: EffectiveSandbox) -> list[str]:
         if grant.env is not None:
             out.append(f"secret_env {sh(grant.name)} {provider} {sh(ref)} {sh(grant.env)}")
     for command in sandbox.process.deny or ():
-        if "/" not in command:
+        if "/" not in command or command.startswith("/"):
             out.append(f"mask {sh(command)}")
     if sandbox.workdir is not None:
         out.append(f"args+=(--chdir {sh(sandbox.workdir)})")
