@@ -218,7 +218,7 @@ def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: San
     assert by[25][1]["ok"] is True
 
     # With an idle timeout the client talks to a socat relay; the launcher behind it finishes just after.
-    assert _wait_gone(str(base)) == [] and _wait_gone("probe.sh") == [], "a process of the sandbox or its launcher is still running"
+    assert _wait_gone(str(base)) == [] and _wait_gone("probe.py") == [], "a process of the sandbox or its launcher is still running"
     assert _wait_gone("mcpspec-probe-run-a.") == [], "the proxy or the bridge is still running"
     assert not list(Path("/tmp").glob("mcpspec-probe-run-a.*")), "the launcher left its state directory"
 
@@ -307,7 +307,7 @@ def test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing(s
 def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
     spec = sandbox.spec("idle", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 4s}")
     launcher = sandbox.build(spec)
-    assert "IDLE_SECONDS=4" in launcher.read_text(encoding="utf-8")
+    assert "'idle_seconds': 4," in launcher.read_text(encoding="utf-8")
     log = sandbox.base / "idle.stderr"
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "idle-test", "version": "1"}}}
     with log.open("wb") as stderr:
@@ -329,7 +329,7 @@ def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
         time.sleep(0.1)
     record = json.loads(log.read_text(encoding="utf-8").strip().splitlines()[-1])
     assert record["event"] == "launch" and record["run_id"] == "idle" and record["exit_status"] == 143
-    assert _wait_gone(str(sandbox.base)) == [] and _wait_gone("probe.sh") == []
+    assert _wait_gone(str(sandbox.base)) == [] and _wait_gone("probe.py") == []
 
 
 def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: Sandbox) -> None:

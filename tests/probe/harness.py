@@ -92,7 +92,7 @@ agents:
 {extra}
 servers:
   probe:
-    command: [{SANDBOX_PYTHON}, /probe/probe_server.py]
+    command: [{SANDBOX_PYTHON}, /probe/probe_server.py, '{self.base}']
     mounts:
       - {{from: {self.site}, to: /opt/site}}
       - {{from: {self.probe_dir}, to: /probe}}
@@ -113,7 +113,7 @@ servers:
         failing = [r for r in build.active if r.severity in ("critical", "high", "error")]
         assert not failing, [r.message for r in failing]
         write_build(out, build)
-        return out / "probe.sh"
+        return out / "probe.py"
 
     def cleanup(self) -> None:
         shutil.rmtree(self.base, ignore_errors=True)
@@ -136,7 +136,7 @@ def call_tools(launcher: Path, calls: list[tuple[str, dict[str, Any]]], env: dic
     async def run() -> list[Any]:
         params = StdioServerParameters(command=str(launcher), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env})
         results = []
-        with open(os.devnull, "w") as errlog:
+        with open(log, "a", encoding="utf-8") as errlog:
             async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
                 for name, arguments in calls:
@@ -145,7 +145,12 @@ def call_tools(launcher: Path, calls: list[tuple[str, dict[str, Any]]], env: dic
                     results.append(json.loads(text))
         return results
 
-    return asyncio.run(asyncio.wait_for(run(), timeout))
+    log = launcher.parent / "launcher-stderr.log"
+    try:
+        return asyncio.run(asyncio.wait_for(run(), timeout))
+    except BaseException as exc:
+        said = log.read_text(encoding="utf-8", errors="replace")[-3000:] if log.exists() else ""
+        raise AssertionError(f"the session through {launcher.name} failed; the launcher said:\n{said}") from exc
 
 
 def sandbox_python_matches() -> bool:

@@ -9,14 +9,16 @@ the egress proxy, enforces limits and writes the audit line.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from importlib import resources
 
-from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.targets.base import BuildOutput, Capability, Gap
-from mcpspec.targets.common import Overrides, compact_json, header, matrix_gaps
+from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
+from mcpspec.targets.common import Overrides, header, matrix_gaps
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
-from mcpspec.targets.escape import Unrepresentable, sh, sh_words
+from mcpspec.targets.escape import Unrepresentable
 
 USAGE = """
 ## Running the output
@@ -92,7 +94,7 @@ class BwrapTarget:
 
     def build(self, plan: Plan) -> BuildOutput:
         output = BuildOutput()
-        runtime = resources.files(__package__).joinpath("runtime.sh").read_text(encoding="utf-8")
+        runtime = resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
         for name, sandbox in plan.servers.items():
             if not sandbox.runs_here:
                 continue
@@ -102,15 +104,15 @@ class BwrapTarget:
             output.enforcement[name] = levels
             egress = egress_plan(sandbox)
             try:
-                head = _launcher_head(plan, sandbox, egress)
+                launcher = _launcher(plan, sandbox, egress, runtime)
             except Unrepresentable as exc:
                 gaps.append(Gap("mounts", "none", sandbox.path, str(exc), unrepresentable=True))
-                head = None
+                launcher = None
             output.gaps.extend(gaps)
-            if head is None:
+            if launcher is None:
                 continue
-            output.files[f"{name}.sh"] = head + runtime
-            output.executable.add(f"{name}.sh")
+            output.files[f"{name}.py"] = launcher
+            output.executable.add(f"{name}.py")
             if egress.mode == "proxy":
                 lines = header(plan, f"egress allowlist of server {name}; the launcher adds the port and file lines")
                 output.files[f"{name}.squid.conf"] = squid_config(egress, [line.removeprefix("# ") for line in lines], [])
@@ -144,106 +146,107 @@ def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
     return gaps, overrides
 
 
-def _launcher_head(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> str:
-    runtime = sandbox.runtime
-    uid = runtime.user if runtime.user is not None else 65532
-    gid = runtime.group if runtime.group is not None else uid
-    workspace = plan.workspace
-    agents = sandbox.agents
-    lifetime = sandbox.lifecycle.max_lifetime
-    cpu_seconds = math.ceil(runtime.cpus * lifetime) if runtime.cpus is not None and lifetime is not None else 0
-    idle = sandbox.lifecycle.idle_timeout
-    needs = ["socat", "squid", "setsid"] if egress.mode == "proxy" else []
-    if idle is not None and "socat" not in needs:
-        needs.append("socat")
-    env_mode = sandbox.env.inherit if isinstance(sandbox.env.inherit, str) else "list"
-    logging = sandbox.logging
-    sink = logging.sink or "stderr"
-    lines = [
-        "#!/bin/bash",
-        *header(plan, f"the sandbox of MCP server {sandbox.name}"),
-        "# Use this file as the server's stdio command. MCPSPEC_AGENT picks the agent,",
-        "# MCPSPEC_RUN_ID the run (default: a timestamp); the workspace is per agent run.",
-        "set -euo pipefail",
-        "umask 077",
-        'here=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd -P)',
-        "",
-        f"SERVER={sh(sandbox.name)}",
-        f"PROJECT={sh(plan.project)}",
-        f"AGENTS=({sh_words(agents)})",
-        f"DEFAULT_AGENT={sh(agents[0] if len(agents) == 1 else ('default' if not agents else ''))}",
-        f"NEEDS=({sh_words(needs)})",
-        f"SANDBOX_UID={int(uid)}",
-        f"SANDBOX_GID={int(gid)}",
-        f"WORKSPACE_ROOT={sh(workspace.root) if workspace is not None else ''}",
-        f"PER_AGENT={1 if workspace is None or workspace.per_agent else 0}",
-        f"ENV_MODE={sh(env_mode or 'none')}",
-        f"SHARE_NET={1 if egress.mode == 'direct-open' else 0}",
-        f"PROXY={1 if egress.mode == 'proxy' else 0}",
-        f"MEMORY_KIB={runtime.memory // 1024 if runtime.memory is not None else 0}",
-        f"PIDS={runtime.pids or 0}",
-        f"CPU_SECONDS={cpu_seconds}",
-        f"LIFETIME_SECONDS={math.ceil(lifetime) if lifetime is not None else 0}",
-        f"IDLE_SECONDS={math.ceil(idle) if idle is not None else 0}",
-        f"AUDIT={1 if logging.audit else 0}",
-        f"AUDIT_SINK={sh(sink)}",
-        f"AUDIT_MOUNTS={sh(compact_json(_audit_mounts(sandbox)))}",
-        f"AUDIT_EGRESS={sh(compact_json(_audit_egress(egress)))}",
-        f"COMMAND=({sh_words(sandbox.command)})",
-        "",
-        "declare_sandbox() {",
-        *(f"  {line}" for line in _declarations(sandbox)),
-        "}",
-        "",
-    ]
+def _launcher(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, runtime_text: str) -> str:
+    """The launcher: a shebang, a comment header, CONFIG as a Python literal, then the constant runtime."""
     if sandbox.command_is_shell:
         raise Unrepresentable("a command given as one string is run by a shell; give it as a list of words")
     if not sandbox.command:
         raise Unrepresentable(f"server {sandbox.name!r} has no command to launch")
-    return "\n".join(lines)
+    config = _config(plan, sandbox, egress)
+    lines = [
+        "#!/usr/bin/python3 -IS",
+        *header(plan, f"the sandbox of MCP server {sandbox.name}"),
+        "# Use this file as the server's stdio command. MCPSPEC_AGENT picks the agent,",
+        "# MCPSPEC_RUN_ID the run (default: a timestamp); the workspace is per agent run.",
+        "",
+        "CONFIG = {",
+        *(f"    {key!r}: {value!r}," for key, value in config.items()),
+        "}",
+        "",
+    ]
+    return "\n".join(lines) + "\n" + runtime_text
 
 
-def _declarations(sandbox: EffectiveSandbox) -> list[str]:
-    out: list[str] = []
-    for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target)):
-        out.append(_mount_line(mount))
+def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[str, object]:
+    """Every value the runtime reads, as plain data (``repr`` of it is a safe Python literal)."""
+    runtime = sandbox.runtime
+    uid = runtime.user if runtime.user is not None else 65532
+    gid = runtime.group if runtime.group is not None else uid
+    workspace = plan.workspace
+    agents = list(sandbox.agents)
+    lifetime = sandbox.lifecycle.max_lifetime
+    cpu_seconds = math.ceil(runtime.cpus * lifetime) if runtime.cpus is not None and lifetime is not None else 0
+    idle = sandbox.lifecycle.idle_timeout
     env = sandbox.env
-    if isinstance(env.inherit, list):
-        out.extend(f"inherit {sh(name)}" for name in env.inherit)
-    elif env.inherit == "minimal":
-        out.extend(f"inherit {name}" for name in MINIMAL_ENV)
+    env_mode = env.inherit if isinstance(env.inherit, str) else "list"
+    inherit = list(env.inherit) if isinstance(env.inherit, list) else list(MINIMAL_ENV) if env.inherit == "minimal" else []
     declared = dict(env.set or {})
-    if "PATH" not in declared and env.inherit != "all" and not (env.inherit == "minimal" or (isinstance(env.inherit, list) and "PATH" in env.inherit)):
+    if "PATH" not in declared and env.inherit != "all" and "PATH" not in inherit:
         declared["PATH"] = DEFAULT_PATH
-    out.extend(f"setenv {sh(name)} {sh(value)}" for name, value in sorted(declared.items()))
-    for grant in sandbox.secrets:
-        provider, ref = grant.provider, grant.ref
-        if provider in ("vault", "k8s-secret"):
-            continue
-        if provider == "systemd-credential":
-            provider = "credential"
-        elif provider == "file" and ref.startswith("~/"):
-            provider, ref = "home", ref[2:]
-        if grant.file is not None:
-            out.append(f"secret_file {sh(grant.name)} {provider} {sh(ref)} {sh(grant.file)}")
-        if grant.env is not None:
-            out.append(f"secret_env {sh(grant.name)} {provider} {sh(ref)} {sh(grant.env)}")
-    for command in sandbox.process.deny or ():
-        if "/" not in command or command.startswith("/"):
-            out.append(f"mask {sh(command)}")
-    if sandbox.workdir is not None:
-        out.append(f"args+=(--chdir {sh(sandbox.workdir)})")
-    return out or [":"]
+    config = Config(
+        project=plan.project,
+        server=sandbox.name,
+        agents=agents,
+        default_agent=agents[0] if len(agents) == 1 else ("default" if not agents else ""),
+        uid=int(uid),
+        gid=int(gid),
+        workspace_root=workspace.root if workspace is not None else "",
+        per_agent=workspace is None or workspace.per_agent,
+        env_mode=env_mode or "none",
+        inherit=inherit,
+        setenv=[[name, value] for name, value in sorted(declared.items())],
+        share_net=egress.mode == "direct-open",
+        proxy=egress.mode == "proxy",
+        memory_bytes=runtime.memory or 0,
+        pids=runtime.pids or 0,
+        cpu_seconds=cpu_seconds,
+        lifetime_seconds=math.ceil(lifetime) if lifetime is not None else 0,
+        idle_seconds=math.ceil(idle) if idle is not None else 0,
+        audit=bool(sandbox.logging.audit),
+        audit_sink=sandbox.logging.sink or "stderr",
+        audit_mounts=_audit_mounts(sandbox),
+        audit_egress=_audit_egress(egress),
+        command=list(sandbox.command),
+        workdir=sandbox.workdir,
+        mounts=[_mount(mount) for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target))],
+        secrets=[secret for grant in sandbox.secrets if (secret := _secret(grant)) is not None],
+        masks=[command for command in sandbox.process.deny or () if "/" not in command or command.startswith("/")],
+    )
+    for value in _strings(dataclasses.asdict(config)):
+        if "\x00" in value:
+            raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
+    return dataclasses.asdict(config)
 
 
-def _mount_line(mount: EffectiveMount) -> str:
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() for s in (*_strings(key), *_strings(item))]
+    if isinstance(value, list | tuple):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _mount(mount: EffectiveMount) -> Mount:
     if mount.workspace_dir is not None:
         if mount.tmpfs:
-            return f"scratch {mount.size or 268435456} {sh(mount.target)}"
-        return f"workspace {mount.mode} {sh(mount.workspace_dir)} {sh(mount.target)}"
+            return Mount("scratch", mount.mode, "", mount.target, mount.size or 268435456)
+        return Mount("workspace", mount.mode, mount.workspace_dir, mount.target)
     if mount.source == "~" or mount.source.startswith("~/"):
-        return f"home_path {mount.mode} {sh(mount.source[2:] or '.')} {sh(mount.target)}"
-    return f"host_path {mount.mode} {sh(mount.source)} {sh(mount.target)}"
+        return Mount("home", mount.mode, mount.source[2:] or ".", mount.target)
+    return Mount("host", mount.mode, mount.source, mount.target)
+
+
+def _secret(grant: SecretGrant) -> Secret | None:
+    provider, ref = grant.provider, grant.ref
+    if provider in ("vault", "k8s-secret"):
+        return None
+    if provider == "systemd-credential":
+        provider = "credential"
+    elif provider == "file" and ref.startswith("~/"):
+        provider, ref = "home", ref[2:]
+    return Secret(grant.name, provider, ref, grant.env, grant.file)
 
 
 def _audit_mounts(sandbox: EffectiveSandbox) -> list[dict[str, str]]:

@@ -1,0 +1,1008 @@
+# ---- mcpspec bwrap launcher runtime (constant; the per-server CONFIG is above) ----
+# This text is appended verbatim to every generated launcher, after its CONFIG.
+# It needs only Python's standard library (3.10 or newer) and runs as the MCP
+# client's stdio command, usually as root. Nothing here interpolates spec text
+# into a shell: every value reaches bwrap as one argument through a file
+# descriptor (--args), so no value is visible on a command line either.
+#
+# Trust rules for root: every path the launcher creates, opens or changes is
+# walked one component at a time with O_NOFOLLOW from "/", following only
+# symbolic links owned by root (or by the invoking user when it is not root),
+# so a link a sandbox planted in a writable mount leads nowhere. Directories
+# root creates for a run are root-owned and not writable by the sandbox.
+# Every child (bwrap, squid, socat) gets a parent-death SIGKILL set after its
+# last identity change and checked against a parent that already died, so
+# killing the launcher at any moment ends all of it.
+
+import contextlib
+import ctypes
+import json
+import os
+import re
+import secrets
+import selectors
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+FALLBACK_ID = 65532  # the host uid/gid that stands in for uid or gid 0 inside the sandbox
+TMP_BYTES = 64 * 1024 * 1024
+SHM_BYTES = 16 * 1024 * 1024
+SECRET_MAX_BYTES = 1024 * 1024
+STOP_GRACE_SECONDS = 5.0
+CPU_POLL_SECONDS = 0.5
+PROXY_PORT_INSIDE = 3128
+SOCKET_INSIDE = "/run/mcpspec/egress.sock"
+REFUSED = 125
+NAME = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ABSOLUTE = re.compile(r"^/[^\x00]*$")
+
+PR_SET_PDEATHSIG = 1
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+
+
+class Refusal(Exception):
+    """The launcher will not start the server (exit 125, a message, an audit line)."""
+
+
+@dataclass(frozen=True)
+class Mount:
+    kind: str  # "workspace", "scratch", "host" or "home"
+    mode: str  # "ro" or "rw"
+    source: str  # a workspace dir name, a host path, or a path under ~
+    target: str
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class Secret:
+    name: str
+    provider: str  # "env", "file", "home" or "credential"
+    ref: str
+    env: str | None = None
+    file: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the generated head says about one server; every value already validated by mcpspec."""
+
+    project: str
+    server: str
+    agents: list[str]
+    default_agent: str
+    uid: int
+    gid: int
+    workspace_root: str
+    per_agent: bool
+    env_mode: str  # "list", "minimal", "all" or "none"
+    inherit: list[str]
+    setenv: list[list[str]]
+    share_net: bool
+    proxy: bool
+    memory_bytes: int
+    pids: int
+    cpu_seconds: int
+    lifetime_seconds: int
+    idle_seconds: int
+    audit: bool
+    audit_sink: str
+    audit_mounts: list[dict[str, str]]
+    audit_egress: dict[str, Any]
+    command: list[str]
+    workdir: str | None
+    mounts: list[Mount] = field(default_factory=list)
+    secrets: list[Secret] = field(default_factory=list)
+    masks: list[str] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, raw: dict[str, Any]) -> "Config":
+        values = dict(raw)
+        values["mounts"] = [Mount(**item) for item in raw.get("mounts", [])]
+        values["secrets"] = [Secret(**item) for item in raw.get("secrets", [])]
+        return cls(**values)
+
+
+# ---------------------------------------------------------------- process hygiene
+
+def _prctl(option: int, arg: int, arg3: int = 0) -> int:
+    return int(ctypes.CDLL(None, use_errno=True).prctl(option, arg, arg3, 0, 0))
+
+
+def close_inherited_fds() -> None:
+    """Close every descriptor above 2 that the client handed down, and make sure 0-2 exist."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.dup2(os.open("/dev/null", os.O_RDWR), fd)
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def child_setup(parent: int, identity: tuple[int, int, list[int]] | None, limits: list[tuple[int, int]], no_new_privs: bool) -> Callable[[], None]:
+    """A preexec function: limits, the identity change, then a parent-death signal checked against
+    a parent that may already be gone (an identity change clears the signal, so it comes last)."""
+
+    def setup() -> None:
+        import resource
+
+        for which, value in limits:
+            resource.setrlimit(which, (value, value))
+        if identity is not None:
+            uid, gid, groups = identity
+            for cap in range(64):
+                _prctl(PR_CAPBSET_DROP, cap)
+            _prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+            os.setgroups(groups)
+            os.setresgid(gid, gid, gid)
+            os.setresuid(uid, uid, uid)
+        if no_new_privs:
+            _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(REFUSED)
+
+    return setup
+
+
+# ---------------------------------------------------------------- paths root may touch
+
+
+class TrustedPaths:
+    """Opens directories and files without following a link that an untrusted user planted."""
+
+    def __init__(self) -> None:
+        self.euid = os.geteuid()
+
+    def _trusted_link(self, st: os.stat_result) -> bool:
+        return st.st_uid == 0 or st.st_uid == self.euid
+
+    def _components(self, path: str) -> list[str]:
+        if not ABSOLUTE.match(path):
+            raise Refusal(f"{path!r} is not an absolute path")
+        return [part for part in path.split("/") if part not in ("", ".")]
+
+    def open_dir(self, path: str, create: bool = False) -> int:
+        """An O_PATH descriptor of directory ``path``; missing components are created root-owned, 0711."""
+        return self._walk(self._components(path), create)
+
+    def _walk(self, parts: list[str], create: bool) -> int:
+        fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        hops = 0
+        done: list[str] = []
+        try:
+            while parts:
+                part = parts.pop(0)
+                if part == "..":
+                    raise Refusal(f"refusing /{'/'.join(done)}/..: a path with '..'")
+                try:
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    if not create:
+                        raise Refusal(f"/{'/'.join([*done, part])} does not exist") from None
+                    os.close(owned_dir(fd, part, 0o711, None))
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    hops += 1
+                    if hops > 20 or not self._trusted_link(st):
+                        raise Refusal(f"refusing /{'/'.join([*done, part])}: it is a symbolic link")
+                    target = os.readlink(part, dir_fd=fd)
+                    parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
+                    if target.startswith("/"):
+                        os.close(fd)
+                        fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                        done = []
+                    continue
+                if not stat.S_ISDIR(st.st_mode):
+                    raise Refusal(f"/{'/'.join([*done, part])} is not a directory")
+                next_fd = os.open(part, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+                os.close(fd)
+                fd = next_fd
+                done.append(part)
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def split(self, path: str) -> tuple[int, str]:
+        """(descriptor of the parent directory, last component) of a file path."""
+        parts = self._components(path)
+        if not parts:
+            raise Refusal(f"{path!r} is not a file")
+        return self._walk(parts[:-1], False), parts[-1]
+
+    def read_file(self, path: str, limit: int) -> bytes:
+        """A regular file with a single link, read without following a link at any step."""
+        parent, name = self.split(path)
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+        except OSError as exc:
+            raise Refusal(f"cannot read {path}: {exc.strerror}") from None
+        finally:
+            os.close(parent)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise Refusal(f"{path} is not a regular file")
+            if st.st_nlink != 1:
+                raise Refusal(f"{path} has {st.st_nlink} links (a hard link to it could stand for another file)")
+            data = os.read(fd, limit + 1)
+            if len(data) > limit:
+                raise Refusal(f"{path} is larger than {limit} bytes")
+            return data
+        finally:
+            os.close(fd)
+
+    def open_append(self, path: str) -> int:
+        """An append descriptor of a regular file with one link (created 0600 when missing)."""
+        parent, name = self.split(path)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600, dir_fd=parent)
+        except OSError as exc:
+            raise Refusal(f"cannot open {path} for appending: {exc.strerror}") from None
+        finally:
+            os.close(parent)
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            raise Refusal(f"refusing {path}: not a regular file with a single link")
+        return fd
+
+
+def owned_dir(parent: int, name: str, mode: int, owner: tuple[int, int] | None) -> int:
+    """Create (or open) directory ``name`` under ``parent`` without following a link; chmod and chown the open descriptor."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=parent)
+        created = True
+    except FileExistsError:
+        created = False
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    except OSError:
+        raise Refusal(f"refusing {name}: it is a symbolic link or not a directory") from None
+    if created:
+        # bwrap, running as the sandbox's uid, resolves a bound directory by its path: let it through.
+        os.fchmod(fd, mode)
+        if owner is not None:
+            os.fchown(fd, *owner)
+    return fd
+
+
+def memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+# ---------------------------------------------------------------- the launcher
+
+
+class Launcher:
+    def __init__(self, config: Config) -> None:
+        self.c = config
+        self.root = os.geteuid() == 0
+        self.paths = TrustedPaths()
+        self.status = 0
+        self.error = ""
+        self.stop_signal = 0
+        self.ended_by = ""
+        self.agent = ""
+        self.run_id = ""
+        self.run_dir = ""
+        self.started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.args: list[str] = []
+        self.fds: list[int] = []
+        self.shim: list[str] = []
+        self.state = ""
+        self.bridge_dir = ""
+        self.proxy_processes: list[subprocess.Popen[bytes]] = []
+        self.sandbox: subprocess.Popen[bytes] | None = None
+        self.audit_fd = -1
+        self.tools: dict[str, str] = {}
+        self.host_uid, self.host_gid = os.geteuid(), os.getegid()
+        if self.root:
+            self.host_uid = config.uid or FALLBACK_ID
+            self.host_gid = config.gid or FALLBACK_ID
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # -- signals: recorded until the sandbox runs, then they stop it
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        if not self.stop_signal:
+            self.stop_signal = signum
+        with contextlib.suppress(OSError):
+            os.write(self.wake_w, b"s")
+
+    def run(self) -> int:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        try:
+            self.prepare()
+            if self.stop_signal:
+                raise Stopped()
+            if self.c.proxy:
+                self.start_proxy()
+            self.launch()
+            self.supervise()
+        except Stopped:
+            self.status = 128 + self.stop_signal
+            self.ended_by = "signal"
+        except (Refusal, OSError) as exc:
+            self.error = str(exc) if isinstance(exc, Refusal) else f"{exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}"
+            self.status = REFUSED
+            sys.stderr.write(f"mcpspec {self.c.server}: {self.error}\n")
+        except Exception as exc:  # noqa: BLE001 (a bug here must still stop the sandbox, say why and exit 125)
+            self.error = f"internal error: {type(exc).__name__}: {exc}"
+            self.status = REFUSED
+            sys.stderr.write(f"mcpspec {self.c.server}: {self.error}\n")
+        finally:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            self.cleanup()
+        return self.status
+
+    # -- before anything starts
+    def prepare(self) -> None:
+        self.tools = {name: self.tool(name) for name in self.needed_tools()}
+        self.agent = os.environ.get("MCPSPEC_AGENT") or self.c.default_agent
+        if self.c.agents and self.agent not in self.c.agents:
+            raise Refusal(f"set MCPSPEC_AGENT to one of: {' '.join(self.c.agents)}")
+        if not NAME.match(self.agent):
+            raise Refusal("MCPSPEC_AGENT must be a lowercase name")
+        self.run_id = os.environ.get("MCPSPEC_RUN_ID") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+        if not RUN_ID.match(self.run_id):
+            raise Refusal("MCPSPEC_RUN_ID must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+        if self.c.audit and self.c.audit_sink not in ("stderr", "journal"):
+            self.audit_fd = self.paths.open_append(self.c.audit_sink)
+        self.base_args()
+        for mount in self.c.mounts:
+            self.mount(mount)
+        self.environment()
+        for secret in self.c.secrets:
+            self.secret(secret)
+        for command in self.c.masks:
+            self.mask(command)
+        if self.c.workdir is not None:
+            self.args += ["--chdir", self.c.workdir]
+
+    def needed_tools(self) -> list[str]:
+        names = ["bwrap"]
+        if self.c.proxy:
+            names += ["squid", "socat"]
+        if self.c.audit and self.c.audit_sink == "journal":
+            names.append("systemd-cat")
+        return names
+
+    def tool(self, name: str) -> str:
+        found = shutil.which(name, path=SAFE_PATH)
+        if found is None and name != "systemd-cat":
+            raise Refusal(f"{name} is not installed (it enforces this server's sandbox)")
+        return found or ""
+
+    def base_args(self) -> None:
+        c = self.c
+        args = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+                "--cap-drop", "ALL", "--uid", str(c.uid), "--gid", str(c.gid), "--hostname", f"mcp-{c.server}"]
+        if c.share_net:
+            args.append("--share-net")
+        args += ["--ro-bind", "/usr", "/usr"]
+        for top in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
+            path = f"/{top}"
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        for name in ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "localtime"):
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        passwd = self.keep(memfd("passwd", f"mcp:x:{c.uid}:{c.gid}::/nonexistent:/usr/sbin/nologin\n".encode()))
+        group = self.keep(memfd("group", f"mcp:x:{c.gid}:\n".encode()))
+        args += ["--ro-bind-data", str(passwd), "/etc/passwd", "--ro-bind-data", str(group), "/etc/group",
+                 "--proc", "/proc", "--dev", "/dev",
+                 "--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm",
+                 "--size", str(TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp", "--dir", "/run/mcpspec"]
+        self.args = args
+
+    def keep(self, fd: int) -> int:
+        self.fds.append(fd)
+        return fd
+
+    def prepare_run_dir(self) -> int:
+        """The run's directory: root-owned (0711) down to it, so no sandbox can plant or race in it."""
+        owner = None if not self.root else (0, 0)
+        parent = self.paths.open_dir(self.c.workspace_root, create=True)
+        names = ([self.agent] if self.c.per_agent else []) + [self.run_id]
+        path = self.c.workspace_root.rstrip("/")
+        try:
+            for name in names:
+                self.check_not_writable_by_others(parent, path)
+                fd = owned_dir(parent, name, 0o711, owner)
+                os.close(parent)
+                parent = fd
+                path = f"{path}/{name}"
+            self.run_dir = path
+            return parent
+        except BaseException:
+            os.close(parent)
+            raise
+
+    def check_not_writable_by_others(self, fd: int, path: str) -> None:
+        st = os.fstat(fd)
+        if st.st_uid not in (0, self.paths.euid) or st.st_mode & 0o022:
+            raise Refusal(f"refusing {path}: another user can write to it (it must belong to {'root' if self.root else 'you'} and not be group- or world-writable)")
+
+    def mount(self, mount: Mount) -> None:
+        bind = "--bind" if mount.mode == "rw" else "--ro-bind"
+        if mount.kind == "scratch":
+            self.args += ["--size", str(mount.size), "--perms", "0700", "--tmpfs", mount.target]
+            if mount.mode == "ro":
+                self.args += ["--remount-ro", mount.target]
+        elif mount.kind == "workspace":
+            run = self.prepare_run_dir_once()
+            owner = (self.host_uid, self.host_gid) if self.root else None
+            fd = owned_dir(run, mount.source, 0o700, owner)
+            self.args += [bind + "-fd", str(self.keep(fd)), mount.target]
+        else:
+            source = mount.source
+            if mount.kind == "home":
+                home = os.environ.get("HOME", "")
+                if not ABSOLUTE.match(home):
+                    raise Refusal("HOME is not set (a mount is under ~)")
+                source = os.path.join(home, source)
+            if not os.path.lexists(source):
+                raise Refusal(f"mount source {source} does not exist")
+            # bwrap resolves a host path as the sandbox's own uid: it reaches only what that uid may.
+            self.args += [bind, source, mount.target]
+
+    _run_fd = -1
+
+    def prepare_run_dir_once(self) -> int:
+        if self._run_fd < 0:
+            self._run_fd = self.keep(self.prepare_run_dir())
+        return self._run_fd
+
+    def environment(self) -> None:
+        c = self.c
+        self.args.append("--clearenv")
+        names = list(os.environ) if c.env_mode == "all" else c.inherit
+        for name in names:
+            if name in os.environ and VARIABLE.match(name):
+                self.args += ["--setenv", name, os.environ[name]]
+        for name, value in c.setenv:
+            self.args += ["--setenv", name, value]
+
+    def secret(self, secret: Secret) -> None:
+        data = self.secret_value(secret)
+        if secret.file is not None:
+            fd = self.keep(memfd(secret.name, data))
+            self.args += ["--perms", "0400", "--ro-bind-data", str(fd), secret.file]
+        if secret.env is not None:
+            if not VARIABLE.match(secret.env):
+                raise Refusal(f"secret {secret.name}: bad variable name")
+            value = data.rstrip(b"\n")
+            if b"\0" in value:
+                raise Refusal(f"secret {secret.name}: a NUL byte cannot go into an environment variable")
+            fd = self.keep(memfd(secret.name, value))
+            self.shim.append(f"IFS= read -r -d '' {secret.env} <&{fd} || :; exec {fd}<&-; export {secret.env}; ")
+
+    def secret_value(self, secret: Secret) -> bytes:
+        if secret.provider == "env":
+            if not VARIABLE.match(secret.ref):
+                raise Refusal(f"secret {secret.name}: bad variable name")
+            if secret.ref not in os.environ:
+                raise Refusal(f"secret {secret.name}: environment variable {secret.ref} is not set")
+            return os.environ[secret.ref].encode()
+        if secret.provider == "file":
+            path = secret.ref
+        elif secret.provider == "home":
+            home = os.environ.get("HOME", "")
+            if not ABSOLUTE.match(home):
+                raise Refusal(f"secret {secret.name}: HOME is not set")
+            path = os.path.join(home, secret.ref)
+        elif secret.provider == "credential":
+            directory = os.environ.get("CREDENTIALS_DIRECTORY", "")
+            if not ABSOLUTE.match(directory) or "/" in secret.ref:
+                raise Refusal(f"secret {secret.name}: no systemd credential {secret.ref}")
+            path = os.path.join(directory, secret.ref)
+        else:
+            raise Refusal(f"secret {secret.name}: unknown provider {secret.provider}")
+        try:
+            return self.paths.read_file(path, SECRET_MAX_BYTES)
+        except Refusal as exc:
+            raise Refusal(f"secret {secret.name}: {exc}") from None
+
+    def mask(self, command: str) -> None:
+        """Hide a denied command (a name in the PATH directories, or an absolute path)."""
+        if command.startswith("/"):
+            if os.path.lexists(command):
+                self.args += ["--ro-bind", "/dev/null", command]
+            return
+        for directory in ("/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/bin", "/sbin"):
+            if os.path.islink(directory):
+                continue  # /bin -> usr/bin: the /usr entry covers it
+            if os.path.lexists(f"{directory}/{command}"):
+                self.args += ["--ro-bind", "/dev/null", f"{directory}/{command}"]
+
+    # -- the egress proxy: squid behind a unix socket only this sandbox is given
+    def start_proxy(self) -> None:
+        self.state = tempfile.mkdtemp(prefix=f"mcpspec-{self.c.server}-{self.run_id}.", dir="/tmp")
+        os.chmod(self.state, 0o711)
+        proxy_ids = self.proxy_identity()
+        owner = None if proxy_ids is None else proxy_ids[:2]
+        state_fd = os.open(self.state, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        os.close(owned_dir(state_fd, "squid", 0o700, owner))
+        # The bridge's socket sits in a directory with an unguessable name inside this root-owned,
+        # unlistable one, reachable by the proxy user and the sandbox's group only; once the sandbox
+        # has it mounted, the name is removed, so no path on the host leads to it any more.
+        self.bridge_dir = f"{self.state}/{secrets.token_hex(16)}"
+        bridge_owner = None if proxy_ids is None else (proxy_ids[0], self.host_gid)
+        bridge_fd = owned_dir(state_fd, os.path.basename(self.bridge_dir), 0o2710 if self.root else 0o700, bridge_owner)
+        hosts = os.environ.get("MCPSPEC_EGRESS_HOSTS_FILE", "/etc/hosts")
+        if not re.match(r"^/[A-Za-z0-9/._-]+$", hosts) or not os.access(hosts, os.R_OK):
+            raise Refusal("MCPSPEC_EGRESS_HOSTS_FILE must be a readable absolute path")
+        here = os.path.dirname(os.path.realpath(sys.argv[0]))
+        rules = self.paths.read_file(os.path.join(here, f"{self.c.server}.squid.conf"), 1 << 22).decode()
+        log = os.open(f"{self.state}/proxy.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        port = 0
+        squid: subprocess.Popen[bytes] | None = None
+        for _attempt in range(5):
+            port = free_port()
+            conf = (f"http_port 127.0.0.1:{port}\npid_filename {self.state}/squid/squid.pid\n"
+                    f"cache_log {self.state}/squid/cache.log\ncoredump_dir {self.state}/squid\nhosts_file {hosts}\n"
+                    f"{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
+            with open(f"{self.state}/squid.conf", "w", encoding="utf-8") as handle:
+                handle.write(conf)
+            os.chmod(f"{self.state}/squid.conf", 0o644)
+            squid = self.spawn_helper([self.tools["squid"], "-N", "-f", f"{self.state}/squid.conf"], proxy_ids, log)
+            if self.wait_for(lambda: self.squid_accepts(port), squid):
+                break
+            if self.stop_signal:
+                raise Stopped()
+            squid.kill()
+            squid.wait()
+            self.proxy_processes.remove(squid)
+            squid = None
+        if squid is None:
+            raise Refusal("the egress proxy (squid) did not start: " + (self.squid_log().strip().splitlines() or ["no log"])[-1][:300])
+        sock = f"{self.bridge_dir}/egress.sock"
+        bridge = self.spawn_helper([self.tools["socat"], f"UNIX-LISTEN:{sock},fork,mode={'0660' if self.root else '0600'}", f"TCP:127.0.0.1:{port}"], proxy_ids, log)
+        if not self.wait_for(lambda: is_socket(bridge_fd, "egress.sock"), bridge):
+            if self.stop_signal:
+                raise Stopped()
+            raise Refusal("the egress bridge (socat) did not start")
+        os.close(bridge_fd)
+        os.close(state_fd)
+        # bwrap resolves the path as the sandbox's uid: the socket's group (from the setgid directory) lets it in.
+        self.args += ["--bind", sock, SOCKET_INSIDE, "--ro-bind", self.tools["socat"], "/run/mcpspec/socat"]
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
+            self.args += ["--setenv", name, f"http://127.0.0.1:{PROXY_PORT_INSIDE}"]
+        self.shim.append(f"/run/mcpspec/socat TCP-LISTEN:{PROXY_PORT_INSIDE},bind=127.0.0.1,fork,reuseaddr UNIX-CONNECT:{SOCKET_INSIDE} & ")
+        # Start the server once the relay listens (state 0A in /proc/net/tcp), at most 5 s later.
+        self.shim.append(f"for _ in {{1..250}}; do while read -r _ a _ s _; do [[ $a == *:{PROXY_PORT_INSIDE:04X} && $s == 0A ]] && break 2; done < /proc/net/tcp; sleep 0.02; done; ")
+
+    def proxy_identity(self) -> tuple[int, int, list[int]] | None:
+        if not self.root:
+            return None
+        import pwd
+
+        try:
+            entry = pwd.getpwnam("proxy")
+        except KeyError:
+            raise Refusal("the proxy user (Debian's squid package makes it) does not exist") from None
+        if entry.pw_uid == 0:
+            raise Refusal("the proxy user must not be root")
+        return entry.pw_uid, entry.pw_gid, [entry.pw_gid]
+
+    def spawn_helper(self, argv: list[str], identity: tuple[int, int, list[int]] | None, log: int) -> "subprocess.Popen[bytes]":
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={"PATH": SAFE_PATH},
+                                   preexec_fn=child_setup(os.getpid(), identity, [], True), start_new_session=True)
+        self.proxy_processes.append(process)
+        return process
+
+    def squid_accepts(self, port: int) -> bool:
+        log = self.squid_log()
+        return "Accepting HTTP Socket connections" in log and f"127.0.0.1:{port}" in log
+
+    def squid_log(self) -> str:
+        try:
+            return self.paths.read_file(f"{self.state}/squid/cache.log", 1 << 20).decode("utf-8", "replace")
+        except Refusal:
+            return ""
+
+    def wait_for(self, ready: Callable[[], bool], process: "subprocess.Popen[bytes]", seconds: float = 10.0) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if ready():
+                return True
+            if process.poll() is not None or self.stop_signal:
+                return False
+            time.sleep(0.02)
+        return False
+
+    # -- the sandbox
+    def launch(self) -> None:
+        c = self.c
+        inner = list(c.command)
+        if self.shim:
+            # The shim's own copy of bash: a process.deny entry may hide the one in /usr.
+            self.args += ["--ro-bind", "/bin/bash" if os.path.exists("/bin/bash") else "/usr/bin/bash", "/run/mcpspec/bash"]
+            script = "".join(self.shim) + 'exec /usr/bin/env -u SHLVL -- "$@"'
+            inner = ["/run/mcpspec/bash", "-c", script, "mcpspec-shim", *inner]
+        # The root is bwrap's own tmpfs with nothing of the host on it: read-only, so the only
+        # writable places are the declared mounts, /tmp and /dev/shm, each of a bounded size.
+        self.args += ["--remount-ro", "/"]
+        args_fd = self.keep(memfd("args", b"".join(arg.encode() + b"\0" for arg in self.args)))
+        limits = []
+        import resource
+
+        if c.memory_bytes:
+            limits.append((resource.RLIMIT_AS, c.memory_bytes))
+        if c.pids:
+            limits.append((resource.RLIMIT_NPROC, c.pids))
+        if c.cpu_seconds:
+            limits.append((resource.RLIMIT_CPU, c.cpu_seconds))
+        identity: tuple[int, int, list[int]] | None = (self.host_uid, self.host_gid, []) if self.root else None
+        relay = c.idle_seconds > 0
+        info_r, info_w = os.pipe2(os.O_CLOEXEC)
+        self.keep(info_w)
+        if self.stop_signal:
+            raise Stopped()
+        self.sandbox = subprocess.Popen(
+            [self.tools["bwrap"], "--info-fd", str(info_w), "--args", str(args_fd), "--", *inner],
+            stdin=subprocess.PIPE if relay else None, stdout=subprocess.PIPE if relay else None,
+            env={"PATH": SAFE_PATH}, pass_fds=self.fds, preexec_fn=child_setup(os.getpid(), identity, limits, False))
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+        with os.fdopen(info_r, "rb") as info:
+            text = info.read(4096)  # bwrap writes {"child-pid": N} once the namespaces exist
+        if self.bridge_dir:
+            self.seal_bridge(text)
+
+    def seal_bridge(self, info: bytes) -> None:
+        """Remove the socket's host path once the sandbox has it mounted."""
+        try:
+            child = int(json.loads(info)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            return  # bwrap failed before the sandbox existed; supervise() reports its status
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not self.stop_signal:
+            try:
+                with open(f"/proc/{child}/mountinfo", encoding="utf-8", errors="replace") as handle:
+                    if any(line.split()[4].endswith(SOCKET_INSIDE) for line in handle if len(line.split()) > 4):
+                        break
+            except OSError:
+                return  # the sandbox is already gone
+            time.sleep(0.005)
+        else:
+            return
+        shutil.rmtree(self.bridge_dir, ignore_errors=True)
+
+    def supervise(self) -> None:
+        assert self.sandbox is not None
+        sandbox = self.sandbox
+        pidfd = os.pidfd_open(sandbox.pid)
+        selector = selectors.DefaultSelector()
+        selector.register(pidfd, selectors.EVENT_READ, "exit")
+        selector.register(self.wake_r, selectors.EVENT_READ, "signal")
+        relay = Relay(sandbox) if self.c.idle_seconds else None
+        if relay is not None:
+            relay.register(selector)
+        now = time.monotonic()
+        lifetime_end = now + self.c.lifetime_seconds if self.c.lifetime_seconds else None
+        kill_at: float | None = None
+        next_cpu = now + CPU_POLL_SECONDS
+        exited = False
+        while not exited:
+            now = time.monotonic()
+            deadlines = [d for d in (lifetime_end, kill_at, next_cpu if self.c.cpu_seconds else None) if d is not None]
+            if relay is not None and kill_at is None:
+                deadlines.append(relay.idle_deadline(self.c.idle_seconds))
+            soonest = min(deadlines, default=float("inf"))
+            timeout = None if soonest == float("inf") else max(0.0, soonest - now)
+            for key, _events in selector.select(timeout):
+                if key.data == "exit":
+                    exited = True
+                elif key.data == "signal":
+                    drain(self.wake_r)
+                elif relay is not None:
+                    relay.handle(key, selector)
+            now = time.monotonic()
+            if exited:
+                break
+            if self.stop_signal and kill_at is None:
+                kill_at = self.stop(128 + self.stop_signal, "signal")
+            if lifetime_end is not None and now >= lifetime_end and kill_at is None:
+                kill_at = self.stop(143, "max_lifetime")
+            if relay is not None and kill_at is None and now >= relay.idle_deadline(self.c.idle_seconds):
+                kill_at = self.stop(143, "idle_timeout")
+            if self.c.cpu_seconds and now >= next_cpu:
+                next_cpu = now + CPU_POLL_SECONDS
+                if kill_at is None and sandbox_cpu_seconds(sandbox.pid) > self.c.cpu_seconds:
+                    kill_at = self.stop(128 + signal.SIGXCPU, "cpu_budget")
+            if kill_at is not None and now >= kill_at:
+                sandbox.kill()
+                kill_at = now + 3600
+        code = sandbox.wait()
+        if relay is not None:
+            relay.finish()
+        os.close(pidfd)
+        if not self.ended_by:
+            self.status = code if code >= 0 else 128 - code
+
+    def stop(self, status: int, why: str) -> float:
+        """Ask the sandbox to end (bwrap's death takes every process inside with it)."""
+        assert self.sandbox is not None
+        self.status = status
+        self.ended_by = why
+        with contextlib.suppress(ProcessLookupError):
+            self.sandbox.terminate()
+        return time.monotonic() + STOP_GRACE_SECONDS
+
+    # -- after
+    def cleanup(self) -> None:
+        if self.sandbox is not None and self.sandbox.poll() is None:
+            self.sandbox.kill()
+            self.sandbox.wait()
+        for process in self.proxy_processes:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        for fd in self.fds:
+            os.close(fd)
+        self.fds = []
+        if self.c.audit:
+            self.write_audit()
+        if self.state:
+            shutil.rmtree(self.state, ignore_errors=True)
+
+    def egress_log(self) -> list[dict[str, Any]]:
+        if not self.state:
+            return []
+        try:
+            text = self.paths.read_file(f"{self.state}/squid/access.log", 1 << 24).decode("utf-8", "replace")
+        except Refusal:
+            return []
+        out: list[dict[str, Any]] = []
+        for line in text.splitlines():
+            fields = line.split()
+            if len(fields) < 5 or fields[1].startswith("NONE"):
+                continue
+            code = fields[1].partition("/")[2]
+            port = fields[4]
+            out.append({"result": "refused" if "DENIED" in fields[1] else "allowed", "method": re.sub(r"[^A-Z]", "", fields[2]),
+                        "host": re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3]), "port": int(port) if port.isdigit() else None,
+                        "status": int(code) if code.isdigit() else None})
+        return out
+
+    def write_audit(self) -> None:
+        record = {
+            "event": "launch", "project": self.c.project, "server": self.c.server, "agent": self.agent or None,
+            "run_id": self.run_id or None, "started": self.started,
+            "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "exit_status": self.status,
+            "ended_by": self.ended_by or ("refused" if self.status == REFUSED and self.error else "exit"),
+            "error": self.error or None, "run_dir": self.run_dir or None,
+            "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": self.egress_log(),
+        }
+        line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"
+        if self.audit_fd >= 0:
+            try:
+                os.write(self.audit_fd, line.encode())
+            except OSError as exc:
+                sys.stderr.write(f"mcpspec {self.c.server}: cannot append to {self.c.audit_sink}: {exc.strerror}\n")
+            os.close(self.audit_fd)
+        elif self.c.audit_sink == "journal" and self.tools.get("systemd-cat"):
+            subprocess.run([self.tools["systemd-cat"], "-t", f"mcpspec-{self.c.server}"], input=line.encode(),
+                           env={"PATH": SAFE_PATH}, check=False)
+        else:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+class Stopped(Exception):
+    """A signal arrived before the sandbox started: nothing is launched."""
+
+
+class Relay:
+    """Copies the client's stdio to the sandbox and back, and knows when the session is idle:
+    no byte either way and no request of the client's still waiting for its answer."""
+
+    def __init__(self, sandbox: "subprocess.Popen[bytes]") -> None:
+        assert sandbox.stdin is not None and sandbox.stdout is not None
+        self.to_server = sandbox.stdin.fileno()
+        self.from_server = sandbox.stdout.fileno()
+        self.sandbox = sandbox
+        self.pending: set[str] = set()
+        self.last = time.monotonic()
+        self.client_buffer = b""
+        self.server_buffer = b""
+        self.outbox = b""
+        self.inbox = b""
+        self.client_open = True
+        for fd in (0, 1, self.to_server, self.from_server):
+            os.set_blocking(fd, False)
+
+    def register(self, selector: selectors.BaseSelector) -> None:
+        selector.register(0, selectors.EVENT_READ, "client")
+        selector.register(self.from_server, selectors.EVENT_READ, "server")
+
+    def idle_deadline(self, seconds: int) -> float:
+        return float("inf") if self.pending else self.last + seconds
+
+    def handle(self, key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+        self.last = time.monotonic()
+        if key.data == "client":
+            data = read_some(0)
+            if data is None:
+                return
+            if not data:
+                selector.unregister(0)
+                self.client_open = False
+                if not self.inbox:
+                    self.close_server_input()
+                return
+            self.track(data, from_client=True)
+            self.inbox += data
+            self.flush(self.to_server, selector, "to-server")
+        elif key.data == "server":
+            data = read_some(self.from_server)
+            if data is None:
+                return
+            if not data:
+                selector.unregister(self.from_server)
+                return
+            self.track(data, from_client=False)
+            self.outbox += data
+            self.flush(1, selector, "to-client")
+        elif key.data in ("to-server", "to-client"):
+            self.flush(self.to_server if key.data == "to-server" else 1, selector, key.data)
+
+    def flush(self, fd: int, selector: selectors.BaseSelector, tag: str) -> None:
+        buffer = self.inbox if tag == "to-server" else self.outbox
+        try:
+            written = os.write(fd, buffer) if buffer else 0
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            written = len(buffer)  # the reader is gone: drop what it will never read
+        buffer = buffer[written:]
+        if tag == "to-server":
+            self.inbox = buffer
+        else:
+            self.outbox = buffer
+        registered = fd in selector.get_map() if fd not in (0, self.from_server) else False
+        if buffer and not registered:
+            selector.register(fd, selectors.EVENT_WRITE, tag)
+        elif not buffer and registered:
+            selector.unregister(fd)
+        if tag == "to-server" and not buffer and not self.client_open:
+            self.close_server_input()
+
+    def close_server_input(self) -> None:
+        if self.sandbox.stdin is not None and not self.sandbox.stdin.closed:
+            self.sandbox.stdin.close()
+
+    def track(self, data: bytes, from_client: bool) -> None:
+        """Follow JSON-RPC ids: a client request is pending until the server answers it."""
+        buffered = (self.client_buffer if from_client else self.server_buffer) + data
+        *lines, rest = buffered.split(b"\n")
+        if from_client:
+            self.client_buffer = rest[-(1 << 20):]
+        else:
+            self.server_buffer = rest[-(1 << 20):]
+        for line in lines:
+            for message in json_messages(line):
+                key = json.dumps(message.get("id"))
+                if from_client and "method" in message and "id" in message:
+                    self.pending.add(key)
+                elif not from_client and "method" not in message and ("result" in message or "error" in message):
+                    self.pending.discard(key)
+
+    def finish(self) -> None:
+        """Hand the client whatever the server said last."""
+        while True:
+            data = read_some(self.from_server)
+            if not data:  # at its end, or nothing more now: the sandbox has exited
+                break
+            self.outbox += data
+        os.set_blocking(1, True)
+        try:
+            while self.outbox:
+                self.outbox = self.outbox[os.write(1, self.outbox):]
+        except OSError:
+            pass
+
+
+def json_messages(line: bytes) -> Iterator[dict[str, Any]]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict):
+            yield item
+
+
+def read_some(fd: int) -> bytes | None:
+    """What ``fd`` has now: bytes, b"" at its end, None when nothing is ready yet."""
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def drain(fd: int) -> None:
+    try:
+        while os.read(fd, 4096):
+            pass
+    except OSError:
+        pass
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def is_socket(directory: int, name: str) -> bool:
+    try:
+        return stat.S_ISSOCK(os.stat(name, dir_fd=directory, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def sandbox_cpu_seconds(root: int) -> float:
+    """CPU time of ``root`` and every process below it, including children they already reaped."""
+    children: dict[int, list[int]] = {}
+    times: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        fields = text[text.rindex(b")") + 2:].split()
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)
+        times[pid] = sum(int(value) for value in fields[11:15])
+    total = 0
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        total += times.get(pid, 0)
+        todo.extend(children.get(pid, ()))
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def main(raw: dict[str, Any]) -> NoReturn:
+    os.umask(0o077)
+    close_inherited_fds()
+    launcher = Launcher(Config.load(raw))
+    sys.exit(launcher.run())
+
+
+if __name__ == "__main__":
+    main(globals()["CONFIG"])
