@@ -16,6 +16,7 @@
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import re
@@ -573,7 +574,7 @@ class Launcher:
                 handle.write(conf)
             os.chmod(f"{self.state}/squid.conf", 0o644)
             squid = self.spawn_helper([self.tools["squid"], "-N", "-f", f"{self.state}/squid.conf"], proxy_ids, log)
-            if self.wait_for(lambda: self.squid_accepts(port), squid):
+            if self.wait_for(functools.partial(self.squid_accepts, port), squid):
                 break
             if self.stop_signal:
                 raise Stopped()
