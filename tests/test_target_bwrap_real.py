@@ -8,7 +8,6 @@ address (the proxy is never asked for a real metadata address).
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import shutil
@@ -25,7 +24,10 @@ import pytest
 from conftest import require_tool
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
+from harness import Listener as _Listener
 from harness import Sandbox, call_tools, sandbox_python_matches
+from harness import leftovers as _leftovers
+from harness import wait_gone as _wait_gone
 
 SECRET_ENV_VALUE = "tok-e2e-7d1f0c2a9b"
 SECRET_FILE_VALUE = "file-secret-93be41"
@@ -42,59 +44,12 @@ def sandbox() -> Iterator[Sandbox]:
     box.cleanup()
 
 
-class _Listener:
-    """An HTTP server on a loopback address that answers 200 'reached'."""
-
-    def __init__(self, host: str) -> None:
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.end_headers()
-                self.wfile.write(b"reached")
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture(scope="module")
 def listeners() -> Iterator[tuple[_Listener, _Listener, _Listener]]:
     allowed, other, denied = _Listener("127.0.0.1"), _Listener("127.0.0.1"), _Listener("127.0.0.2")
     yield allowed, other, denied
     for item in (allowed, other, denied):
         item.close()
-
-
-def _leftovers(marker: str) -> list[str]:
-    """Host processes whose command line mentions ``marker`` (the test's own directory or server)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-        except OSError:
-            continue
-        if marker in cmdline:
-            found.append(f"{entry}: {cmdline[:200]}")
-    return found
-
-
-def _wait_gone(marker: str, seconds: float = 5.0) -> list[str]:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        left = _leftovers(marker)
-        if not left:
-            return []
-        time.sleep(0.1)
-    return _leftovers(marker)
 
 
 def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: Sandbox, listeners: tuple[_Listener, _Listener, _Listener]) -> None:
@@ -218,7 +173,7 @@ def test_every_boundary_holds_for_a_server_with_an_egress_allowlist(sandbox: San
     assert by[25][1]["ok"] is True
 
     # With an idle timeout the client talks to a socat relay; the launcher behind it finishes just after.
-    assert _wait_gone(str(base)) == [] and _wait_gone("probe.py") == [], "a process of the sandbox or its launcher is still running"
+    assert _wait_gone(base.name) == [] and _wait_gone("probe.py") == [], "a process of the sandbox or its launcher is still running"
     assert _wait_gone("mcpspec-probe-run-a.") == [], "the proxy or the bridge is still running"
     assert not list(Path("/tmp").glob("mcpspec-probe-run-a.*")), "the launcher left its state directory"
 
@@ -258,7 +213,7 @@ def test_denied_egress_reaches_nothing_and_gets_no_proxy(sandbox: Sandbox, liste
     assert got[2]["ok"] is False
     assert got[3]["ok"] is False and got[4]["ok"] is False  # denied by name and by path
     assert got[5]["ok"] is True and got[5]["status"] == 0  # a command nobody denied
-    assert _wait_gone(str(sandbox.base)) == []
+    assert _wait_gone(sandbox.base.name) == []
 
 
 def test_a_workspace_dir_planted_as_a_symlink_is_refused(sandbox: Sandbox) -> None:
@@ -288,16 +243,16 @@ def test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing(s
     assert 3 <= elapsed < 20
     record = json.loads(log.read_text(encoding="utf-8").strip().splitlines()[-1])
     assert record["event"] == "launch" and record["exit_status"] != 0
-    assert _wait_gone(str(sandbox.base)) == []
+    assert _wait_gone(sandbox.base.name) == []
 
     process = subprocess.Popen([str(launcher)], env={**env, "MCPSPEC_RUN_ID": "killed"}, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 15
-    while time.monotonic() < deadline and not any("bwrap" in line for line in _leftovers(str(sandbox.base))):
+    while time.monotonic() < deadline and not any("bwrap" in line for line in _leftovers(sandbox.base.name)):
         time.sleep(0.05)
-    assert any("bwrap" in line for line in _leftovers(str(sandbox.base)))
+    assert any("bwrap" in line for line in _leftovers(sandbox.base.name))
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
-    assert _wait_gone(str(sandbox.base)) == [], "SIGKILL of the launcher left its sandbox running"
+    assert _wait_gone(sandbox.base.name) == [], "SIGKILL of the launcher left its sandbox running"
     assert _wait_gone("mcpspec-probe-killed.") == [], "SIGKILL of the launcher left its proxy or bridge running"
     # A launcher killed outright cannot remove its state directory (files only, nothing running).
     for leftover in Path("/tmp").glob("mcpspec-probe-killed.*"):
@@ -329,7 +284,7 @@ def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
         time.sleep(0.1)
     record = json.loads(log.read_text(encoding="utf-8").strip().splitlines()[-1])
     assert record["event"] == "launch" and record["run_id"] == "idle" and record["exit_status"] == 143
-    assert _wait_gone(str(sandbox.base)) == [] and _wait_gone("probe.py") == []
+    assert _wait_gone(sandbox.base.name) == [] and _wait_gone("probe.py") == []
 
 
 def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: Sandbox) -> None:
@@ -373,4 +328,4 @@ def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: 
             listener.kill()
             listener.wait()
         subprocess.run([ip, "netns", "del", namespace], check=False)
-    assert _wait_gone(str(sandbox.base)) == []
+    assert _wait_gone(sandbox.base.name) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import http.server
 import importlib.metadata
 import json
 import os
@@ -10,6 +11,8 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,6 +71,8 @@ class Sandbox:
     def __init__(self) -> None:
         self.base = Path(tempfile.mkdtemp(prefix="mcpspec-e2e-", dir="/tmp"))
         self.base.chmod(0o755)
+        # An argument of every probe server: finds the sandbox's processes on the host, names no host path.
+        self.marker = f"marker-{self.base.name}"
         self.site = self.base / "site"
         copy_mcp_closure(self.site)
         self.probe_dir = self.base / "probe"
@@ -77,7 +82,7 @@ class Sandbox:
             for item in [path, *path.rglob("*")]:
                 item.chmod(0o755 if item.is_dir() else 0o644)
 
-    def spec(self, name: str, server_yaml: str, extra: str = "") -> Path:
+    def spec(self, name: str, server_yaml: str, extra: str = "", dirs: str = "") -> Path:
         """A spec with one server `probe` that runs the probe server; ``server_yaml`` adds keys to it."""
         text = f"""version: 1
 project: e2e
@@ -87,12 +92,13 @@ workspace:
     input: {{mode: ro}}
     output: {{mode: rw}}
     tmp: {{mode: rw, tmpfs: true, size: 16Mi}}
+{dirs}
 agents:
   tester: {{servers: [probe]}}
 {extra}
 servers:
   probe:
-    command: [{SANDBOX_PYTHON}, /probe/probe_server.py, '{self.base}']
+    command: [{SANDBOX_PYTHON}, /probe/probe_server.py, {self.marker}]
     mounts:
       - {{from: {self.site}, to: /opt/site}}
       - {{from: {self.probe_dir}, to: /probe}}
@@ -159,3 +165,50 @@ def sandbox_python_matches() -> bool:
         return False
     version = os.popen(f"{SANDBOX_PYTHON} -c 'import sys; print(sys.version_info[:2])'").read().strip()
     return version == str(tuple(sys.version_info[:2]))
+
+
+class Listener:
+    """An HTTP server on a loopback address that answers 200 'reached'."""
+
+    def __init__(self, host: str) -> None:
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(b"reached")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def leftovers(marker: str) -> list[str]:
+    """Host processes whose command line mentions ``marker`` (the test's own directory or server)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if marker in cmdline:
+            found.append(f"{entry}: {cmdline[:200]}")
+    return found
+
+
+def wait_gone(marker: str, seconds: float = 5.0) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        left = leftovers(marker)
+        if not left:
+            return []
+        time.sleep(0.1)
+    return leftovers(marker)

@@ -6,6 +6,7 @@ inside: files, environment, network, processes, identity and limits.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -142,6 +143,80 @@ def cmdlines() -> str:
             except OSError:
                 pass
     return _result(cmdlines=found)
+
+
+@server.tool()
+def descriptors() -> str:
+    """Every descriptor of every visible process that this process can resolve, and what it points at."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            names = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for name in names:
+            with contextlib.suppress(OSError):
+                found[f"{entry}/{name}"] = os.readlink(f"/proc/{entry}/fd/{name}")
+    return _result(fds=found)
+
+
+@server.tool()
+def write_bytes(path: str, megabytes: int) -> str:
+    """Write ``megabytes`` MiB to a file; report how many MiB went in before an error."""
+    written = 0
+    block = b"\0" * (1024 * 1024)
+    try:
+        with open(path, "wb") as handle:
+            for _ in range(megabytes):
+                handle.write(block)
+                handle.flush()
+                written += 1
+        return _result(ok=True, written=written)
+    except OSError as exc:
+        return _result(ok=False, written=written, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def replace_with_symlink(path: str, target: str) -> str:
+    """Remove ``path`` (a file) and put a symbolic link to ``target`` in its place."""
+    try:
+        if os.path.lexists(path):
+            os.unlink(path)
+        os.symlink(target, path)
+        return _result(ok=True)
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def make_dir(path: str) -> str:
+    """Create a directory."""
+    try:
+        os.mkdir(path)
+        return _result(ok=True)
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
+@server.tool()
+def burn(processes: int, seconds: float) -> str:
+    """Spin ``processes`` busy children for ``seconds`` each (CPU time spread over processes)."""
+    code = f"import time\nend = time.monotonic() + {float(seconds)}\nwhile time.monotonic() < end: pass\n"
+    children = [subprocess.Popen(["/usr/bin/python3", "-c", code]) for _ in range(processes)]
+    for child in children:
+        child.wait()
+    return _result(ok=True)
+
+
+@server.tool()
+def pause(seconds: float) -> str:
+    """Sleep without a word: a long, silent tool call."""
+    import time
+
+    time.sleep(seconds)
+    return _result(ok=True, slept=seconds)
 
 
 if __name__ == "__main__":

@@ -375,12 +375,14 @@ class Launcher:
             raise Refusal("MCPSPEC_RUN_ID must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
         if self.c.audit and self.c.audit_sink not in ("stderr", "journal"):
             self.audit_fd = self.paths.open_append(self.c.audit_sink)
+        secret_args: list[str] = []
+        for secret in self.c.secrets:  # every secret is read before anything is created for the run
+            secret_args += self.secret(secret)
         self.base_args()
         for mount in self.c.mounts:
             self.mount(mount)
         self.environment()
-        for secret in self.c.secrets:
-            self.secret(secret)
+        self.args += secret_args
         for command in self.c.masks:
             self.mask(command)
         if self.c.workdir is not None:
@@ -402,7 +404,9 @@ class Launcher:
 
     def base_args(self) -> None:
         c = self.c
-        args = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+        # --as-pid-1: the server is the namespace's init, so when it dies (of --die-with-parent or
+        # anything else) the kernel ends every process left in the sandbox, daemons included.
+        args = ["--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--as-pid-1", "--new-session",
                 "--cap-drop", "ALL", "--uid", str(c.uid), "--gid", str(c.gid), "--hostname", f"mcp-{c.server}"]
         if c.share_net:
             args.append("--share-net")
@@ -491,11 +495,13 @@ class Launcher:
         for name, value in c.setenv:
             self.args += ["--setenv", name, value]
 
-    def secret(self, secret: Secret) -> None:
+    def secret(self, secret: Secret) -> list[str]:
+        """The bwrap arguments that hand one secret in (its value travels in a memfd, never an argument)."""
         data = self.secret_value(secret)
+        args: list[str] = []
         if secret.file is not None:
             fd = self.keep(memfd(secret.name, data))
-            self.args += ["--perms", "0400", "--ro-bind-data", str(fd), secret.file]
+            args += ["--perms", "0400", "--ro-bind-data", str(fd), secret.file]
         if secret.env is not None:
             if not VARIABLE.match(secret.env):
                 raise Refusal(f"secret {secret.name}: bad variable name")
@@ -504,6 +510,7 @@ class Launcher:
                 raise Refusal(f"secret {secret.name}: a NUL byte cannot go into an environment variable")
             fd = self.keep(memfd(secret.name, value))
             self.shim.append(f"IFS= read -r -d '' {secret.env} <&{fd} || :; exec {fd}<&-; export {secret.env}; ")
+        return args
 
     def secret_value(self, secret: Secret) -> bytes:
         if secret.provider == "env":
@@ -998,12 +1005,14 @@ def sandbox_cpu_seconds(root: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def main(raw: dict[str, Any]) -> NoReturn:
+def main(raw: dict[str, Any], early_signals: list[int]) -> NoReturn:
     os.umask(0o077)
     close_inherited_fds()
     launcher = Launcher(Config.load(raw))
+    if early_signals:
+        launcher.stop_signal = early_signals[0]
     sys.exit(launcher.run())
 
 
 if __name__ == "__main__":
-    main(globals()["CONFIG"])
+    main(globals()["CONFIG"], globals().get("EARLY_SIGNALS", []))
