@@ -24,8 +24,8 @@ demo: $(STAMP)
 	@echo "== mcpspec build examples/coding-agent.yaml --target bwrap --out build/bwrap"
 	@$(VENV)/bin/mcpspec build examples/coding-agent.yaml --target bwrap --out build/bwrap 2>&1 | grep -v '^ ' || true
 	@ls -l build/bwrap
-	@echo "-- the head of build/bwrap/repo.sh (the generated part; the constant runtime follows it):"
-	@sed -n '/^SERVER=/,/^}/p' build/bwrap/repo.sh
+	@echo "-- the head of build/bwrap/repo.py (the generated part; the constant runtime follows it):"
+	@sed -n '/^CONFIG = {/,/^}/p' build/bwrap/repo.py
 
 test: $(STAMP) lint typecheck
 	$(PY) -m pytest -q

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,8 +26,8 @@ def test_build_writes_launchers_and_manifest_and_is_deterministic(tmp_path: Path
     assert "built 5 files for bwrap" in result.stderr
     assert run_cli("build", CODING, "--target", "bwrap", "--out", str(second)).returncode == 0
     assert _files(first) == _files(second)
-    assert sorted(_files(first)) == [".mcpspec-build.json", "docs.sh", "docs.squid.conf", "repo.sh", "repo.squid.conf"]
-    assert stat.S_IMODE((first / "repo.sh").stat().st_mode) == 0o755
+    assert sorted(_files(first)) == [".mcpspec-build.json", "docs.py", "docs.squid.conf", "repo.py", "repo.squid.conf"]
+    assert stat.S_IMODE((first / "repo.py").stat().st_mode) == 0o755
     assert stat.S_IMODE((first / "repo.squid.conf").stat().st_mode) == 0o644
     for name, data in _files(first).items():
         assert str(REPO).encode() not in data and str(tmp_path).encode() not in data, f"{name} names a path of the build machine"
@@ -43,14 +43,14 @@ def test_check_reports_drift_with_a_diff_and_exit_1(tmp_path: Path) -> None:
     assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
     clean = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), "--check")
     assert clean.returncode == 0 and "up to date" in clean.stderr
-    launcher = out / "repo.sh"
-    launcher.write_text(launcher.read_text().replace("umask 077", "umask 000"))
+    launcher = out / "repo.py"
+    launcher.write_text(launcher.read_text().replace("'pids': 256,", "'pids': 99999,"))
     (out / "docs.squid.conf").unlink()
     drifted = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), "--check")
     assert drifted.returncode == 1
-    assert "-umask 000" in drifted.stdout and "+umask 077" in drifted.stdout
+    assert "-    'pids': 99999," in drifted.stdout and "+    'pids': 256," in drifted.stdout
     assert "missing:" in drifted.stdout and "docs.squid.conf" in drifted.stdout
-    assert (out / "repo.sh").read_text().count("umask 000") == 1, "--check must not write"
+    assert (out / "repo.py").read_text().count("'pids': 99999,") == 1, "--check must not write"
 
 
 def test_rebuild_removes_only_files_an_earlier_build_wrote(tmp_path: Path) -> None:
@@ -68,7 +68,7 @@ def test_rebuild_removes_only_files_an_earlier_build_wrote(tmp_path: Path) -> No
     result = run_cli("build", str(smaller), "--target", "bwrap", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "removed 2 stale" in result.stderr
-    assert sorted(_files(out)) == [".mcpspec-build.json", "notes.txt", "repo.sh", "repo.squid.conf"]
+    assert sorted(_files(out)) == [".mcpspec-build.json", "notes.txt", "repo.py", "repo.squid.conf"]
     assert (tmp_path / "outside.txt").read_text() == "keep"
 
 
@@ -113,8 +113,8 @@ def test_missing_spec_bad_spec_and_unusable_output_dir(tmp_path: Path) -> None:
 
 
 def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> None:
-    """Every spec string in a launcher is one quoted shell word: bash reads back exactly the spec's bytes."""
-    hostile = ["$(touch pwned)", "`touch pwned`", "a'b\"c", "x\ny", "; rm -rf / #", "*", "~root", "${HOME}", "\\", "-e"]
+    """Every spec string in a launcher is part of one Python literal: Python reads back exactly the spec's bytes."""
+    hostile = ["$(touch pwned)", "`touch pwned`", "a'b\"c", "x\ny", "; rm -rf / #", "*", "~root", "${HOME}", "\\", "-e", "\u2028'''\"\"\"", "é\x1b[2J"]
     spec = tmp_path / "hostile.yaml"
     spec.write_text(
         "version: 1\nproject: demo\nservers:\n  odd:\n"
@@ -125,19 +125,17 @@ def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> Non
     )
     out = tmp_path / "out"
     assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(out)).returncode == 0
-    head = (out / "odd.sh").read_text().split("# ---- mcpspec bwrap launcher runtime")[0]
-    probe = head + (
-        'setenv() { printf "setenv %s=%s\\0" "$1" "$2"; }\n'
-        'host_path() { printf "mount %s %s %s\\0" "$1" "$2" "$3"; }\n'
-        'declare_sandbox\nprintf "arg %s\\0" "${COMMAND[@]}"\n'
-    )
-    done = subprocess.run(["bash", "-c", probe], cwd=tmp_path, capture_output=True, check=True)
-    words = done.stdout.decode().split("\0")[:-1]
-    assert [w.removeprefix("arg ") for w in words if w.startswith("arg ")] == ["/usr/bin/printf", *hostile]
-    assert sorted(w.removeprefix("setenv ") for w in words if w.startswith("setenv ") and not w.startswith("setenv PATH=")) == sorted(
-        f"V{i}={value}" for i, value in enumerate(hostile)
-    )
-    assert "mount ro /srv/it's $(x) /data/a b" in words
+    source = (out / "odd.py").read_text(encoding="utf-8")
+    tree = ast.parse(source)  # the whole launcher is valid Python
+    configs = [node for node in tree.body if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIG" for t in node.targets)]
+    assert len(configs) == 1
+    config = ast.literal_eval(configs[0].value)  # a literal: nothing in it runs
+    assert config["command"] == ["/usr/bin/printf", *hostile]
+    assert sorted(f"{name}={value}" for name, value in config["setenv"] if name != "PATH") == sorted(f"V{i}={value}" for i, value in enumerate(hostile))
+    assert {"kind": "host", "mode": "ro", "source": "/srv/it's $(x)", "target": "/data/a b", "size": 0} in config["mounts"]
+    head = source.split("# ---- mcpspec bwrap launcher runtime")[0]
+    allowed = ("#", "CONFIG = {", "    '", "}", "import _signal", "EARLY_SIGNALS", "for _signum", "    _signal.signal")
+    assert all(line.startswith(allowed) or not line for line in head.splitlines()), head
     assert not (tmp_path / "pwned").exists() and not Path(os.getcwd(), "pwned").exists()
 
 
@@ -152,5 +150,5 @@ def test_external_servers_are_named_as_not_built(tmp_path: Path) -> None:
     result = run_cli("build", str(spec), "--target", "bwrap", "--out", str(tmp_path / "o"))
     assert result.returncode == 0, result.stderr
     assert "not built (placement: external, they run elsewhere): remote" in result.stderr
-    assert sorted(_files(tmp_path / "o")) == [".mcpspec-build.json", "local.sh"]
+    assert sorted(_files(tmp_path / "o")) == [".mcpspec-build.json", "local.py"]
     assert json.loads((tmp_path / "o" / ".mcpspec-build.json").read_text())["servers"]["remote"]["built"] is False

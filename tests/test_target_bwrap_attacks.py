@@ -23,6 +23,8 @@ import pytest
 from conftest import require_tool
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
+import contextlib
+
 from harness import Listener, Sandbox, call_tools, leftovers, sandbox_python_matches, wait_gone
 
 SECRET_ENV_VALUE = "tok-attack-51c9e0"
@@ -106,10 +108,8 @@ def _fd_targets(pid: int) -> list[str]:
     targets = []
     try:
         for name in os.listdir(f"/proc/{pid}/fd"):
-            try:
+            with contextlib.suppress(OSError):
                 targets.append(os.readlink(f"/proc/{pid}/fd/{name}"))
-            except OSError:
-                pass
     except OSError:
         pass
     return targets
@@ -444,6 +444,30 @@ def test_the_audit_line_is_json_whatever_the_workspace_root_holds(sandbox: Sandb
     done = _run(launcher, {"MCPSPEC_RUN_ID": "quotes"}, _jsonrpc(INITIALIZE))
     records = _audit_lines(done.stderr)
     assert len(records) == 1 and records[0]["run_dir"] == f"{odd_root}/tester/quotes", done.stderr[-500:]
+
+
+def test_a_listener_inside_the_sandbox_is_unreachable_from_the_host(sandbox: Sandbox) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    spec = sandbox.spec("listen", "    env: {set: {PYTHONPATH: /opt/site}}")
+    launcher = sandbox.build(spec)
+    reached: list[bool] = []
+
+    def try_from_host() -> None:
+        time.sleep(3)  # the server is listening by now (its call returns before the pause)
+        with socket.socket() as client:
+            client.settimeout(2)
+            reached.append(client.connect_ex(("127.0.0.1", port)) == 0)
+
+    attempt = threading.Thread(target=try_from_host)
+    attempt.start()
+    got = call_tools(launcher, [("listen", {"port": port}), ("pause", {"seconds": 5}), ("connect", {"host": "127.0.0.1", "port": port})], {"MCPSPEC_RUN_ID": "listen"})
+    attempt.join()
+    assert got[0] == {"ok": True} and got[2]["ok"] is True  # the listener is real, inside
+    assert reached == [False]
 
 
 def test_no_other_sandbox_can_reach_the_egress_socket(sandbox: Sandbox, listener: Listener) -> None:

@@ -210,6 +210,23 @@ def burn(processes: int, seconds: float) -> str:
     return _result(ok=True)
 
 
+_LISTENERS: list[socket.socket] = []
+
+
+@server.tool()
+def listen(port: int) -> str:
+    """Listen on 0.0.0.0:``port`` inside the sandbox (kept open until the server ends)."""
+    try:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("0.0.0.0", port))
+        listener.listen()
+        _LISTENERS.append(listener)
+        return _result(ok=True)
+    except OSError as exc:
+        return _result(ok=False, error=type(exc).__name__, errno=exc.errno)
+
+
 @server.tool()
 def pause(seconds: float) -> str:
     """Sleep without a word: a long, silent tool call."""

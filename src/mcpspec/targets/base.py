@@ -63,10 +63,15 @@ CONTROL_BY_ID = {control.id: control for control in CONTROLS}
 
 @dataclass(frozen=True, slots=True)
 class Capability:
-    """How far a target enforces one control, and how."""
+    """How far a target enforces one control, how, and the tests that attack it.
+
+    ``proof`` names tests (``tests/FILE.py::NAME``) that run the attack on the generated
+    artifact and fail if it gets through; a ``full`` level needs at least one.
+    """
 
     level: Level
     how: str
+    proof: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

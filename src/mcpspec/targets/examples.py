@@ -61,12 +61,16 @@ def readme(target_name: str, built: dict[str, int], repo: Path = REPO) -> str:
         "",
         "## What it enforces",
         "",
-        "| control | kind | level | how |",
-        "|---|---|---|---|",
+        "`full` means a test runs the attack on the generated files and fails if it gets through;",
+        "the last column names those tests.",
+        "",
+        "| control | kind | level | how | attacked by |",
+        "|---|---|---|---|---|",
     ]
     for control in CONTROLS:
         capability = target.capabilities[control.id]
-        lines.append(f"| {control.title} | {control.kind} | {capability.level} | {capability.how.replace('|', '/')} |")
+        proof = "<br>".join(f"`{test.rpartition('::')[2]}`" for test in capability.proof)
+        lines.append(f"| {control.title} | {control.kind} | {capability.level} | {capability.how.replace('|', '/')} | {proof} |")
     lines += ["", "## Compiled examples", ""]
     for spec in example_specs(repo):
         count = built[spec.stem]

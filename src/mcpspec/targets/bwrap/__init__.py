@@ -23,14 +23,15 @@ from mcpspec.targets.escape import Unrepresentable
 USAGE = """
 ## Running the output
 
-Each server gets `<server>.sh`, a bash launcher to use as the server's stdio command in
-the MCP client's config, for example `{"command": "/opt/mcp/build/bwrap/repo.sh",
+Each server gets `<server>.py`, a launcher to use as the server's stdio command in the
+MCP client's config, for example `{"command": "/opt/mcp/build/bwrap/repo.py",
 "env": {"MCPSPEC_AGENT": "coder"}}`. A server with an egress allowlist also gets
 `<server>.squid.conf`, which its launcher reads from the same directory.
 
-The host needs bubblewrap 0.8 or newer with user namespaces enabled, util-linux
-(`setpriv`, `setsid`) and, for allowlisted egress, socat and squid
-(Debian: `apt-get install bubblewrap socat squid`).
+The launcher is a Python program (`/usr/bin/python3 -IS`, standard library only, Python
+3.10 or newer): a generated `CONFIG` literal, then a constant runtime that every launcher
+shares. The host needs bubblewrap 0.8 or newer with user namespaces enabled and, for
+allowlisted egress, socat and squid (Debian: `apt-get install python3 bubblewrap socat squid`).
 
 What the launcher reads from its environment:
 
@@ -41,47 +42,128 @@ What the launcher reads from its environment:
 | the secrets' `env` refs, `HOME`, `CREDENTIALS_DIRECTORY` | where secrets and `~/` mounts are read at launch |
 | `MCPSPEC_EGRESS_HOSTS_FILE` | a hosts file for the proxy's name resolution (pinning; default /etc/hosts) |
 
-Started as root, the launcher runs the sandbox as the spec's `runtime.user` (through
-`setpriv`) and gives that uid the run's workspace directories; started by another user,
-the sandbox runs as that user. Inside, the server sees `/usr` (read-only, with the
-`/bin` and `/lib` links), the dynamic-linker, TLS and timezone files of `/etc`, a
-generated `/etc/passwd`, `/proc`, a minimal `/dev`, a 64 MiB `/tmp` and the spec's
-mounts: nothing else of the host.
+Started as root, the launcher runs bwrap as the spec's `runtime.user` and group (uid or gid 0
+becomes 65532 on the host, so root inside the sandbox is never root outside), with an empty
+capability bounding set; the workspace directories root makes for a run are root-owned down to
+the run directory, and only the declared dirs belong to the sandbox's uid. Every path root opens
+(the audit sink, file secrets, the workspace) is walked without following a symbolic link that
+anyone but root planted. Started by another user, the sandbox runs as that user.
 
-The launcher exits with the server's status, or 125 when it refuses to start (a tool
-missing, an unknown agent, a bad run id, a workspace directory that is a symbolic link,
-a secret it cannot read). On exit it stops the proxy and the bridge, and writes one
-JSON audit line to the spec's sink:
+Inside, the server is the sandbox's pid 1 and sees `/usr` (read-only, with the `/bin` and `/lib`
+links), the dynamic-linker, TLS and timezone files of `/etc`, a generated `/etc/passwd`,
+`/proc`, a minimal `/dev`, a 64 MiB `/tmp`, a 16 MiB `/dev/shm` and the spec's mounts on a
+read-only root: nothing else of the host. No descriptor of the launcher's reaches it, and no
+value of the spec appears on a command line (bwrap reads its arguments from a memfd).
+
+The launcher exits with the server's status, 128 + N when signal N stopped the session, or 125
+when it refuses to start (a tool missing, an unknown agent, a bad run id, a planted link, a
+secret it cannot read, a proxy that did not start) with a message on stderr. Killed outright,
+it takes the sandbox, squid and socat with it (each has a parent-death signal). On exit it stops
+the proxy and writes one JSON audit line to the spec's sink:
 
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
- "exit_status":0,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
+ "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
  "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.org","port":443,"status":200}]}
 ```
+
+`ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`.
 """
 
 MINIMAL_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
+_REAL = "tests/test_target_bwrap_real.py::"
+_ATTACKS = "tests/test_target_bwrap_attacks.py::"
+
 CAPABILITIES: dict[str, Capability] = {
-    "mounts": Capability("full", "bwrap --bind/--ro-bind of each mount; workspace dirs under {root}/{agent}/{run_id}, refused if a symlink"),
-    "hidden-paths": Capability("full", "the sandbox root is an empty tmpfs: only /usr, the dynamic-linker files, CA certificates and timezone of /etc, and the declared mounts exist"),
-    "identity": Capability("full", "--unshare-user --uid/--gid, --cap-drop ALL, --disable-userns; a root launcher first drops to the spec's uid with setpriv"),
-    "env": Capability("full", "--clearenv, then only the declared variables (plus PATH, and the proxy variables when egress goes through the proxy)"),
-    "secrets": Capability("full", "read at launch from env, file or a systemd credential and handed in through a pipe (--ro-bind-data, or a variable set by a shim); vault and k8s-secret are not supported"),
-    "egress-deny": Capability("full", "--unshare-net: the sandbox has only its own loopback"),
-    "egress-allowlist": Capability("full", "no network but a unix socket bridged by socat to a per-launch squid that allows only the listed names and ports"),
-    "metadata-blocking": Capability("full", "squid refuses metadata and private addresses after name resolution"),
-    "listeners": Capability("full", "a listener inside the sandbox's own network namespace is unreachable from the host"),
-    "memory": Capability("partial", "RLIMIT_AS (address space, not resident memory): programs that reserve large address ranges may fail early"),
-    "pids": Capability("partial", "RLIMIT_NPROC for the sandbox uid, shared by every sandbox that runs as the same uid"),
-    "cpu": Capability("partial", "RLIMIT_CPU of cpus x max_lifetime CPU-seconds: a budget, not a rate; without max_lifetime, not enforced"),
-    "lifetime": Capability("full", "a watchdog sends SIGTERM at max_lifetime and SIGKILL 5 s later"),
-    "idle-timeout": Capability("partial", "socat relays the stdio and ends the session after idle_timeout without a byte in either direction (the server reads end-of-input, then gets SIGTERM): a tool call that runs longer than idle_timeout without sending progress counts as idle"),
+    "mounts": Capability(
+        "full",
+        "bwrap --bind/--ro-bind of each mount, resolved as the sandbox's own uid; workspace dirs under {root}/{agent}/{run_id}, "
+        "root-owned down to the run dir and made through descriptors that follow no link; a tmpfs dir of mode ro is read-only",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist", _REAL + "test_a_workspace_dir_planted_as_a_symlink_is_refused",
+         _ATTACKS + "test_a_workspace_root_the_server_can_write_gives_it_nothing_to_race", _ATTACKS + "test_the_root_and_every_tmpfs_are_bounded_and_read_only_means_read_only"),
+    ),
+    "hidden-paths": Capability(
+        "full",
+        "the sandbox root is bwrap's own read-only tmpfs: only /usr, the dynamic-linker files, CA certificates and timezone of /etc, and the declared "
+        "mounts exist; no host descriptor, environment or command line reaches it (/proc/self/mountinfo does name the host paths of the declared mounts)",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",
+         _ATTACKS + "test_nothing_of_the_host_reaches_the_server_through_descriptors_environ_or_cmdlines"),
+    ),
+    "identity": Capability(
+        "full",
+        "--unshare-user --uid/--gid, --cap-drop ALL, --disable-userns; a root launcher runs bwrap as the spec's uid and gid "
+        "(uid or gid 0 becomes 65532 on the host), with an empty bounding set",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist", _ATTACKS + "test_uid_0_in_the_spec_is_an_unprivileged_uid_on_the_host"),
+    ),
+    "env": Capability(
+        "full",
+        "--clearenv, then only the declared variables (plus PATH, and the proxy variables when egress goes through the proxy); "
+        "bwrap, squid and socat run with PATH alone",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",
+         _ATTACKS + "test_nothing_of_the_host_reaches_the_server_through_descriptors_environ_or_cmdlines"),
+    ),
+    "secrets": Capability(
+        "full",
+        "read at launch from env, file or a systemd credential (a regular file with one link, reached without following a link the "
+        "sandbox could plant) and handed in through a memfd (--ro-bind-data, or a variable set by a shim); never an argument; "
+        "vault and k8s-secret are not supported",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist", _ATTACKS + "test_links_planted_in_writable_mounts_lead_root_nowhere",
+         _ATTACKS + "test_nothing_of_the_host_reaches_the_server_through_descriptors_environ_or_cmdlines"),
+    ),
+    "egress-deny": Capability("full", "--unshare-net: the sandbox has only its own loopback", (_REAL + "test_denied_egress_reaches_nothing_and_gets_no_proxy",)),
+    "egress-allowlist": Capability(
+        "full",
+        "no network but a unix socket bridged by socat to a per-launch squid that allows only the listed names and ports; the socket's "
+        "host path is removed once the sandbox has it mounted",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist", _REAL + "test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not",
+         _ATTACKS + "test_no_other_sandbox_can_reach_the_egress_socket"),
+    ),
+    "metadata-blocking": Capability(
+        "full",
+        "squid refuses metadata, private and special-purpose addresses of both families after name resolution",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",),
+    ),
+    "listeners": Capability(
+        "full",
+        "a listener inside the sandbox's own network namespace is unreachable from the host",
+        (_ATTACKS + "test_a_listener_inside_the_sandbox_is_unreachable_from_the_host",),
+    ),
+    "memory": Capability(
+        "partial",
+        "RLIMIT_AS (address space, not resident memory: programs that reserve large address ranges may fail early); tmpfs is "
+        "counted apart from it and bounded: /tmp 64 MiB, /dev/shm 16 MiB, and each tmpfs workspace dir at its declared size",
+    ),
+    "pids": Capability("partial", "RLIMIT_NPROC for the sandbox's host uid, shared by every process that runs as that uid"),
+    "cpu": Capability(
+        "partial",
+        "a budget of cpus x max_lifetime CPU-seconds over every process of the sandbox, checked every 0.5 s (and RLIMIT_CPU per "
+        "process): not a rate; without max_lifetime, not enforced",
+    ),
+    "lifetime": Capability(
+        "full",
+        "the launcher stops the sandbox at max_lifetime (SIGTERM, SIGKILL 5 s later); the server is the sandbox's pid 1, so every "
+        "process it left goes with it, and killing the launcher at any moment ends them all",
+        (_REAL + "test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing", _ATTACKS + "test_after_max_lifetime_nothing_holds_the_client_output",
+         _ATTACKS + "test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_running"),
+    ),
+    "idle-timeout": Capability(
+        "full",
+        "the launcher relays the stdio and ends the session after idle_timeout with no byte either way and no request of the client's "
+        "awaiting its answer (a long tool call is not idle)",
+        (_REAL + "test_an_idle_session_ends_after_idle_timeout", _ATTACKS + "test_idle_timeout_spares_a_call_in_progress_and_ends_an_idle_session"),
+    ),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
-    "process-policy": Capability("partial", "denied commands (names in the PATH directories, or absolute paths) are hidden; the allow list, background and per-command limits are not enforced"),
+    "process-policy": Capability(
+        "partial", "denied commands (names in the PATH directories, or absolute paths) are hidden; the allow list, background and per-command limits are not enforced"
+    ),
     "workspace-lifecycle": Capability("partial", "each run id gets a fresh workspace; teardown does not remove it or copy artifacts out"),
-    "audit-log": Capability("partial", "one JSON line per launch with the proxy's record of each destination; tool calls are not logged"),
+    "audit-log": Capability(
+        "partial",
+        "one JSON line per launch, refused launches included, with the proxy's record of each destination, appended to a sink opened "
+        "without following links; tool calls are not logged",
+    ),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
     "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see"),
 }
