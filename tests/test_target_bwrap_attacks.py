@@ -496,3 +496,24 @@ def test_no_other_sandbox_can_reach_the_egress_socket(sandbox: Sandbox, listener
     session.join(30)
     answers = result["got"]
     assert isinstance(answers, list) and answers[1]["status"] == 200  # the owner's own path still works
+
+
+def test_an_unprivileged_user_runs_the_same_launcher_with_its_own_uid(sandbox: Sandbox, listener: Listener) -> None:
+    """Not root: no identity change, the proxy runs as the same user, and every boundary still holds."""
+    setpriv = require_tool("setpriv")
+    user_dir = sandbox.base / "user-65533"
+    user_dir.mkdir()
+    os.chown(user_dir, 65533, 65533)
+    spec = sandbox.spec("user", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["127.0.0.1:{listener.port}"]}}')
+    spec.write_text(spec.read_text(encoding="utf-8").replace(f"  root: {sandbox.base}/ws-user", f"  root: {user_dir}/ws"), encoding="utf-8")
+    launcher = sandbox.build(spec)
+    wrapper = sandbox.base / "as-65533.sh"
+    wrapper.write_text(f"#!/bin/sh\nexec {setpriv} --reuid=65533 --regid=65533 --clear-groups {launcher}\n", encoding="utf-8")
+    wrapper.chmod(0o755)
+    got = call_tools(wrapper, [("identity", {}), ("http_get", {"url": f"http://127.0.0.1:{listener.port}/"}), ("read_path", {"path": "/proc/1/cmdline"}),
+                               ("write_path", {"path": "/workspace/output/x", "data": "y"})], {"MCPSPEC_RUN_ID": "user"})
+    assert got[0]["uid"] == 65532 and all(int(value, 16) == 0 for value in got[0]["caps"].values())
+    assert got[1]["status"] == 200 and got[3] == {"ok": True}
+    written = user_dir / "ws" / "tester" / "user" / "output" / "x"
+    assert written.read_text(encoding="utf-8") == "y" and written.stat().st_uid == 65533
+    assert wait_gone(sandbox.marker) == [] and wait_gone("mcpspec-probe-user.") == []
