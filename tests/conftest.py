@@ -5,6 +5,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -63,7 +64,20 @@ def require_tool(name: str) -> str:
     found = find_tool(name)
     if found:
         return found
-    message = missing_tool_message(name)
+    _missing(missing_tool_message(name))
+
+
+def require_python_venv(python: str = "/usr/bin/python3") -> str:
+    """``python``, once it is there with its venv module (Debian ships that apart, as python3-venv)."""
+    found = require_tool(python)
+    probe = subprocess.run([found, "-c", "import ensurepip, venv"], capture_output=True, timeout=60, check=False)
+    if probe.returncode != 0:
+        _missing(f"{python} has no venv module: apt-get install python3-venv")
+    return found
+
+
+def _missing(message: str) -> NoReturn:
+    """One line: skip, or fail under MCPSPEC_REQUIRE_REAL_TOOLS=1 (as .ci/run sets)."""
     if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
         pytest.fail(f"{message} (required: MCPSPEC_REQUIRE_REAL_TOOLS=1)", pytrace=False)
     pytest.skip(message)

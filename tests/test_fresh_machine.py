@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import conftest
-from conftest import REPO, require_tool
+from conftest import REPO, require_python_venv, require_tool
 
 # Ways to name the directory beside the repository that holds the design docs and vendored
 # data (it is not there in a clone elsewhere). Spelt in pieces so this file does not match.
@@ -108,6 +108,20 @@ def test_require_tool_names_what_it_cannot_place_and_tools_from_pypi(monkeypatch
 
 def test_require_tool_returns_a_tool_that_is_there() -> None:
     assert require_tool(Path(sys.executable).name) and require_tool(sys.executable) == sys.executable
+
+
+def test_require_python_venv_checks_the_module_as_well_as_the_interpreter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MCPSPEC_REQUIRE_REAL_TOOLS", raising=False)
+    assert require_python_venv(sys.executable) == sys.executable
+    without = tmp_path / "python-without-venv"
+    without.write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    without.chmod(0o755)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        require_python_venv(str(without))
+    assert str(skipped.value) == f"{without} has no venv module: apt-get install python3-venv"
+    monkeypatch.setenv("MCPSPEC_REQUIRE_REAL_TOOLS", "1")
+    with pytest.raises(pytest.fail.Exception):
+        require_python_venv(str(without))
 
 
 def _run_pytest_on(tmp_path: Path, require: bool) -> subprocess.CompletedProcess[str]:
