@@ -5,7 +5,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck schema docs targets bench clean
 
+# Debian ships python3's venv module apart (python3-venv); say so in one line rather than
+# leave a .venv without pip. The README's "System packages" lists the rest.
 $(STAMP): pyproject.toml
+	@test -x $(PY) || command -v python3 >/dev/null || { echo "make: python3 is not installed: apt-get install python3 python3-venv" >&2; exit 1; }
+	@test -x $(PY) || python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "make: python3's venv module is not installed: apt-get install python3-venv" >&2; exit 1; }
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
@@ -27,8 +31,12 @@ demo: $(STAMP)
 	@echo "-- the head of build/bwrap/repo.py (the generated part; the constant runtime follows it):"
 	@sed -n '/^CONFIG = {/,/^}/p' build/bwrap/repo.py
 
+# pytest's status 5 (no test collected) fails like any other non-zero status.
 test: $(STAMP) lint typecheck
-	$(PY) -m pytest -q
+	@echo "$(PY) -m pytest -q"
+	@$(PY) -m pytest -q; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make: pytest collected no tests" >&2; fi; \
+	exit $$status
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks

@@ -5,21 +5,82 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
+# Vendored data lives in tests/data (see its README): no test reads outside the repository.
+SARIF_SCHEMA = REPO / "tests" / "data" / "sarif-schema-2.1.0.json"
+
+
+# Tool -> the Debian package that provides it (the same packages as .ci/run and the
+# README's "System packages"); tools from PyPI come with `pip install -e '.[test]'`.
+DEBIAN_PACKAGES = {
+    "bwrap": "bubblewrap",
+    "catatonit": "catatonit",
+    "chromium": "chromium",
+    "dot": "graphviz",
+    "fuse-overlayfs": "fuse-overlayfs",
+    "git": "git",
+    "ip": "iproute2",
+    "make": "make",
+    "mmdebstrap": "mmdebstrap",
+    "newuidmap": "uidmap",
+    "podman": "podman",
+    "runc": "runc",
+    "setpriv": "util-linux",
+    "slirp4netns": "slirp4netns",
+    "socat": "socat",
+    "squid": "squid",
+    "systemd-analyze": "systemd",
+    "/usr/bin/python3": "python3",
+    "/usr/lib/systemd/systemd": "systemd",
+}
+PYPI_TOOLS = {"check-jsonschema": "check-jsonschema"}
+
+
+def missing_tool_message(name: str) -> str:
+    """One line: which tool is missing and what installs it."""
+    if name in PYPI_TOOLS:
+        return f"{name} is not installed: pip install {PYPI_TOOLS[name]} (it comes with pip install -e '.[test]')"
+    package = DEBIAN_PACKAGES.get(name)
+    if package is None:
+        return f"{name} is not installed (no Debian package is known for it; add it to DEBIAN_PACKAGES in tests/conftest.py)"
+    return f"{name} is not installed: apt-get install {package}"
+
+
+def find_tool(name: str) -> str | None:
+    """An absolute name must be executable itself; a bare one is looked up on PATH, then beside the interpreter."""
+    if os.path.isabs(name):
+        return name if os.access(name, os.X_OK) and os.path.isfile(name) else None
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
 
 
 def require_tool(name: str) -> str:
-    """Path of a real tool; skip without it, unless MCPSPEC_REQUIRE_REAL_TOOLS=1 makes that a failure."""
-    found = shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    """Path of a real tool. Without it the test skips with one line naming the tool and its
+    package, or fails with that line under MCPSPEC_REQUIRE_REAL_TOOLS=1 (as .ci/run sets)."""
+    found = find_tool(name)
     if found:
         return found
+    _missing(missing_tool_message(name))
+
+
+def require_python_venv(python: str = "/usr/bin/python3") -> str:
+    """``python``, once it is there with its venv module (Debian ships that apart, as python3-venv)."""
+    found = require_tool(python)
+    probe = subprocess.run([found, "-c", "import ensurepip, venv"], capture_output=True, timeout=60, check=False)
+    if probe.returncode != 0:
+        _missing(f"{python} has no venv module: apt-get install python3-venv")
+    return found
+
+
+def _missing(message: str) -> NoReturn:
+    """One line: skip, or fail under MCPSPEC_REQUIRE_REAL_TOOLS=1 (as .ci/run sets)."""
     if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
-        pytest.fail(f"{name} is required (MCPSPEC_REQUIRE_REAL_TOOLS=1) but not installed")
-    pytest.skip(f"{name} is not installed")
+        pytest.fail(f"{message} (required: MCPSPEC_REQUIRE_REAL_TOOLS=1)", pytrace=False)
+    pytest.skip(message)
 
 
 def run_cli(*args: str, cwd: Path = REPO, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -14,10 +14,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import EXAMPLES, REPO, require_tool, run_cli
+from conftest import EXAMPLES, REPO, SARIF_SCHEMA, require_tool, run_cli
 
 RISKY = "examples/risky.yaml"
-SARIF_SCHEMA = REPO.parent / "shared" / "vendor" / "sarif-schema-2.1.0.json"
 SVG = "{http://www.w3.org/2000/svg}"
 
 # Host paths may hold quotes, brackets, pipes, '#', ';', '<', backslashes and

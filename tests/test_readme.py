@@ -31,3 +31,33 @@ def test_every_lint_output_shown_is_what_lint_prints() -> None:
         printed = run_cli(*args).stdout
         for line in block.splitlines():
             assert line in printed.splitlines(), f"README shows a line lint does not print: {line!r}"
+
+
+def _readme_packages() -> tuple[list[str], list[str]]:
+    """The packages listed under "System packages", and those its apt-get line installs."""
+    section = README.split("## System packages", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^- `([a-z0-9.+-]+)`:", section, re.MULTILINE)
+    (install,) = [line for line in section.splitlines() if line.startswith("apt-get update && apt-get install ")]
+    installed = [word for word in install.split("apt-get install ", 1)[1].split() if not word.startswith("-")]
+    return listed, installed
+
+
+def _ci_packages() -> set[str]:
+    """The packages `.ci/run` installs: its command -> package table and its extra `missing+=(...)` lines."""
+    script = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    table = script.split("declare -A NEEDED=(", 1)[1].split("\n)", 1)[0]
+    return set(re.findall(r"^\s*\[[^\]]+\]=([a-z0-9.+-]+)", table, re.MULTILINE)) | set(re.findall(r"missing\+=\(([a-z0-9.+-]+)\)", script))
+
+
+def test_readme_system_packages_are_what_ci_installs() -> None:
+    listed, installed = _readme_packages()
+    assert len(listed) == len(set(listed)), "a package is listed twice"
+    assert listed == installed, "the apt-get line and the list below it differ"
+    assert set(listed) == _ci_packages()
+
+
+def test_every_tool_a_test_requires_names_a_listed_package() -> None:
+    from conftest import DEBIAN_PACKAGES
+
+    listed, _ = _readme_packages()
+    assert set(DEBIAN_PACKAGES.values()) <= set(listed)

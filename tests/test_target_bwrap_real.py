@@ -35,7 +35,7 @@ SECRET_FILE_VALUE = "file-secret-93be41"
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    for tool in ("bwrap", "socat", "squid", "setpriv"):
+    for tool in ("bwrap", "socat", "squid", "setpriv", "/usr/bin/python3"):
         require_tool(tool)
     if not sandbox_python_matches():
         pytest.fail("/usr/bin/python3 must be the same minor version as the test interpreter (the probe server runs on it)")
