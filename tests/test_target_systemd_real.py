@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import time
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, require_tool
+from conftest import require_tool
 from mcpspec import api
 from mcpspec.targets.build import build_plan
 
@@ -293,6 +292,11 @@ def test_with_an_allowlist_only_the_egress_socket_is_reachable(container: Contai
     squid_port = int(container.sh("grep -ho 'http_port 127.0.0.1:[0-9]*' /etc/mcpspec/sdreal/fetch.squid.conf").rsplit(":", 1)[1])
     assert client.ask("f", "connect_tcp", host="127.0.0.1", port=squid_port)["errno"] == "ECONNREFUSED"
     assert client.ask("f", "connect_tcp", host="10.0.0.1", port=80)["errno"] in ("ENETUNREACH", "EHOSTUNREACH", "EPERM")
+    # A listener inside the instance is reachable from nowhere else.
+    listened = client.ask("f", "listen", port=8080)
+    assert listened["ok"] or listened["errno"] == "EPERM"  # SocketBindDeny= where the BPF framework works
+    connect = "import socket; socket.create_connection(('127.0.0.1', 8080), timeout=5)"
+    assert "ConnectionRefusedError" in container.run("/usr/bin/python3", "-c", connect, check=False).stderr
     # Through the proxy: a name not on the list, and a metadata address, are refused by squid.
     denied = client.ask("f", "proxy", request="GET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n")
     assert denied["ok"] and " 403 " in denied["status"], denied
@@ -311,6 +315,9 @@ def test_secrets_reach_only_their_server_and_never_a_command_line_or_the_journal
     assert client.ask("s", "env", name="GITHUB_TOKEN")["value"] == GH_TOKEN
     server = client.ask("s", "whoami")
     assert "GITHUB_TOKEN" in server["environ"] and "CREDENTIALS_DIRECTORY" in server["environ"]
+    systemd_sets = {"PATH", "USER", "LOGNAME", "HOME", "SHELL", "INVOCATION_ID", "CREDENTIALS_DIRECTORY", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "LANG", "RUNTIME_DIRECTORY"}
+    shim_sets = {"PWD", "SHLVL", "_"}  # bash exports these to the command it execs
+    assert set(server["environ"]) <= systemd_sets | shim_sets | {"GITHUB_TOKEN", "LC_CTYPE"}, server["environ"]
     neighbour = client.ask("n", "whoami")
     assert "GITHUB_TOKEN" not in neighbour["environ"]
     assert client.ask("n", "read", path=f"/proc/{server['pid']}/environ")["errno"] in ("ENOENT", "EACCES")

@@ -16,6 +16,8 @@ import socket
 import sys
 from typing import Any
 
+_LISTENERS: list[socket.socket] = []
+
 
 def _failure(exc: OSError) -> dict[str, Any]:
     return {"ok": False, "errno": errno.errorcode.get(exc.errno or 0, str(exc.errno))}
@@ -64,6 +66,12 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
     if op == "connect_tcp":
         with socket.create_connection((request["host"], int(request["port"])), timeout=5):
             return {"ok": True}
+    if op == "listen":
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.bind(("127.0.0.1", int(request["port"])))
+        listener.listen()
+        _LISTENERS.append(listener)
+        return {"ok": True}
     if op == "dns_udp":
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             sock.settimeout(2)
