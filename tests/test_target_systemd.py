@@ -21,7 +21,7 @@ from mcpspec import api
 from mcpspec.ir.plan import Plan
 from mcpspec.targets.base import CONTROLS
 from mcpspec.targets.build import MANIFEST, Build, build_plan
-from mcpspec.targets.systemd import CAPABILITIES, PROXY_PORT, SHIM, TARGET, USAGE
+from mcpspec.targets.systemd import CAPABILITIES, PROXY_PORT, SHIM, TARGET, USAGE, audit
 from mcpspec.targets.systemd.names import run_id_room
 
 STEM = "mcp-acme-coding-agent"  # the units of examples/coding-agent.yaml
@@ -565,3 +565,24 @@ servers:
     assert len(blocking) == 1 and "contains the metadata range" in blocking[0].message and "(server two)" in blocking[0].message
     # Inside a metadata range an allow entry is dropped: metadata stays refused, as by squid.
     assert "IPAddressAllow=10.0.0.0/8\n" in build.files["mcp-gaps_one@.service"]
+
+
+def test_the_audit_helper_never_follows_a_link_on_the_sink_path(tmp_path: Path) -> None:
+    """The helper the units run at stop, on this machine's file system: a link in place of the
+    sink or of a directory above it is refused, and nothing is written where it points."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "logs").symlink_to(elsewhere)
+    with pytest.raises(audit.Refused):
+        audit.append(str(tmp_path / "logs" / "new" / "audit.jsonl"), "{}")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "audit.jsonl").symlink_to(elsewhere / "victim")
+    with pytest.raises(audit.Refused):
+        audit.append(str(tmp_path / "real" / "audit.jsonl"), "{}")
+    assert list(elsewhere.iterdir()) == []
+    with pytest.raises(audit.Refused):
+        audit.append("relative/audit.jsonl", "{}")
+    if os.geteuid() == 0:  # a sink the helper creates is root's, as under systemd
+        audit.append(str(tmp_path / "made" / "audit.jsonl"), '{"a":1}')
+        assert (tmp_path / "made" / "audit.jsonl").read_text() == '{"a":1}\n'
+        assert json.loads(audit.audit_line(["p", "s", "i\n\"", "r", "c", "0", "journal", "[]", "{}"], 0))["instance"] == "i__"
