@@ -357,6 +357,7 @@ class Launcher:
         self.shim: list[str] = []
         self.state = ""
         self.bridge_dir = ""
+        self.squid_service = f"mcpspec{secrets.token_hex(8)}"
         self.proxy_processes: list[subprocess.Popen[bytes]] = []
         self.sandbox: subprocess.Popen[bytes] | None = None
         self.audit_fd = -1
@@ -622,7 +623,9 @@ class Launcher:
             with open(f"{self.state}/squid.conf", "w", encoding="utf-8") as handle:
                 handle.write(conf)
             os.chmod(f"{self.state}/squid.conf", 0o644)
-            squid = self.spawn_helper([self.tools["squid"], "-N", "-f", f"{self.state}/squid.conf"], proxy_ids, log)
+            # A service name of its own: squid names its shared-memory segments after it, and
+            # another squid's stale segments (of another user, say) would stop this one starting.
+            squid = self.spawn_helper([self.tools["squid"], "-N", "-n", self.squid_service, "-f", f"{self.state}/squid.conf"], proxy_ids, log)
             if self.wait_for(functools.partial(self.squid_accepts, port), squid):
                 break
             if self.stop_signal:
@@ -632,7 +635,9 @@ class Launcher:
             self.proxy_processes.remove(squid)
             squid = None
         if squid is None:
-            raise Refusal("the egress proxy (squid) did not start: " + (self.squid_log().strip().splitlines() or ["no log"])[-1][:300])
+            lines = self.squid_log().strip().splitlines() or ["no log"]
+            why = next((line for line in lines if "FATAL" in line or "ERROR" in line), lines[-1])
+            raise Refusal("the egress proxy (squid) did not start: " + why[:300])
         sock = f"{self.bridge_dir}/egress.sock"
         bridge = self.spawn_helper([self.tools["socat"], f"UNIX-LISTEN:{sock},fork,mode={'0660' if self.root else '0600'}", f"TCP:127.0.0.1:{port}"], proxy_ids, log)
         if not self.wait_for(lambda: is_socket(bridge_fd, "egress.sock"), bridge):
@@ -817,6 +822,8 @@ class Launcher:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+        if self.proxy_processes:
+            remove_shared_memory(f"{self.squid_service}-")
         for fd in self.fds:
             os.close(fd)
         self.fds = []
@@ -1007,6 +1014,21 @@ def drain(fd: int) -> None:
             pass
     except OSError:
         pass
+
+
+def remove_shared_memory(prefix: str) -> None:
+    """Remove the shared-memory segments a killed squid left in /dev/shm (unlink follows no link)."""
+    try:
+        directory = os.open("/dev/shm", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        for name in os.listdir(directory):
+            if name.startswith(prefix):
+                with contextlib.suppress(OSError):
+                    os.unlink(name, dir_fd=directory)
+    finally:
+        os.close(directory)
 
 
 def free_port() -> int:

@@ -1,0 +1,130 @@
+"""What a server asks for that the systemd target cannot give it, beyond the capability matrix."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.spec.models import HttpTransport
+from mcpspec.targets.base import Gap
+from mcpspec.targets.common import Overrides
+from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, egress_plan
+
+# What the shim runs inside the sandbox: never masked.
+SHIM_TOOLS = frozenset({"bash", "socat", "grep", "sleep"})
+ENV_SHIM_TOOLS = frozenset({"bash"})
+
+
+def is_home(path: str) -> bool:
+    return path == "~" or path.startswith("~/")
+
+
+def shim_tools(sandbox: EffectiveSandbox, egress: EgressPlan) -> frozenset[str]:
+    """The programs the in-sandbox shim needs for this server (none: no shim)."""
+    if egress.mode == "proxy" and not isinstance(sandbox.transport, HttpTransport):
+        return SHIM_TOOLS
+    if any(grant.env is not None for grant in sandbox.secrets):
+        return ENV_SHIM_TOOLS
+    return frozenset()
+
+
+def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+    gaps: list[Gap] = []
+    overrides: Overrides = {}
+    egress = egress_plan(sandbox)
+    transport = sandbox.transport
+    http = isinstance(transport, HttpTransport)
+    if isinstance(transport, HttpTransport):
+        bind = transport.bind or "127.0.0.1"
+        if not _is_loopback(bind):
+            gaps.append(Gap("listeners", "none", (*sandbox.path, "transport", "bind"),
+                            f"transport.bind {bind}: the systemd target serves HTTP on loopback only (IPAddressAllow=127.0.0.1 ::1); bind 127.0.0.1 and put a reverse proxy in front"))
+        overrides["egress-deny"] = ("partial", "an HTTP server shares the host network: IPAddressAllow=127.0.0.1 ::1 lets it reach every loopback service of the host listening there")
+        if not sandbox.process.listeners:
+            overrides["listeners"] = ("partial", "an HTTP server shares the host network: SocketBindDeny= allows only its port where systemd has the BPF framework, and IPAddressDeny= keeps other listeners reachable from loopback only")
+    if egress.mode == "direct-open":
+        _direct_gaps(sandbox, egress, http, gaps, overrides)
+    _secret_gaps(plan, sandbox, gaps)
+    env = sandbox.env
+    if env.inherit not in (None, "none"):
+        overrides["env"] = ("partial", "a system unit has no invoking user whose environment it could inherit: env.inherit is ignored, only env.set is passed")
+    for mount in sandbox.mounts:
+        if mount.workspace_dir is None and is_home(mount.source):
+            gaps.append(Gap("mounts", "none", (*mount.path, "from"),
+                            f"mount from {mount.source}: a system unit has no invoking user, so ~ cannot be resolved; give an absolute path"))
+        elif mount.workspace_dir is not None and not mount.tmpfs and mount.mode == "ro":
+            gaps.append(Gap("workspace-lifecycle", "partial", mount.path,
+                            f"workspace.{mount.workspace_dir} is read-only and starts empty in every instance: nothing fills it before the server starts"))
+    sink = sandbox.logging.sink or "stderr"
+    if sandbox.logging.audit and is_home(sink):
+        gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
+                        f"logging.sink {sink}: a system unit has no invoking user, so ~ cannot be resolved; audit lines go to the journal"))
+    denied = [c for c in sandbox.process.deny or () if "/" not in c]
+    kept = sorted(shim_tools(sandbox, egress).intersection(denied))
+    if kept:
+        gaps.append(Gap("process-policy", "partial", sandbox.origin("process.deny"),
+                        f"denied {' and '.join(kept)} {'stays' if len(kept) == 1 else 'stay'} available: the shim runs {'it' if len(kept) == 1 else 'them'} inside the sandbox"))
+    return gaps, overrides
+
+
+def _direct_gaps(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool, gaps: list[Gap], overrides: Overrides) -> None:
+    names = [d for d in egress.allow if d.kind != "cidr"]
+    if names:
+        overrides["egress-allowlist"] = ("none", f"direct egress to {', '.join(d.text for d in names)}: names cannot be enforced by IP rules; set egress.via: proxy")
+    if any(d.kind != "cidr" for d in egress.deny):
+        gaps.append(Gap("egress-deny", "none", sandbox.origin("egress.deny"),
+                        "names in egress.deny cannot be refused by IP rules (via: direct); set egress.via: proxy"))
+    if any(d.kind == "cidr" and d.port is not None for d in egress.allow):
+        overrides["egress-deny"] = ("partial", "direct egress: IPAddressAllow= opens the listed addresses on every port, not only the listed ones")
+    for destination in egress.allow:
+        if destination.kind != "cidr" or "metadata-blocking" in overrides:
+            continue
+        network = ipaddress.ip_network(destination.host, strict=False)
+        for metadata in (ipaddress.ip_network(text) for text in METADATA_RANGES):
+            if network.version == metadata.version and metadata != network and metadata.subnet_of(network):  # type: ignore[arg-type]
+                overrides["metadata-blocking"] = ("none", f"the allowed range {network} contains the metadata range {metadata}, which IP rules cannot carve out (IPAddressAllow= wins over IPAddressDeny=); set egress.via: proxy")
+                break
+    if not sandbox.process.listeners and not http:
+        overrides["listeners"] = ("partial", "direct egress shares the host network: SocketBindDeny=any refuses listeners where systemd has the BPF framework, and IPAddressDeny= lets only the allowed addresses reach one")
+    overrides["hidden-paths"] = ("partial", "direct egress keeps /run visible (name resolution may need it): world-accessible sockets there, D-Bus and systemd-resolved among them, stay reachable")
+
+
+def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None:
+    writable = _writable_sources(plan)
+    for grant in sandbox.secrets:
+        if grant.provider in ("env", "vault", "k8s-secret"):
+            gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
+                            f"secret {grant.name!r}: a system unit reads secrets from a file or a systemd credential (LoadCredential=), not from {grant.provider}"))
+        elif grant.provider == "file" and is_home(grant.ref):
+            gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
+                            f"secret {grant.name!r}: a system unit has no invoking user, so {grant.ref} cannot be resolved; give an absolute path"))
+        elif grant.provider == "file":
+            inside = [f"server {server}" for server, source in writable if _within(grant.ref, source)]
+            if grant.ref.startswith(f"/run/mcp-{plan.project}/") or grant.ref.startswith(f"/run/mcp-{plan.project}_"):
+                inside.append("the instances' runtime directories")
+            if inside:
+                gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
+                                f"secret {grant.name!r}: {grant.ref} lies in a directory that {', '.join(sorted(set(inside)))} can write, and the service manager reads it as root following links: a sandbox could swap it for a link to any host file; keep secrets outside writable mounts"))
+
+
+def _writable_sources(plan: Plan) -> list[tuple[str, str]]:
+    """(server, host path) of every writable host mount of the project's servers that run here."""
+    return [
+        (name, mount.source)
+        for name, sandbox in plan.servers.items() if sandbox.runs_here
+        for mount in sandbox.mounts
+        if mount.writable and mount.workspace_dir is None and not mount.tmpfs and not is_home(mount.source)
+    ]
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _is_loopback(address: str) -> bool:
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,129 @@
+"""The units around a server's template: its stdio socket, and for an egress allowlist
+its squid, the egress socket bound into each instance and the relay behind it."""
+
+from __future__ import annotations
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.spec.models import HttpTransport
+from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, squid_config
+from mcpspec.targets.escape import unit_arg, unit_text
+from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names
+from mcpspec.targets.systemd.unitfile import comments, confinement, describe, hardening, render
+
+SOCKET_PROXYD = "/usr/lib/systemd/systemd-socket-proxyd"
+SQUID = "/usr/sbin/squid"
+
+
+def helper_files(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> dict[str, str]:
+    """Every file of one server except its template."""
+    http = isinstance(sandbox.transport, HttpTransport)
+    files: dict[str, str] = {}
+    if not http:
+        files[names.socket] = _socket(plan, sandbox, names)
+    if egress.mode == "proxy":
+        files[names.squid_conf] = _squid_conf(plan, sandbox, names, egress)
+        files[names.squid_service] = _squid_service(plan, sandbox, names)
+        if not http:
+            files[names.egress_socket] = _egress_socket(plan, sandbox, names)
+            files[names.egress_service] = _egress_service(plan, sandbox, names)
+    return files
+
+
+def _socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
+    head = comments(plan, f"the stdio endpoint of MCP server {sandbox.name}: each connection starts one {names.service} instance")
+    unit = [f"Description={describe(sandbox, 'stdio socket')}"]
+    socket = [
+        f"ListenStream={names.listen_path}",
+        "SocketMode=0600",
+        "DirectoryMode=0755",
+        "Accept=yes",
+        "RemoveOnStop=yes",
+    ]
+    return render(head, [("Unit", unit), ("Socket", socket), ("Install", ["WantedBy=sockets.target"])])
+
+
+def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:
+    conf_header = comments(plan, f"egress allowlist of MCP server {sandbox.name}, read by {names.squid_service}")
+    runtime = [
+        f"http_port 127.0.0.1:{names.squid_port}",
+        f"pid_filename /run/{names.squid_dir}/squid.pid",
+        f"coredump_dir /run/{names.squid_dir}",
+        f"cache_log /var/log/{names.squid_dir}/cache.log",
+        "hosts_file /etc/hosts",
+        "logfile_rotate 0",
+        "netdb_filename none",
+    ]
+    body = squid_config(egress, [line.removeprefix("# ") for line in conf_header], runtime)
+    # access_log names the logformat that the base of the configuration defines, so it comes last.
+    return body + f"access_log stdio:/var/log/{names.squid_dir}/access.log mcpspec\n"
+
+
+def _helper_hardening() -> list[str]:
+    return ["DynamicUser=yes", *confinement("@privileged"), *hardening()]
+
+
+def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
+    port = names.squid_port
+    head = comments(plan, f"the egress proxy of MCP server {sandbox.name}: squid on 127.0.0.1:{port}")
+    head.append(f"# Port {port} = {SQUID_PORT_BASE} + crc32(\"{names.project}/{names.server}\") mod {SQUID_PORT_SPAN}.")
+    unit = [
+        f"Description={unit_text(f'egress proxy (squid) of MCP server {sandbox.name}')}",
+        "Wants=network-online.target",
+        "After=network-online.target",
+    ]
+    # Ready once squid listens (port in hex, state 0A = LISTEN), so that the server starts after it.
+    ready = (
+        f"for _ in {{1..300}}; do /bin/grep -q ':{port:04X} 00000000:0000 0A' /proc/self/net/tcp && exit 0; /bin/sleep 0.1; done; "
+        "echo 'squid did not start listening' >&2; exit 1"
+    )
+    service = [
+        "Type=simple",
+        f"ExecStart={SQUID} -n {names.squid_name} -N -f {names.squid_conf_path}",
+        f"ExecStartPost=/bin/bash -c {unit_arg(ready)}",
+        f"RuntimeDirectory={names.squid_dir}",
+        "RuntimeDirectoryMode=0700",
+        f"LogsDirectory={names.squid_dir}",
+        "LogsDirectoryMode=0750",
+        "LimitNOFILE=65536",
+        f"SyslogIdentifier={names.squid_dir}",
+        "Restart=on-failure",
+        *_helper_hardening(),
+        "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
+        # squid refuses these after resolution; the IP rule is a second wall.
+        f"IPAddressDeny={' '.join(METADATA_RANGES)}",
+    ]
+    return render(head, [("Unit", unit), ("Service", service)])
+
+
+def _egress_socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
+    head = comments(plan, f"the egress socket of MCP server {sandbox.name}, bound into each instance")
+    head.append("# Mode 0666 lets the server's transient user connect through its bind mount;")
+    head.append("# the directory (0700 root) keeps every other user out.")
+    unit = [f"Description={unit_text(f'egress socket of MCP server {sandbox.name}')}"]
+    socket = [
+        f"ListenStream={names.egress_path}",
+        "SocketMode=0666",
+        "DirectoryMode=0700",
+        "RemoveOnStop=yes",
+    ]
+    return render(head, [("Unit", unit), ("Socket", socket), ("Install", ["WantedBy=sockets.target"])])
+
+
+def _egress_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
+    head = comments(plan, f"relays the egress socket of MCP server {sandbox.name} to its squid")
+    unit = [
+        f"Description={unit_text(f'egress relay of MCP server {sandbox.name}')}",
+        f"Requires={names.squid_service} {names.egress_socket}",
+        f"After={names.squid_service} {names.egress_socket}",
+    ]
+    service = [
+        f"ExecStart={SOCKET_PROXYD} 127.0.0.1:{names.squid_port}",
+        f"SyslogIdentifier={names.stem}_egress",
+        *_helper_hardening(),
+        "PrivateNetwork=no",
+        "RestrictAddressFamilies=AF_UNIX AF_INET",
+        "IPAddressDeny=any",
+        "IPAddressAllow=localhost",
+        "SocketBindDeny=any",
+    ]
+    return render(head, [("Unit", unit), ("Service", service)])

@@ -1,0 +1,395 @@
+"""The systemd target's units, started for real by systemd as PID 1 in a podman container,
+and attacked from inside the running instances.
+
+The image is a Debian rootfs built by mmdebstrap and imported once; it is kept in
+podman's store under a tag derived from what it holds, so later runs reuse it. The
+container runs with `--network none`: every address below is its own loopback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import require_tool
+from mcpspec import api
+from mcpspec.targets.build import build_plan
+
+PACKAGES = "python3,systemd,systemd-sysv,dbus,squid,socat,systemd-resolved"
+MMDEBSTRAP = ["--variant=minbase", f"--include={PACKAGES}", "bookworm"]
+IMAGE = "localhost/mcpspec-systemd-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]
+PROBE_DIR = Path(__file__).parent / "systemd_probe"
+CONTAINERS_CONF = Path(__file__).parent / "containers.conf"
+TOKEN = "file-secret-5c1d8e"
+GH_TOKEN = "ghp-env-secret-0b7a43f1"
+VICTIM = "root only\n"
+
+SPEC = """\
+version: 1
+project: sdreal
+defaults:
+  logging: {audit: true, sink: /var/log/sdreal/audit.jsonl}
+workspace:
+  root: /srv/sdreal/ws
+  dirs:
+    output: {mode: rw}
+secrets:
+  token: {provider: file, ref: /etc/sdreal/token}
+  gh: {provider: file, ref: /etc/sdreal/gh-token}
+servers:
+  probe:
+    command: [/usr/bin/python3, /probe/probe.py]
+    mounts:
+      - {from: workspace.output, to: /workspace/output}
+      - {from: /opt/sdreal, to: /probe}
+    secrets:
+      - {use: token, as: {file: /run/secrets/token}}
+      - {use: gh, as: {env: GITHUB_TOKEN}}
+  neighbour:
+    command: [/usr/bin/python3, /probe/probe.py]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+      - {from: /var/log/sdreal, to: /logs, mode: rw}
+    logging: {audit: false}
+  fetch:
+    command: [/usr/bin/python3, /probe/probe.py]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    egress: {allow: ["allowed.test:80"]}
+  limits:
+    command: [/usr/bin/python3, /probe/probe.py]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    runtime: {pids: 12, memory: 64Mi}
+    lifecycle: {max_lifetime: 4s}
+    logging: {audit: false}
+"""
+
+
+class Container:
+    """A running systemd container; every podman call goes through `CONTAINERS_CONF`."""
+
+    def __init__(self, podman: str, name: str) -> None:
+        self.podman = podman
+        self.name = name
+
+    def run(self, *command: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run([self.podman, "exec", self.name, *command], capture_output=True, text=True, timeout=timeout, env=_podman_env(), check=False)
+        if check and result.returncode != 0:
+            raise AssertionError(f"{' '.join(command)}: exit {result.returncode}\n{result.stdout}{result.stderr}")
+        return result
+
+    def sh(self, script: str, check: bool = True) -> str:
+        return self.run("/bin/bash", "-c", script, check=check).stdout
+
+    def put(self, source: Path, target: str) -> None:
+        subprocess.run([self.podman, "cp", str(source), f"{self.name}:{target}"], check=True, timeout=60, env=_podman_env(), capture_output=True)
+
+
+class Client:
+    """The relay in the container: each `open` is one connection, so one instance."""
+
+    def __init__(self, container: Container) -> None:
+        self.process = subprocess.Popen(
+            [container.podman, "exec", "-i", container.name, "/usr/bin/python3", "-u", "/opt/sdreal/client.py"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_podman_env(),
+        )
+
+    def send(self, message: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        assert line, "the relay in the container died"
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def open(self, key: str, server: str) -> None:
+        assert self.send({"open": key, "path": f"/run/mcp-sdreal/{server}.sock"})["ok"]
+
+    def ask(self, key: str, op: str, **arguments: Any) -> dict[str, Any]:
+        return self.send({"to": key, "request": {"op": op, **arguments}})
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def _podman_env() -> dict[str, str]:
+    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
+
+
+def _image(podman: str) -> str:
+    """The test image: built and imported once, then reused from podman's store."""
+    if subprocess.run([podman, "image", "exists", IMAGE], env=_podman_env(), check=False).returncode == 0:
+        return IMAGE
+    mmdebstrap = require_tool("mmdebstrap")
+    with tempfile.TemporaryDirectory(prefix="mcpspec-sd-image-") as work:
+        tarball = Path(work) / "rootfs.tar"
+        built = subprocess.run([mmdebstrap, "--quiet", *MMDEBSTRAP, str(tarball)], capture_output=True, text=True, timeout=900, check=False)
+        assert built.returncode == 0, f"mmdebstrap failed:\n{built.stderr[-3000:]}"
+        subprocess.run([podman, "import", str(tarball), IMAGE], check=True, capture_output=True, timeout=300, env=_podman_env())
+    return IMAGE
+
+
+@pytest.fixture(scope="module")
+def container() -> Iterator[Container]:
+    podman = require_tool("podman")
+    require_tool("runc")
+    image = _image(podman)
+    name = f"mcpspec-sd-{uuid.uuid4().hex[:10]}"
+    started = subprocess.run(
+        # --cgroupns=private: systemd then sees its own cgroup tree and enforces TasksMax= and MemoryMax=.
+        [podman, "run", "-d", "--privileged", "--systemd=always", "--cgroupns=private", "--network", "none", "--name", name, image, "/sbin/init"],
+        capture_output=True, text=True, timeout=120, env=_podman_env(), check=False,
+    )
+    box = Container(podman, name)
+    try:
+        assert started.returncode == 0, started.stderr
+        _boot(box)
+        _install(box)
+        yield box
+    finally:
+        subprocess.run([podman, "rm", "-f", "-t", "0", name], capture_output=True, timeout=120, env=_podman_env(), check=False)
+
+
+def _boot(box: Container) -> None:
+    deadline = time.monotonic() + 60
+    state = ""
+    while time.monotonic() < deadline:
+        state = box.run("systemctl", "is-system-running", check=False).stdout.strip()
+        if state in ("running", "degraded"):
+            break
+        time.sleep(0.5)
+    assert state in ("running", "degraded"), f"systemd in the container: {state}"
+    # A host's systemd makes / a shared mount at boot; in a container it does not, and
+    # then the credentials it mounts for a unit never reach the unit (an empty,
+    # root-only $CREDENTIALS_DIRECTORY: "Permission denied"). Do what the host does.
+    box.run("mount", "--make-rshared", "/")
+    # The image's own squid is not needed (and takes 30 s to stop gracefully).
+    box.run("systemctl", "disable", "squid.service")
+    box.run("systemctl", "kill", "--signal=SIGKILL", "squid.service", check=False)
+
+
+def _install(box: Container) -> None:
+    with tempfile.TemporaryDirectory(prefix="mcpspec-sd-units-") as work:
+        directory = Path(work)
+        spec = directory / "mcp-sandbox.yaml"
+        spec.write_text(SPEC, encoding="utf-8")
+        build = build_plan(api.load(spec, "mcp-sandbox.yaml"), "systemd")
+        blocking = [r.message for r in build.active if r.code in ("TG001", "TG004")]
+        assert not blocking, blocking
+        units = directory / "units"
+        units.mkdir()
+        for name, text in build.files.items():
+            if name.endswith((".service", ".socket")):
+                (units / name).write_text(text, encoding="utf-8")
+        # The same probe unit without User=: every instance shares one transient user.
+        # It shows the attacks below succeed where the per-instance user is missing.
+        shared = re.sub(r"^User=.*\n", "", build.files["mcp-sdreal_probe@.service"], flags=re.M)
+        (units / "mcp-sdreal_shared@.service").write_text(shared.replace("mcp-sdreal/probe/", "mcp-sdreal/shared/"), encoding="utf-8")
+        socket_unit = build.files["mcp-sdreal_probe.socket"].replace("/probe.sock", "/shared.sock")
+        (units / "mcp-sdreal_shared.socket").write_text(socket_unit, encoding="utf-8")
+        box.run("mkdir", "-p", "/etc/mcpspec/sdreal", "/opt/sdreal", "/etc/sdreal", "/var/log/sdreal")
+        for unit in sorted(units.iterdir()):
+            box.put(unit, f"/etc/systemd/system/{unit.name}")
+        for name, text in build.files.items():
+            if name.endswith(".squid.conf"):
+                (directory / name).write_text(text, encoding="utf-8")
+                box.put(directory / name, f"/etc/mcpspec/sdreal/{name}")
+        box.put(PROBE_DIR / "probe.py", "/opt/sdreal/probe.py")
+        box.put(PROBE_DIR / "client.py", "/opt/sdreal/client.py")
+    box.sh(
+        f"umask 077; printf '%s\\n' {TOKEN} > /etc/sdreal/token; printf '%s\\n' {GH_TOKEN} > /etc/sdreal/gh-token; "
+        f"printf '{VICTIM}' > /etc/sdreal/victim; chmod 0755 /opt/sdreal; chmod 0777 /var/log/sdreal; chmod 0644 /opt/sdreal/*.py; "
+        "echo '127.0.0.1 allowed.test denied.test' >> /etc/hosts; "
+        "systemctl daemon-reload && systemctl start "
+        "mcp-sdreal_probe.socket mcp-sdreal_shared.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_limits.socket"
+    )
+
+
+@pytest.fixture
+def client(container: Container) -> Iterator[Client]:
+    relay = Client(container)
+    yield relay
+    relay.close()
+
+
+def _instance(answer: dict[str, Any]) -> str:
+    found = re.search(r"@([^/\n]+)\.service", answer["cgroup"])
+    assert found, answer["cgroup"]
+    return found.group(1)
+
+
+def test_concurrent_instances_have_their_own_user_and_cannot_reach_each_other(container: Container, client: Client) -> None:
+    client.open("a", "probe")
+    client.open("b", "probe")
+    a, b = client.ask("a", "whoami"), client.ask("b", "whoami")
+    assert a["ok"] and b["ok"] and a["uid"] != b["uid"] and 0 not in (a["uid"], b["uid"])
+    assert client.ask("b", "write", path="/workspace/output/notes.txt", data="b's work")["ok"]
+    b_dir = f"/run/mcp-sdreal/probe/{_instance(b)}/output"
+    assert container.sh(f"stat -c '%u %a' {b_dir}").split() == [str(b["uid"]), "700"]
+    # a attacks b: its workspace by its host path, its environment, a signal.
+    assert client.ask("a", "read", path=f"{b_dir}/notes.txt")["errno"] in ("ENOENT", "EACCES")
+    assert client.ask("a", "read", path=f"/proc/{b['pid']}/environ")["errno"] in ("ENOENT", "EACCES", "ESRCH")
+    assert client.ask("a", "kill", pid=b["pid"], signal=0)["errno"] == "EPERM"
+    assert client.ask("a", "kill", pid=b["pid"], signal=9)["errno"] == "EPERM"
+    assert client.ask("b", "whoami")["ok"]  # b still runs
+    # The control: without User= both instances share a user, and the same attacks succeed.
+    client.open("c", "shared")
+    client.open("d", "shared")
+    c, d = client.ask("c", "whoami"), client.ask("d", "whoami")
+    assert c["uid"] == d["uid"]
+    assert client.ask("c", "kill", pid=d["pid"], signal=0)["ok"]
+    assert client.ask("c", "kill", pid=d["pid"], signal=9)["ok"]
+    assert not client.ask("d", "whoami")["ok"]  # the connection died with d
+
+
+def test_no_unix_socket_of_the_host_is_reachable_with_egress_denied(container: Container, client: Client) -> None:
+    # They exist and answer in the container...
+    reachable = "import socket,sys\nfor p in sys.argv[1:]:\n s=socket.socket(socket.AF_UNIX); s.connect(p); s.close()\n"
+    sockets = ["/run/dbus/system_bus_socket", "/run/systemd/resolve/io.systemd.Resolve", "/run/systemd/journal/stdout", "/run/systemd/private"]
+    container.run("/usr/bin/python3", "-c", reachable, *sockets)
+    client.open("p", "probe")
+    # ...but not from the instance: no socket at all, and an empty /run.
+    for family in ("AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"):
+        assert client.ask("p", "socket", family=family)["errno"] == "EAFNOSUPPORT", family
+    for path in (*sockets, "/var/run/dbus/system_bus_socket", "/dev/log"):
+        assert client.ask("p", "connect_unix", path=path)["errno"] == "EAFNOSUPPORT", path
+        assert client.ask("p", "read", path=path)["errno"] == "ENOENT", path
+    seen = client.ask("p", "walk", path="/run")["paths"]
+    unexpected = [p for p in seen if not re.match(r"/run/(credentials|mcp-sdreal|secrets)(/|$)|/run/systemd(/incoming)?$", p)]
+    assert not unexpected, unexpected
+    assert client.ask("p", "dns_udp")["errno"] == "EAFNOSUPPORT"
+
+
+def test_with_an_allowlist_only_the_egress_socket_is_reachable(container: Container, client: Client) -> None:
+    client.open("f", "fetch")
+    seen = client.ask("f", "walk", path="/run")["paths"]
+    assert "/run/mcpspec/egress.sock" in seen
+    unexpected = [p for p in seen if not re.match(r"/run/(credentials|mcpspec/egress\.sock$|mcpspec$|systemd$|systemd/incoming$)", p)]
+    assert not unexpected, unexpected
+    for path in ("/run/dbus/system_bus_socket", "/run/systemd/resolve/io.systemd.Resolve", "/run/systemd/journal/stdout", "/dev/log"):
+        assert client.ask("f", "connect_unix", path=path)["errno"] == "ENOENT", path
+    assert client.ask("f", "connect_unix", path="/run/mcpspec/egress.sock")["ok"]
+    # resolved's stub and every other address: the instance has only its own loopback.
+    assert client.ask("f", "dns_udp")["errno"] in ("ECONNREFUSED", "timeout", "EAGAIN") or not client.ask("f", "dns_udp")["ok"]
+    squid_port = int(container.sh("grep -ho 'http_port 127.0.0.1:[0-9]*' /etc/mcpspec/sdreal/fetch.squid.conf").rsplit(":", 1)[1])
+    assert client.ask("f", "connect_tcp", host="127.0.0.1", port=squid_port)["errno"] == "ECONNREFUSED"
+    assert client.ask("f", "connect_tcp", host="10.0.0.1", port=80)["errno"] in ("ENETUNREACH", "EHOSTUNREACH", "EPERM")
+    # A listener inside the instance is reachable from nowhere else.
+    listened = client.ask("f", "listen", port=8080)
+    assert listened["ok"] or listened["errno"] == "EPERM"  # SocketBindDeny= where the BPF framework works
+    connect = "import socket; socket.create_connection(('127.0.0.1', 8080), timeout=5)"
+    assert "ConnectionRefusedError" in container.run("/usr/bin/python3", "-c", connect, check=False).stderr
+    # Through the proxy: a name not on the list, and a metadata address, are refused by squid.
+    denied = client.ask("f", "proxy", request="GET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n")
+    assert denied["ok"] and " 403 " in denied["status"], denied
+    metadata = client.ask("f", "proxy", request="CONNECT 169.254.169.254:80 HTTP/1.1\r\nHost: 169.254.169.254:80\r\n\r\n")
+    assert metadata["ok"] and " 403 " in metadata["status"], metadata
+    allowed_loopback = client.ask("f", "proxy", request="GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+    assert allowed_loopback["ok"] and " 403 " in allowed_loopback["status"]  # allowed name, but it resolves to loopback
+    log = container.sh("cat /var/log/mcp-sdreal_fetch_squid/access.log")
+    assert "denied.test" in log and "169.254.169.254" in log and "TCP_DENIED/403" in log
+
+
+def test_secrets_reach_only_their_server_and_never_a_command_line_or_the_journal(container: Container, client: Client) -> None:
+    client.open("s", "probe")
+    client.open("n", "neighbour")
+    assert client.ask("s", "read", path="/run/secrets/token")["data"] == TOKEN + "\n"
+    assert client.ask("s", "env", name="GITHUB_TOKEN")["value"] == GH_TOKEN
+    server = client.ask("s", "whoami")
+    assert "GITHUB_TOKEN" in server["environ"] and "CREDENTIALS_DIRECTORY" in server["environ"]
+    systemd_sets = {"PATH", "USER", "LOGNAME", "HOME", "SHELL", "INVOCATION_ID", "CREDENTIALS_DIRECTORY", "JOURNAL_STREAM", "SYSTEMD_EXEC_PID", "LANG", "RUNTIME_DIRECTORY"}
+    shim_sets = {"PWD", "SHLVL", "_"}  # bash exports these to the command it execs
+    assert set(server["environ"]) <= systemd_sets | shim_sets | {"GITHUB_TOKEN", "LC_CTYPE"}, server["environ"]
+    neighbour = client.ask("n", "whoami")
+    assert "GITHUB_TOKEN" not in neighbour["environ"]
+    assert client.ask("n", "read", path=f"/proc/{server['pid']}/environ")["errno"] in ("ENOENT", "EACCES")
+    assert client.ask("n", "read", path="/etc/sdreal/gh-token")["errno"] == "EACCES"
+    everywhere = container.sh(
+        "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '; cat /etc/systemd/system/mcp-sdreal_* /etc/mcpspec/sdreal/*; journalctl -b --no-pager -o verbose",
+    )
+    assert GH_TOKEN not in everywhere and TOKEN not in everywhere
+
+
+def test_a_sandbox_cannot_plant_a_link_at_a_credential_source(container: Container, client: Client) -> None:
+    client.open("x", "probe")
+    for path in ("/etc/sdreal/token", "/etc/sdreal/planted"):
+        assert client.ask("x", "symlink", target="/etc/sdreal/victim", path=path)["errno"] in ("EROFS", "EEXIST", "EACCES")
+    assert client.ask("x", "unlink", path="/etc/sdreal/token")["errno"] in ("EROFS", "EACCES")
+    client.open("y", "probe")
+    assert client.ask("y", "read", path="/run/secrets/token")["data"] == TOKEN + "\n"
+
+
+def _audit_after_a_run(container: Container, client: Client, key: str) -> str:
+    """Run and stop one probe instance; returns what its audit command logged."""
+    client.open(key, "probe")
+    instance = _instance(client.ask(key, "whoami"))
+    client.send({"close": key})
+    unit = f"mcp-sdreal_probe@{instance}.service"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and container.run("systemctl", "is-active", unit, check=False).stdout.strip() in ("active", "deactivating"):
+        time.sleep(0.2)
+    time.sleep(0.5)
+    return container.run("journalctl", "--no-pager", "-o", "cat", "-u", unit, check=False).stdout
+
+
+def test_the_audit_sink_refuses_links_fifos_and_foreign_files_a_sandbox_planted(container: Container, client: Client) -> None:
+    container.sh("rm -f /var/log/sdreal/audit.jsonl")
+    _audit_after_a_run(container, client, "first")
+    first = container.sh("cat /var/log/sdreal/audit.jsonl").splitlines()
+    assert json.loads(first[-1])["server"] == "probe"
+    assert container.sh("stat -c '%u %a %h' /var/log/sdreal/audit.jsonl").split() == ["0", "600", "1"]
+    # The neighbour can write the sink's directory (a writable mount of a 0777 directory): it swaps the sink.
+    client.open("n", "neighbour")
+    attacks: list[tuple[str, dict[str, Any]]] = [
+        ("symlink", {"target": "/etc/sdreal/victim"}),
+        ("mkfifo", {}),
+        ("write", {"data": "forged\n"}),  # a regular file, owned by the neighbour's user
+    ]
+    for op, arguments in attacks:
+        container.sh("rm -f /var/log/sdreal/audit.jsonl")
+        assert client.ask("n", op, path="/logs/audit.jsonl", **arguments)["ok"], op
+        logged = _audit_after_a_run(container, client, f"after-{op}")
+        assert "refusing the audit sink" in logged, (op, logged)
+        assert container.sh("cat /etc/sdreal/victim") == VICTIM
+    container.sh("rm -f /var/log/sdreal/audit.jsonl; ln /etc/sdreal/victim /var/log/sdreal/audit.jsonl 2>/dev/null || "
+                 "{ cp /etc/sdreal/victim /var/log/sdreal/v2; ln /var/log/sdreal/v2 /var/log/sdreal/audit.jsonl; }")
+    assert "hard links" in _audit_after_a_run(container, client, "after-link")
+    assert container.sh("cat /etc/sdreal/victim") == VICTIM
+
+
+def test_read_only_host_and_mounts(container: Container, client: Client) -> None:
+    client.open("r", "probe")
+    for path in ("/usr/pwned", "/etc/pwned", "/probe/pwned", "/opt/sdreal/pwned", "/var/pwned"):
+        assert client.ask("r", "write", path=path)["errno"] in ("EROFS", "EACCES", "ENOENT"), path
+    assert client.ask("r", "write", path="/probe/probe.py")["errno"] == "EROFS"
+    assert client.ask("r", "write", path="/workspace/output/ok.txt")["ok"]
+    assert client.ask("r", "read", path="/var/log/sdreal/audit.jsonl")["errno"] in ("ENOENT", "EACCES")  # /var/log is hidden
+    assert container.sh("ls /opt/sdreal").split() == ["client.py", "probe.py"]
+
+
+def test_limits_hold(container: Container, client: Client) -> None:
+    client.open("l", "limits")
+    forked = client.ask("l", "fork", count=30)
+    assert forked["ok"] and forked["refused"] > 0 and forked["started"] < 12, forked
+    assert client.ask("l", "allocate", bytes=256 * 2**20)["errno"] == "closed"  # the kernel killed it
+    client.open("t", "limits")
+    closed = client.send({"wait_closed": "t", "timeout": 15})
+    assert closed["ok"] and closed["after"] < 10, closed
