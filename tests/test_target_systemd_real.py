@@ -202,9 +202,9 @@ def _install(box: Container) -> None:
         # The same probe unit without User=: every instance shares one transient user.
         # It shows the attacks below succeed where the per-instance user is missing.
         shared = re.sub(r"^User=.*\n", "", build.files["mcp-sdreal_probe@.service"], flags=re.M)
-        (units / "mcp-sdreal_shared@.service").write_text(shared.replace("mcp-sdreal/probe/", "mcp-sdreal/shared/"), encoding="utf-8")
-        socket_unit = build.files["mcp-sdreal_probe.socket"].replace("/probe.sock", "/shared.sock")
-        (units / "mcp-sdreal_shared.socket").write_text(socket_unit, encoding="utf-8")
+        (units / "mcp-sdreal_oneuser@.service").write_text(shared.replace("mcp-sdreal/probe/", "mcp-sdreal/oneuser/"), encoding="utf-8")
+        socket_unit = build.files["mcp-sdreal_probe.socket"].replace("/probe.sock", "/oneuser.sock")
+        (units / "mcp-sdreal_oneuser.socket").write_text(socket_unit, encoding="utf-8")
         box.run("mkdir", "-p", "/etc/mcpspec/sdreal", "/opt/sdreal", "/etc/sdreal", "/var/log/sdreal")
         for unit in sorted(units.iterdir()):
             box.put(unit, f"/etc/systemd/system/{unit.name}")
@@ -219,7 +219,7 @@ def _install(box: Container) -> None:
         f"printf '{VICTIM}' > /etc/sdreal/victim; chmod 0755 /opt/sdreal; chmod 0777 /var/log/sdreal; chmod 0644 /opt/sdreal/*.py; "
         "echo '127.0.0.1 allowed.test denied.test' >> /etc/hosts; "
         "systemctl daemon-reload && systemctl start "
-        "mcp-sdreal_probe.socket mcp-sdreal_shared.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_limits.socket"
+        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_limits.socket"
     )
 
 
@@ -251,8 +251,8 @@ def test_concurrent_instances_have_their_own_user_and_cannot_reach_each_other(co
     assert client.ask("a", "kill", pid=b["pid"], signal=9)["errno"] == "EPERM"
     assert client.ask("b", "whoami")["ok"]  # b still runs
     # The control: without User= both instances share a user, and the same attacks succeed.
-    client.open("c", "shared")
-    client.open("d", "shared")
+    client.open("c", "oneuser")
+    client.open("d", "oneuser")
     c, d = client.ask("c", "whoami"), client.ask("d", "whoami")
     assert c["uid"] == d["uid"]
     assert client.ask("c", "kill", pid=d["pid"], signal=0)["ok"]
