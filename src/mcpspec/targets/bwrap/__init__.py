@@ -14,7 +14,7 @@ from importlib import resources
 
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.targets.base import BuildOutput, Capability, Gap
-from mcpspec.targets.common import Overrides, compact_json, header, matrix_gaps
+from mcpspec.targets.common import Overrides, compact_json, header, header_text, matrix_gaps
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable, sh, sh_words
 
@@ -112,8 +112,8 @@ class BwrapTarget:
             output.files[f"{name}.sh"] = head + runtime
             output.executable.add(f"{name}.sh")
             if egress.mode == "proxy":
-                lines = header(plan, f"egress allowlist of server {name}; the launcher adds the port and file lines")
-                output.files[f"{name}.squid.conf"] = squid_config(egress, [line.removeprefix("# ") for line in lines], [])
+                text = header_text(plan, f"egress allowlist of server {name}; the launcher adds the port and file lines")
+                output.files[f"{name}.squid.conf"] = squid_config(egress, text, [])
         return output
 
 
