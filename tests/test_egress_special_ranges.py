@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import require_tool
 
+from conftest import require_tool
 from mcpspec.addresses import SPECIAL_RANGES, SpecialRange
 from mcpspec.api import load_text
 from mcpspec.targets.build import build_plan

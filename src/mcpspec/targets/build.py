@@ -20,6 +20,8 @@ from mcpspec.rules.registry import find
 from mcpspec.rules.suppress import apply_suppressions
 from mcpspec.targets import get_target
 from mcpspec.targets.base import CONTROL_BY_ID, CONTROLS, BuildOutput, Gap
+from mcpspec.targets.common import spec_name
+from mcpspec.targets.escape import Unrepresentable
 
 MANIFEST = ".mcpspec-build.json"
 
@@ -56,7 +58,10 @@ def gap_rule(gap: Gap) -> str:
 
 def build_plan(plan: Plan, target_name: str, today: datetime.date | None = None, inline_suppressions: bool = True) -> Build:
     target = get_target(target_name)
-    output = target.build(plan)
+    try:
+        output = target.build(plan)
+    except Unrepresentable as exc:  # a target's last check: still a finding, never an internal error
+        output = BuildOutput(gaps=[Gap("mounts", "none", (), str(exc), unrepresentable=True)])
     results = _results(plan, target_name, output)
     outcome = apply_suppressions(plan, results, today or datetime.date.today(), inline_suppressions)
     elsewhere = [name for name, sandbox in plan.servers.items() if not sandbox.runs_here]
@@ -99,10 +104,9 @@ def _servers(gaps: list[Gap]) -> list[str]:
 
 def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build) -> str:
     """What was built and how far each control is enforced per server; --check covers it too."""
-    name = plan.file.replace("\\", "/").rsplit("/", 1)[-1]
     data = {
         "generator": f"mcpspec {__version__}",
-        "spec": name,
+        "spec": spec_name(plan),
         "project": plan.project,
         "target": target_name,
         "files": sorted([*output.files, MANIFEST]),
