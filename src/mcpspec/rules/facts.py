@@ -13,7 +13,7 @@ from typing import Literal
 
 from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, PRIVATE_NETWORKS, IPNetwork, networks_overlap, subnet_of
 from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.redact import SECRET_VALUE
 from mcpspec.spec.models import Tool
 from mcpspec.spec.values import Destination
@@ -127,6 +127,32 @@ def overlapping(source: str, patterns: tuple[str, ...]) -> list[tuple[str, bool]
                 found.append((pattern, False))
                 break
     return found
+
+
+TEMPLATE_TOKENS = (AGENT_TOKEN, RUN_TOKEN)
+
+
+def source_contains(source: str, path: str) -> bool:
+    """Like :func:`contains`, with ``{agent}`` and ``{run_id}`` components of a workspace
+    dir's source matching any name, and ``path`` in any of its spellings."""
+    if not any(token in source for token in TEMPLATE_TOKENS):
+        return any(contains(source, form) for form in spellings(path)) or any(contains(form, path) for form in spellings(source))
+    outer, inner = components(source), components(path)
+    return len(outer) <= len(inner) and all(a in TEMPLATE_TOKENS or a == b for a, b in zip(outer, inner, strict=False))
+
+
+def writable_mounts(plan: Plan) -> Iterator[tuple[EffectiveSandbox, EffectiveMount]]:
+    """(server, mount) for each read-write mount of a host directory (a workspace dir
+    included) by a launched server; a tmpfs is fresh memory, not a host directory."""
+    for server in launched(plan):
+        for mount in server.mounts:
+            if mount.writable and not mount.tmpfs:
+                yield server, mount
+
+
+def shown(mount: EffectiveMount) -> str:
+    """A mount's source as the spec names it: ``workspace.output`` or the host path."""
+    return f"workspace.{mount.workspace_dir}" if mount.workspace_dir else mount.source
 
 
 def host_mounts(server: EffectiveSandbox) -> Iterator[EffectiveMount]:
