@@ -137,3 +137,13 @@ def test_any_text_becomes_one_comment_line_and_comes_back(text: str) -> None:
     assert not any(unicodedata.category(char) in ESCAPED for char in line)
     line.encode("utf-8")  # no lone surrogate: the file can be written
     assert uncomment_text(comment_text(text)) == text
+
+
+@pytest.mark.parametrize("value", ["/run/a b/squid.pid", "/tmp/x\nhttp_access allow all", '"/etc/passwd"', "/run/${HOME}/x", "", "/x" * 3000])
+def test_a_launcher_path_squid_cannot_carry_is_refused(value: str) -> None:
+    from mcpspec.targets.egress import squid_word
+    from mcpspec.targets.escape import Unrepresentable
+
+    with pytest.raises(Unrepresentable):
+        squid_word(value)
+    assert squid_word("/run/mcp-demo/egress.sock") == "/run/mcp-demo/egress.sock"

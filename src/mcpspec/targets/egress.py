@@ -43,6 +43,18 @@ SQUID_REFUSED = squid_form(REFUSED_NETWORKS)
 # squid reads a configuration file in pieces of BUFSIZ (8192) bytes, newline included.
 SQUID_LINE_MAX = 8000
 _DOMAIN_TEXT = re.compile(r"^[a-z0-9.-]+$")
+_SQUID_WORD = re.compile(r"^[A-Za-z0-9_@+=:,./-]{1,4000}$")
+
+
+def squid_word(value: str) -> str:
+    """One word of a squid.conf directive that a launcher adds (a path, an address).
+
+    Refused unless plain: squid splits a line on whitespace, reads a quoted word as
+    a file to include, expands ``${...}`` and reads a line in 8 KiB pieces.
+    """
+    if not _SQUID_WORD.match(value):
+        raise Unrepresentable(f"{value!r} cannot be written in squid.conf safely (only letters, digits and _@+=:,./- are allowed)")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +118,9 @@ def squid_rules(plan: EgressPlan) -> list[str]:
         lines.append(f"acl spec_denied_name_{index} {kind} {value}")
         lines.extend(_port_rule(f"spec_denied_name_{index}", destination.port, "deny"))
     for index, destination in enumerate(addresses, 1):
-        # Literal requests only: a name with several addresses matches dst when any one of
-        # them is listed, and squid may then connect to another one (127.0.0.1, say).
+        # Literal requests only (-n: no lookup, a name never matches): a name with several
+        # addresses matches dst when any one of them is listed, and squid may then connect
+        # to another one (127.0.0.1, say).
         lines.append(f"acl address_{index} dst -n {_cidr(destination)}")
         lines.extend(_port_rule(f"address_{index}", destination.port, "allow", "ip_literal"))
     lines.extend(_acl("refused", "dst", SQUID_REFUSED))
