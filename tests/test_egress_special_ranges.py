@@ -140,6 +140,34 @@ LISTENER = textwrap.dedent(
 )
 
 
+# A DNS server for the namespace: answers A and AAAA from a fixed table (TTL 0), nothing else.
+DNS = textwrap.dedent(
+    """
+    import ipaddress, socket, struct, sys
+    table = {}
+    for entry in sys.argv[1:]:
+        name, address = entry.split("=")
+        table.setdefault(name, []).append(ipaddress.ip_address(address))
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 53))
+    while True:
+        query, peer = s.recvfrom(512)
+        ident, flags, qdcount = struct.unpack("!HHH", query[:6])
+        labels, i = [], 12
+        while query[i]:
+            labels.append(query[i + 1 : i + 1 + query[i]].decode().lower())
+            i += 1 + query[i]
+        qtype = struct.unpack("!H", query[i + 1 : i + 3])[0]
+        question = query[12 : i + 5]
+        wanted = 1 if qtype == 1 else 28 if qtype == 28 else 0
+        answers = [a for a in table.get(".".join(labels), []) if (a.version == 4 and wanted == 1) or (a.version == 6 and wanted == 28)]
+        body = b"".join(struct.pack("!HHHIH", 0xC00C, wanted, 1, 0, len(a.packed)) + a.packed for a in answers)
+        rcode = 0 if ".".join(labels) in table else 3
+        s.sendto(struct.pack("!HHHHHH", ident, 0x8180 | rcode, 1, len(answers), 0, 0) + question + body, peer)
+    """
+)
+
+
 class Lab:
     def __init__(self, ip: str, squid: str, namespace: str, base: Path) -> None:
         self.ip, self.squid, self.namespace, self.base = ip, squid, namespace, base
@@ -191,7 +219,7 @@ def lab() -> Iterator[Lab]:
     proxy_user = pwd.getpwnam("proxy")
     os.chown(base, proxy_user.pw_uid, proxy_user.pw_gid)
     subprocess.run([ip, "netns", "add", namespace], check=True)
-    listener = None
+    listener = resolver = None
     try:
         inside = [ip, "netns", "exec", namespace]
         subprocess.run([*inside, "ip", "link", "set", "lo", "up"], check=True)
@@ -202,6 +230,8 @@ def lab() -> Iterator[Lab]:
         (base / "hosts").write_text("".join([*names, f"{PUBLIC_V4} public4.test\n", f"{PUBLIC_V6} public6.test\n"]), encoding="utf-8")
         (base / "hosts").chmod(0o644)
         listener = subprocess.Popen([*inside, sys.executable, "-c", LISTENER])
+        records = [f"{name}={address}" for name, addresses in RECORDS.items() for address in addresses]
+        resolver = subprocess.Popen([*inside, sys.executable, "-c", DNS, *records])
         deadline = time.monotonic() + 10
         probe = f"import socket; socket.create_connection(('{PUBLIC_V4}', {PORT}), 1)"
         while subprocess.run([*inside, sys.executable, "-c", probe], capture_output=True).returncode:
@@ -209,9 +239,10 @@ def lab() -> Iterator[Lab]:
             time.sleep(0.1)
         yield Lab(ip, squid, namespace, base)
     finally:
-        if listener is not None:
-            listener.kill()
-            listener.wait()
+        for process in (listener, resolver):
+            if process is not None:
+                process.kill()
+                process.wait()
         subprocess.run([ip, "netns", "del", namespace], check=False)
         shutil.rmtree(base, ignore_errors=True)
 
@@ -276,3 +307,24 @@ def test_every_special_range_has_a_sample_and_a_verdict() -> None:
         address = ipaddress.ip_address(sample.address)
         in_never = any(address in r.network for r in SPECIAL_RANGES if r.verdict == "never")
         assert in_never or sample.address not in NEVER or sample.address in {"100.100.100.200", "168.63.129.16", "192.0.0.192", "fd00:ec2::254"}
+
+
+# Names with several addresses (squid's hosts_file keeps one per name): a refused one among them refuses the name.
+RECORDS = {
+    "public.multi.test": [PUBLIC_V4, PUBLIC_V6],
+    "rebind4.multi.test": [PUBLIC_V4, "127.0.0.1"],
+    "rebind6.multi.test": [PUBLIC_V4, "::1"],
+    "unspecified.multi.test": [PUBLIC_V4, "::"],
+    "metadata.multi.test": ["169.254.169.254", PUBLIC_V4],
+}
+MULTI = [f"{name}:{PORT}" for name in RECORDS]
+
+
+@pytest.mark.parametrize("egress", ["{default: allow, via: proxy}", "LISTED"], ids=["default-allow", "allowlist-with-the-address"])
+def test_a_name_with_a_refused_address_among_its_addresses_is_refused(lab: Lab, egress: str) -> None:
+    """DNS rebinding by answer order: squid checks every address of a name, and an address
+    entry of the spec matches only a request that names the address."""
+    if egress == "LISTED":
+        egress = "{allow: [" + ", ".join([f'"{PUBLIC_V4}:{PORT}"', f'"[{PUBLIC_V6}]:{PORT}"', *(f'"{authority}"' for authority in MULTI)]) + "]}"
+    got = lab.statuses(lab.squid_conf(egress), [(method, authority) for authority in MULTI for method in ("GET", "CONNECT")])
+    assert got == [200, 200] + [403] * (2 * (len(MULTI) - 1))
