@@ -124,7 +124,11 @@ def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> Non
         "    tools:\n      t: {effects: [reads_private]}\n"
     )
     out = tmp_path / "out"
-    assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(out)).returncode == 0
+    # SP003 (shell syntax in an argument) is the point here; the build honours the config that turns it off.
+    config = tmp_path / "lint.yaml"
+    config.write_text("ignore: [SP003]\n")
+    assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(out)).returncode == 1
+    assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(out), "--config", str(config)).returncode == 0
     source = (out / "odd.py").read_text(encoding="utf-8")
     tree = ast.parse(source)  # the whole launcher is valid Python
     configs = [node for node in tree.body if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIG" for t in node.targets)]
@@ -152,3 +156,64 @@ def test_external_servers_are_named_as_not_built(tmp_path: Path) -> None:
     assert "not built (placement: external, they run elsewhere): remote" in result.stderr
     assert sorted(_files(tmp_path / "o")) == [".mcpspec-build.json", "local.py"]
     assert json.loads((tmp_path / "o" / ".mcpspec-build.json").read_text())["servers"]["remote"]["built"] is False
+
+
+DANGEROUS = """version: 1
+project: demo
+servers:
+  ops:
+    command: [mcp-ops]
+    mounts:
+      - {from: ~/.ssh, to: /keys}
+      - {from: /var/run/docker.sock, to: /var/run/docker.sock}
+    tools:
+      run: {effects: [reads_private]}
+"""
+
+
+def test_the_build_runs_the_risk_rules_and_refuses_a_known_dangerous_spec(tmp_path: Path) -> None:
+    """A spec that mounts ~/.ssh and the docker socket: lint's findings, word for word, and nothing written."""
+    spec = tmp_path / "ops.yaml"
+    spec.write_text(DANGEROUS)
+    linted = run_cli("lint", str(spec), "--fail-on", "high")
+    lint_lines = [line for line in linted.stdout.splitlines() if " FS00" in line]
+    assert len(lint_lines) == 2 and any("~/.ssh" in line for line in lint_lines) and any("docker.sock" in line for line in lint_lines)
+    for target in ("bwrap", "systemd"):
+        out = tmp_path / f"out-{target}"
+        built = run_cli("build", str(spec), "--target", target, "--out", str(out))
+        assert built.returncode == 1, built.stderr
+        assert all(line in built.stderr.splitlines() for line in lint_lines), built.stderr
+        assert "nothing built" in built.stderr and not out.exists()
+
+
+def test_waived_or_ignored_risks_let_the_build_through(tmp_path: Path) -> None:
+    waived = tmp_path / "waived.yaml"
+    waived.write_text(
+        DANGEROUS
+        + "waivers:\n"
+        + "  - {rule: FS001, at: 'servers.ops.mounts[0].from', reason: deploy keys of this host only, expires: 2999-01-01}\n"
+        + "  - {rule: FS002, at: 'servers.ops.mounts[1].from', reason: the ops server drives docker, expires: 2999-01-01}\n"
+    )
+    done = run_cli("build", str(waived), "--target", "bwrap", "--out", str(tmp_path / "a"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "a" / "ops.sh").is_file()
+    (tmp_path / ".mcpspec.yaml").write_text("ignore: [FS001, FS002]\n")
+    spec = tmp_path / "ops.yaml"
+    spec.write_text(DANGEROUS)
+    assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(tmp_path / "b"), cwd=tmp_path).returncode == 0
+    # A lower --fail-on stops on the lesser findings the waivers leave (the spec has low ones).
+    assert run_cli("build", str(waived), "--target", "bwrap", "--out", str(tmp_path / "c"), "--fail-on", "low").returncode == 1
+
+
+def test_the_api_never_writes_a_blocked_build(tmp_path: Path) -> None:
+    from mcpspec import api
+    from mcpspec.targets.writer import OutputError, write_build
+
+    spec = tmp_path / "ops.yaml"
+    spec.write_text(DANGEROUS)
+    found, built = api.build_file(spec, "bwrap")
+    assert built is not None and built.blocked
+    assert {r.code for r in found.results} >= {"FS001", "FS002"}
+    with pytest.raises(OutputError):
+        write_build(tmp_path / "out", built)
+    assert not (tmp_path / "out").exists()

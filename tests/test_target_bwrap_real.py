@@ -289,7 +289,7 @@ def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
 
 def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: Sandbox) -> None:
     """The positive path of the name allowlist needs a public-looking address: a network
-    namespace made for the test holds 198.51.100.7 (TEST-NET-2) on its own loopback, with
+    namespace made for the test holds 100.128.0.7 (public space just past the shared 100.64.0.0/10; documentation ranges are refused like private ones) on its own loopback, with
     the listener, the proxy and the sandbox inside it. No packet leaves the namespace."""
     ip = require_tool("ip")
     if os.geteuid() != 0:
@@ -302,22 +302,22 @@ def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: 
     try:
         inside = [ip, "netns", "exec", namespace]
         subprocess.run([*inside, "ip", "link", "set", "lo", "up"], check=True)
-        subprocess.run([*inside, "ip", "addr", "add", "198.51.100.7/32", "dev", "lo"], check=True)
+        subprocess.run([*inside, "ip", "addr", "add", "100.128.0.7/32", "dev", "lo"], check=True)
         port = 18443
-        listener = subprocess.Popen([*inside, sys.executable, "-m", "http.server", str(port), "--bind", "198.51.100.7"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        listener = subprocess.Popen([*inside, sys.executable, "-m", "http.server", str(port), "--bind", "100.128.0.7"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         hosts = sandbox.base / "hosts-public"
-        hosts.write_text("198.51.100.7 docs.example.org\n", encoding="utf-8")
+        hosts.write_text("100.128.0.7 docs.example.org\n", encoding="utf-8")
         spec = sandbox.spec("named", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["docs.example.org:{port}"]}}')
         launcher = sandbox.build(spec)
         wrapper = sandbox.base / "in-namespace.sh"
         wrapper.write_text(f'#!/bin/sh\nexec {ip} netns exec {namespace} {launcher}\n', encoding="utf-8")
         wrapper.chmod(0o755)
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and subprocess.run([*inside, sys.executable, "-c", f"import socket; socket.create_connection(('198.51.100.7', {port}), 1)"], capture_output=True).returncode:
+        while time.monotonic() < deadline and subprocess.run([*inside, sys.executable, "-c", f"import socket; socket.create_connection(('100.128.0.7', {port}), 1)"], capture_output=True).returncode:
             time.sleep(0.1)
         got = call_tools(
             wrapper,
-            [("http_get", {"url": f"http://docs.example.org:{port}/"}), ("http_get", {"url": f"http://198.51.100.7:{port}/"}), ("http_get", {"url": f"http://docs.example.org:{port + 1}/"})],
+            [("http_get", {"url": f"http://docs.example.org:{port}/"}), ("http_get", {"url": f"http://100.128.0.7:{port}/"}), ("http_get", {"url": f"http://docs.example.org:{port + 1}/"})],
             {"MCPSPEC_RUN_ID": "named", "MCPSPEC_EGRESS_HOSTS_FILE": str(hosts)},
         )
         assert got[0]["ok"] is True and got[0]["status"] == 200

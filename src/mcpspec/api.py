@@ -132,10 +132,17 @@ def _text_or_none(path: str | os.PathLike[str]) -> str | None:
 
 
 def build_file(
-    path: str | os.PathLike[str], target: str, display_name: str | None = None, inline_suppressions: bool = True
+    path: str | os.PathLike[str],
+    target: str,
+    display_name: str | None = None,
+    inline_suppressions: bool = True,
+    options: LintOptions | None = None,
+    fail_on: str = "high",
 ) -> tuple[FileLint, Build | None]:
-    """Build one file for one target: (the findings as a FileLint, the build or None on spec errors).
+    """Build one file for one target: (every finding as a FileLint, the build or None on spec errors).
 
+    The risk rules run as :func:`lint_file` runs them with ``options``; a finding at or
+    above ``fail_on`` blocks the build (``Build.blocked``), and a blocked build is never written.
     Raises ``UsageError`` when the file cannot be read and ValueError for an unknown target.
     """
     from mcpspec.targets.build import build_plan
@@ -144,5 +151,5 @@ def build_file(
     if plan is None:
         return errors, None
     with gc_paused():
-        build = build_plan(plan, target, inline_suppressions=inline_suppressions)
-    return FileLint(errors.file, build.results, plan.source.text), build
+        build = build_plan(plan, target, inline_suppressions=inline_suppressions, lint=options, fail_on=fail_on)
+    return FileLint(errors.file, build.findings, plan.source.text), build

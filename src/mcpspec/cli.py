@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -54,6 +54,29 @@ def _names(values: list[str] | None) -> list[str]:
     return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
 
 
+if TYPE_CHECKING:
+    from mcpspec.config import LintConfig
+    from mcpspec.rules.pipeline import LintOptions
+
+
+def _lint_options(settings: LintConfig, file: Path, select: list[str] | None = None, ignore: list[str] | None = None, no_inline: bool = False) -> LintOptions:
+    """What lint runs on ``file``: the command line's choices over the config's (raises ValueError for an unknown rule)."""
+    from mcpspec.rules.pipeline import LintOptions
+    from mcpspec.rules.registry import expand
+
+    wanted = _names(select) or settings.select
+    try:
+        per_file = expand(settings.ignored_for(str(file)))
+    except ValueError as exc:
+        raise ValueError(f"{settings.path}: per-file-ignores: {exc}") from None
+    return LintOptions(
+        select=expand(wanted) if wanted else None,
+        ignore=expand(_names(ignore) + settings.ignore) | per_file,
+        severity={rule_id: level for name, level in settings.severity.items() for rule_id in expand([name])},
+        inline_suppressions=not (no_inline or settings.no_inline_suppressions),
+    )
+
+
 @app.command()
 def lint(
     files: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
@@ -74,8 +97,6 @@ def lint(
     from mcpspec.output import write_atomically
     from mcpspec.report.model import LintReport
     from mcpspec.rules import baseline as baselines
-    from mcpspec.rules.pipeline import LintOptions
-    from mcpspec.rules.registry import expand
     from mcpspec.source.loader import UsageError
 
     formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
@@ -89,11 +110,7 @@ def lint(
         _usage("only one format can go to stdout; give an --output file for the others")
     try:
         settings = load_config(config if config is not None else find_config(Path.cwd()))
-        wanted = _names(select) or settings.select
-        selected = expand(wanted) if wanted else None
-        ignored = expand(_names(ignore) + settings.ignore)
-        severity = {rule_id: level for name, level in settings.severity.items() for rule_id in expand([name])}
-    except (ConfigError, ValueError) as exc:
+    except ConfigError as exc:
         _usage(str(exc))
     threshold = fail_on or settings.fail_on or "low"
     if threshold not in FAIL_ON:
@@ -103,15 +120,9 @@ def lint(
     report_files = []
     for file in files:
         try:
-            per_file_ignored = expand(settings.ignored_for(str(file)))
+            options = _lint_options(settings, file, select, ignore, no_inline_suppressions)
         except ValueError as exc:
-            _usage(f"{settings.path}: per-file-ignores: {exc}")
-        options = LintOptions(
-            select=selected,
-            ignore=ignored | per_file_ignored,
-            severity=severity,
-            inline_suppressions=not (no_inline_suppressions or settings.no_inline_suppressions),
-        )
+            _usage(str(exc))
         try:
             report_files.append(api.lint_file(file, options, display_name=str(file)))
         except UsageError as exc:
@@ -208,11 +219,14 @@ def build(
     target: Annotated[str, typer.Option("--target", "-t", help="bwrap or systemd.", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", help="Output directory (default: build/<target>).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 with a diff when the directory differs from the build.")] = False,
-    fail_on: Annotated[str, typer.Option("--fail-on", help="Lowest severity of a TG finding that stops the build: high (default), medium, low, info.")] = "high",
+    fail_on: Annotated[str, typer.Option("--fail-on", help="Lowest severity of a finding (a risk rule's or the target's) that stops the build: high (default), medium, low, info.")] = "high",
     no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help="Config file for the risk rules (default: .mcpspec.yaml or [tool.mcpspec] found upward).")] = None,
 ) -> None:
-    """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced)."""
+    """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced
+    and no risk rule finds something at or above --fail-on, unless waived)."""
     from mcpspec import api
+    from mcpspec.config import ConfigError, find_config, load_config
     from mcpspec.report import text
     from mcpspec.report.model import LintReport
     from mcpspec.source.loader import UsageError
@@ -225,13 +239,19 @@ def build(
     if fail_on not in BUILD_FAIL_ON:
         _usage(f"--fail-on must be one of {', '.join(BUILD_FAIL_ON)}")
     try:
-        found, built = api.build_file(file, target, display_name=str(file), inline_suppressions=not no_inline_suppressions)
+        options = _lint_options(load_config(config if config is not None else find_config(Path.cwd())), file, no_inline=no_inline_suppressions)
+    except (ConfigError, ValueError) as exc:
+        _usage(str(exc))
+    try:
+        found, built = api.build_file(
+            file, target, display_name=str(file), inline_suppressions=not no_inline_suppressions, options=options, fail_on=fail_on
+        )
     except UsageError as exc:
         _usage(str(exc))
     report = LintReport([found])
     if report.active:
         sys.stderr.write(text.render(report, colour=sys.stderr.isatty() and "NO_COLOR" not in os.environ))
-    if built is None or report.fails(fail_on):
+    if built is None or built.blocked:
         typer.echo(f"mcpspec: nothing built for {target}: the findings above stop the build", err=True)
         raise typer.Exit(EXIT_FINDINGS)
     directory = out if out is not None else Path("build") / target
@@ -278,21 +298,13 @@ def graph(
     from mcpspec.report import text as text_report
     from mcpspec.report.model import FileLint, LintReport
     from mcpspec.rules.engine import from_diagnostic
-    from mcpspec.rules.pipeline import LintOptions, lint_plan
-    from mcpspec.rules.registry import expand
+    from mcpspec.rules.pipeline import lint_plan
     from mcpspec.source.loader import UsageError
 
     if output_format not in GRAPH_FORMATS:
         _usage(f"unknown format {output_format!r}; choose from {', '.join(GRAPH_FORMATS)}")
     try:
-        settings = load_config(config if config is not None else find_config(Path.cwd()))
-        selected = expand(settings.select) if settings.select else None
-        options = LintOptions(
-            select=selected,
-            ignore=expand(settings.ignore) | expand(settings.ignored_for(str(file))),
-            severity={rule_id: level for name, level in settings.severity.items() for rule_id in expand([name])},
-            inline_suppressions=not settings.no_inline_suppressions,
-        )
+        options = _lint_options(load_config(config if config is not None else find_config(Path.cwd())), file)
     except (ConfigError, ValueError) as exc:
         _usage(str(exc))
     try:

@@ -7,18 +7,16 @@ answers, never findings.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Iterator
 from typing import Literal
 
+from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, PRIVATE_NETWORKS, IPNetwork, networks_overlap, subnet_of
 from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.redact import SECRET_VALUE
 from mcpspec.spec.models import Tool
 from mcpspec.spec.values import Destination
-
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 # --- paths ---
 
@@ -131,6 +129,32 @@ def overlapping(source: str, patterns: tuple[str, ...]) -> list[tuple[str, bool]
     return found
 
 
+TEMPLATE_TOKENS = (AGENT_TOKEN, RUN_TOKEN)
+
+
+def source_contains(source: str, path: str) -> bool:
+    """Like :func:`contains`, with ``{agent}`` and ``{run_id}`` components of a workspace
+    dir's source matching any name, and ``path`` in any of its spellings."""
+    if not any(token in source for token in TEMPLATE_TOKENS):
+        return any(contains(source, form) for form in spellings(path)) or any(contains(form, path) for form in spellings(source))
+    outer, inner = components(source), components(path)
+    return len(outer) <= len(inner) and all(a in TEMPLATE_TOKENS or a == b for a, b in zip(outer, inner, strict=False))
+
+
+def writable_mounts(plan: Plan) -> Iterator[tuple[EffectiveSandbox, EffectiveMount]]:
+    """(server, mount) for each read-write mount of a host directory (a workspace dir
+    included) by a launched server; a tmpfs is fresh memory, not a host directory."""
+    for server in launched(plan):
+        for mount in server.mounts:
+            if mount.writable and not mount.tmpfs:
+                yield server, mount
+
+
+def shown(mount: EffectiveMount) -> str:
+    """A mount's source as the spec names it: ``workspace.output`` or the host path."""
+    return f"workspace.{mount.workspace_dir}" if mount.workspace_dir else mount.source
+
+
 def host_mounts(server: EffectiveSandbox) -> Iterator[EffectiveMount]:
     """The server's mounts of host paths (not workspace dirs)."""
     return (mount for mount in server.mounts if mount.workspace_dir is None)
@@ -138,37 +162,9 @@ def host_mounts(server: EffectiveSandbox) -> Iterator[EffectiveMount]:
 
 # --- network ---
 
-METADATA_NETWORKS: tuple[IPNetwork, ...] = tuple(
-    ipaddress.ip_network(text)
-    for text in (
-        "169.254.169.254/32", "169.254.170.2/32", "169.254.170.23/32", "168.63.129.16/32", "100.100.100.200/32",
-        "192.0.0.192/32", "169.254.0.23/32", "169.254.42.42/32",
-        "fd00:ec2::254/128", "fd00:ec2::23/128", "fd20:ce::254/128", "fd00:42::42/128",
-    )
-)
-METADATA_HOSTS = (
-    "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal",
-    "metadata.tencentyun.com", "metadata.platformequinix.com", "metadata.packet.net",
-    "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local",
-    "host.docker.internal", "gateway.docker.internal",
-)
-PRIVATE_NETWORKS: tuple[IPNetwork, ...] = tuple(
-    ipaddress.ip_network(text)
-    for text in (
-        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-        "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4",
-        "::/128", "::1/128", "fc00::/7", "fe80::/10", "ff00::/8", "::ffff:0:0/96", "64:ff9b::/96", "2002::/16",
-    )
-)
-
-
-def networks_overlap(a: IPNetwork, b: IPNetwork) -> bool:
-    return a.version == b.version and a.overlaps(b)
-
-
-def subnet_of(inner: IPNetwork, outer: IPNetwork) -> bool:
-    """Whether every address of ``inner`` is in ``outer`` (never across IP versions)."""
-    return inner.version == outer.version and inner.subnet_of(outer)  # type: ignore[arg-type]
+# The address knowledge (metadata endpoints, special-purpose ranges) lives in
+# mcpspec.addresses, shared with the targets' egress proxy.
+__all__ = ["METADATA_HOSTS", "METADATA_NETWORKS", "PRIVATE_NETWORKS", "IPNetwork", "networks_overlap", "subnet_of"]
 
 
 def egress_open(server: EffectiveSandbox) -> bool:

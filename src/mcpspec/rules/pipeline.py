@@ -38,7 +38,7 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
     source = plan.source
     if options.enabled("SU003"):
         for item in outcome.unused_inline:
-            if not item.rules or not all(options.enabled(rule_id) for rule_id in item.rules) or any(_build_rule(r) for r in item.rules):
+            if not item.rules or not all(options.enabled(rule_id) for rule_id in item.rules) or any(build_only(r) for r in item.rules):
                 continue  # names no real rule (SU002 reports it), or one that did not run
             span = item.comment.span
             names = ", ".join(item.rules) or "nothing known"
@@ -51,7 +51,7 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
             continue
         for index in indexes:
             waived = find(plan.waivers[index].rule)
-            if code == "SU005" and (waived is None or not options.enabled(waived.id) or _build_rule(waived.id)):
+            if code == "SU005" and (waived is None or not options.enabled(waived.id) or build_only(waived.id)):
                 continue  # an unknown rule is SU002's finding; a rule that did not run (or only runs in a build) cannot use it
             path = ("waivers", index)
             message = f"{waiver_label(plan, index)} " + text.format(date=plan.waivers[index].expires.isoformat())
@@ -62,7 +62,7 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
     return results
 
 
-def _build_rule(rule_id: str) -> bool:
+def build_only(rule_id: str) -> bool:
     """Whether a rule is reported by `mcpspec build`, not by lint (a suppression of it is not lint's to judge)."""
     rule = find(rule_id)
     return rule is not None and rule.category == "targets"

@@ -3,6 +3,10 @@
 Gaps become findings of the TG rules, positioned like lint findings and
 suppressible the same way (a waiver or an inline ``# mcpspec: ignore[TG...]``).
 The same gap on several servers is one finding that names them all.
+
+The risk rules run too, as lint runs them (the same options, waivers and
+suppressions): a finding at or above ``fail_on`` blocks the build, whichever
+kind it is, and a blocked build is never written.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ from mcpspec import __version__
 from mcpspec.diagnostics import SpecPath, format_path
 from mcpspec.ir.plan import Plan
 from mcpspec.redact import redact
+from mcpspec.report.model import FAIL_ORDER
 from mcpspec.rules.engine import Result
+from mcpspec.rules.pipeline import LintOptions, build_only, lint_plan
 from mcpspec.rules.registry import find
 from mcpspec.rules.suppress import apply_suppressions
 from mcpspec.targets import get_target
 from mcpspec.targets.base import CONTROL_BY_ID, CONTROLS, BuildOutput, Gap
+from mcpspec.targets.common import spec_name
+from mcpspec.targets.escape import Unrepresentable
 
 MANIFEST = ".mcpspec-build.json"
 
@@ -29,13 +37,27 @@ class Build:
     target: str
     files: dict[str, str] = field(default_factory=dict)
     executable: set[str] = field(default_factory=set)
-    results: list[Result] = field(default_factory=list)
+    results: list[Result] = field(default_factory=list)  # the target's findings (TG rules)
     # Servers with placement: external run elsewhere: nothing is built for them.
     elsewhere: list[str] = field(default_factory=list)
+    risks: list[Result] = field(default_factory=list)  # the risk rules' findings, as lint reports them
+    fail_on: str = "high"
 
     @property
     def active(self) -> list[Result]:
+        """The target's findings that no waiver or suppression covers."""
         return [r for r in self.results if r.suppression is None]
+
+    @property
+    def findings(self) -> list[Result]:
+        """Every finding of the build, the risk rules' and the target's, in file order."""
+        return sorted([*self.risks, *self.results], key=lambda r: (r.span.line, r.span.col, r.code))
+
+    @property
+    def blocked(self) -> bool:
+        """Whether an active finding at or above ``fail_on`` stops the build."""
+        worst = FAIL_ORDER.index(self.fail_on)
+        return any(r.suppression is None and FAIL_ORDER.index(r.severity) <= worst for r in self.findings)
 
 
 def build_target(text: str) -> str:
@@ -54,13 +76,28 @@ def gap_rule(gap: Gap) -> str:
     return "TG001" if gap.level == "none" else "TG002"
 
 
-def build_plan(plan: Plan, target_name: str, today: datetime.date | None = None, inline_suppressions: bool = True) -> Build:
+def build_plan(
+    plan: Plan,
+    target_name: str,
+    today: datetime.date | None = None,
+    inline_suppressions: bool = True,
+    lint: LintOptions | None = None,
+    fail_on: str = "high",
+) -> Build:
+    """Build ``plan`` for one target; ``lint`` chooses the risk rules (default: all, as lint runs them)."""
+    if fail_on not in FAIL_ORDER[1:]:
+        raise ValueError(f"fail_on must be one of {', '.join(FAIL_ORDER[1:])}")
     target = get_target(target_name)
-    output = target.build(plan)
+    try:
+        output = target.build(plan)
+    except Unrepresentable as exc:  # a target's last check: still a finding, never an internal error
+        output = BuildOutput(gaps=[Gap("mounts", "none", (), str(exc), unrepresentable=True)])
     results = _results(plan, target_name, output)
     outcome = apply_suppressions(plan, results, today or datetime.date.today(), inline_suppressions)
     elsewhere = [name for name, sandbox in plan.servers.items() if not sandbox.runs_here]
-    build = Build(target_name, dict(output.files), set(output.executable), outcome.results, elsewhere)
+    options = lint if lint is not None else LintOptions(inline_suppressions=inline_suppressions, today=today or datetime.date.today())
+    risks = [r for r in lint_plan(plan, options) if not build_only(r.code)]
+    build = Build(target_name, dict(output.files), set(output.executable), outcome.results, elsewhere, risks, fail_on)
     build.files[MANIFEST] = _manifest(plan, target_name, output, build)
     return build
 
@@ -99,10 +136,9 @@ def _servers(gaps: list[Gap]) -> list[str]:
 
 def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build) -> str:
     """What was built and how far each control is enforced per server; --check covers it too."""
-    name = plan.file.replace("\\", "/").rsplit("/", 1)[-1]
     data = {
         "generator": f"mcpspec {__version__}",
-        "spec": name,
+        "spec": spec_name(plan),
         "project": plan.project,
         "target": target_name,
         "files": sorted([*output.files, MANIFEST]),

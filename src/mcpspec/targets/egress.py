@@ -4,14 +4,21 @@ configuration that enforces an allowlist.
 Squid is the filtering proxy (Debian's package). Its rules, in order:
 
 1. a request for a name the spec does not list is refused before any DNS lookup;
-2. metadata addresses are refused, whatever the spec says (checked on the
-   address a name resolves to, so DNS rebinding does not slip past);
+2. metadata names and the addresses no spec may reach (``never`` in
+   ``mcpspec.addresses``: metadata, "this host" ``0.0.0.0/8`` and ``::``, the
+   IPv6 forms that carry an IPv4 address) are refused, whatever the spec says
+   (checked on every address a name resolves to, so DNS rebinding does not slip past);
 3. the spec's ``deny`` entries are refused;
-4. the spec's address entries (CIDR, IP:port) are allowed on their ports;
-5. private, loopback and link-local addresses are refused (after resolution);
+4. the spec's address entries (CIDR, IP:port) are allowed on their ports, for
+   requests that name the address (a name that resolves to it goes on to 5);
+5. the other special-purpose ranges (loopback, private, link-local, documentation...)
+   are refused after resolution;
 6. the spec's names are allowed on their ports (``*.example.com`` matches
    subdomains only, never the apex);
 7. everything else is refused, unless the spec's default is ``allow``.
+
+ACL values are written one per line: squid reads a configuration line in pieces
+of 8 KiB, so a longer line would continue as a line of its own.
 """
 
 from __future__ import annotations
@@ -21,16 +28,33 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, NEVER_NETWORKS, PRIVATE_NETWORKS, REFUSED_NETWORKS, squid_form
 from mcpspec.ir.plan import EffectiveSandbox
-from mcpspec.rules.facts import METADATA_HOSTS, METADATA_NETWORKS, PRIVATE_NETWORKS
 from mcpspec.spec.values import Destination
+from mcpspec.targets.comments import comment_line
+from mcpspec.targets.escape import Unrepresentable
 
 LINK_LOCAL = ipaddress.ip_network("169.254.0.0/16")
+# Addresses every target refuses, even where only IP rules are available (systemd's IPAddressDeny=).
 METADATA_RANGES = ("169.254.0.0/16", *(str(n) for n in METADATA_NETWORKS if not (n.version == 4 and n.subnet_of(LINK_LOCAL))))  # type: ignore[arg-type]
-# squid reads IPv4-mapped ranges as IPv4 ones (::ffff:0:0/96 would become 0.0.0.0/0) and
-# treats :: as "any"; it matches mapped addresses against the IPv4 ranges itself.
-PRIVATE_RANGES = tuple(str(n) for n in PRIVATE_NETWORKS if str(n) not in ("::ffff:0:0/96", "::/128"))
+PRIVATE_RANGES = tuple(str(n) for n in PRIVATE_NETWORKS if str(n) != "::ffff:0:0/96")
+SQUID_NEVER = squid_form(NEVER_NETWORKS)
+SQUID_REFUSED = squid_form(REFUSED_NETWORKS)
+# squid reads a configuration file in pieces of BUFSIZ (8192) bytes, newline included.
+SQUID_LINE_MAX = 8000
 _DOMAIN_TEXT = re.compile(r"^[a-z0-9.-]+$")
+_SQUID_WORD = re.compile(r"^[A-Za-z0-9_@+=:,./-]{1,4000}$")
+
+
+def squid_word(value: str) -> str:
+    """One word of a squid.conf directive that a launcher adds (a path, an address).
+
+    Refused unless plain: squid splits a line on whitespace, reads a quoted word as
+    a file to include, expands ``${...}`` and reads a line in 8 KiB pieces.
+    """
+    if not _SQUID_WORD.match(value):
+        raise Unrepresentable(f"{value!r} cannot be written in squid.conf safely (only letters, digits and _@+=:,./- are allowed)")
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,23 +105,26 @@ def squid_rules(plan: EgressPlan) -> list[str]:
             lines.append(f"acl listed_{index} {kind} {value}")
             listed.append(f"!listed_{index}")
         lines.append(" ".join(["http_access deny !ip_literal", *listed]))
-    lines.append("acl metadata_names dstdomain -n " + " ".join(METADATA_HOSTS))
+    lines.extend(_acl("metadata_names", "dstdomain -n", METADATA_HOSTS))
     lines.append("http_access deny metadata_names")
-    lines.append("acl metadata dst " + " ".join(METADATA_RANGES))
-    lines.append("http_access deny metadata")
+    lines.extend(_acl("never", "dst", SQUID_NEVER))
+    lines.append("http_access deny never")
     denied_addresses = [_cidr(d) for d in plan.deny if d.kind == "cidr"]
     if denied_addresses:
-        lines.append("acl spec_denied dst " + " ".join(denied_addresses))
+        lines.extend(_acl("spec_denied", "dst", denied_addresses))
         lines.append("http_access deny spec_denied")
     for index, destination in enumerate((d for d in plan.deny if d.kind != "cidr"), 1):
         kind, value = _domain_acl(destination)
         lines.append(f"acl spec_denied_name_{index} {kind} {value}")
         lines.extend(_port_rule(f"spec_denied_name_{index}", destination.port, "deny"))
     for index, destination in enumerate(addresses, 1):
-        lines.append(f"acl address_{index} dst {_cidr(destination)}")
-        lines.extend(_port_rule(f"address_{index}", destination.port, "allow"))
-    lines.append("acl private dst " + " ".join(PRIVATE_RANGES))
-    lines.append("http_access deny private")
+        # Literal requests only (-n: no lookup, a name never matches): a name with several
+        # addresses matches dst when any one of them is listed, and squid may then connect
+        # to another one (127.0.0.1, say).
+        lines.append(f"acl address_{index} dst -n {_cidr(destination)}")
+        lines.extend(_port_rule(f"address_{index}", destination.port, "allow", "ip_literal"))
+    lines.extend(_acl("refused", "dst", SQUID_REFUSED))
+    lines.append("http_access deny refused")
     for index, destination in enumerate(names, 1):
         kind, value = _domain_acl(destination)
         lines.append(f"acl name_{index} {kind} {value}")
@@ -106,10 +133,15 @@ def squid_rules(plan: EgressPlan) -> list[str]:
     return lines
 
 
-def _port_rule(acl: str, port: int | None, verdict: str) -> list[str]:
+def _acl(name: str, kind: str, values: Iterable[str]) -> list[str]:
+    return [f"acl {name} {kind} {value}" for value in values]
+
+
+def _port_rule(acl: str, port: int | None, verdict: str, also: str = "") -> list[str]:
+    first = f"http_access {verdict} {also + ' ' if also else ''}{acl}"
     if port is None:
-        return [f"http_access {verdict} {acl}"]
-    return [f"acl {acl}_port port {port}", f"http_access {verdict} {acl} {acl}_port"]
+        return [first]
+    return [f"acl {acl}_port port {port}", f"{first} {acl}_port"]
 
 
 # Settings every generated squid.conf carries: no disk cache, no ICMP pinger, a
@@ -127,9 +159,26 @@ SQUID_BASE = (
 
 
 def squid_config(plan: EgressPlan, header: Iterable[str], runtime: Iterable[str]) -> str:
-    """A complete squid.conf: a comment header, runtime lines (port, files), the base and the rules."""
-    lines = [f"# {line}" if line else "#" for line in header]
+    """A complete squid.conf: a comment header (plain text, written through comment_line),
+    runtime lines (port, files), the base and the rules.
+
+    Raises Unrepresentable for a line squid would split (only a runtime line can be that long).
+    """
+    lines = [comment for text in header for comment in _folded(comment_line(text))]
     lines.extend(runtime)
     lines.extend(SQUID_BASE)
     lines.extend(squid_rules(plan))
+    for line in lines:
+        if len(line.encode()) > SQUID_LINE_MAX or "\n" in line or "\r" in line:
+            raise Unrepresentable(f"squid cannot read a configuration line of {len(line.encode())} bytes safely: {line[:60]!r}...")
     return "\n".join(lines) + "\n"
+
+
+def _folded(comment: str) -> list[str]:
+    """A comment line cut into comment lines squid reads whole (a long file name can make one longer)."""
+    out: list[str] = []
+    while len(comment.encode()) > SQUID_LINE_MAX:
+        cut = SQUID_LINE_MAX // 4  # characters: at most 4 bytes each in UTF-8
+        out.append(comment[:cut])
+        comment = "# " + comment[cut:]
+    return [*out, comment]

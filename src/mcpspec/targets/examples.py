@@ -30,9 +30,9 @@ def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[
     name = spec.relative_to(repo).as_posix()
     plan = load(spec, name)
     build = build_plan(plan, target)
-    report = LintReport([FileLint(name, build.results, plan.source.text)])
+    report = LintReport([FileLint(name, build.findings, plan.source.text)])
     printed = text.render(report) if report.active else ""
-    if report.fails("high"):
+    if build.blocked:
         return printed + f"mcpspec: nothing built for {target}: the findings above stop the build\n", {}, set()
     if build.elsewhere:
         printed += f"not built (placement: external, they run elsewhere): {', '.join(build.elsewhere)}\n"

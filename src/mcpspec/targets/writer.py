@@ -38,7 +38,12 @@ def _previous_files(out: Path) -> set[str]:
 
 
 def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
-    """Write every file; remove files an earlier build wrote that this one does not. Returns (written, removed)."""
+    """Write every file; remove files an earlier build wrote that this one does not. Returns (written, removed).
+
+    A blocked build (a finding at or above its fail_on) is never written.
+    """
+    if build.blocked:
+        raise OutputError(f"nothing written to {out}: findings at or above {build.fail_on} stop the build")
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} exists and is not a directory")
     try:

@@ -219,7 +219,7 @@ class TrustedPaths:
         return st.st_uid == 0 or st.st_uid == self.euid
 
     def _components(self, path: str) -> list[str]:
-        if not ABSOLUTE.match(path):
+        if not ABSOLUTE.fullmatch(path):
             raise Refusal(f"{path!r} is not an absolute path")
         return [part for part in path.split("/") if part not in ("", ".")]
 
@@ -411,10 +411,10 @@ class Launcher:
         self.agent = os.environ.get("MCPSPEC_AGENT") or self.c.default_agent
         if self.c.agents and self.agent not in self.c.agents:
             raise Refusal(f"set MCPSPEC_AGENT to one of: {' '.join(self.c.agents)}")
-        if not NAME.match(self.agent):
+        if not NAME.fullmatch(self.agent):
             raise Refusal("MCPSPEC_AGENT must be a lowercase name")
         self.run_id = os.environ.get("MCPSPEC_RUN_ID") or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
-        if not RUN_ID.match(self.run_id):
+        if not RUN_ID.fullmatch(self.run_id):
             raise Refusal("MCPSPEC_RUN_ID must match [A-Za-z0-9][A-Za-z0-9._-]{0,63}")
         if self.c.audit and self.c.audit_sink not in ("stderr", "journal"):
             self.audit_fd = self.paths.open_append(self.c.audit_sink)
@@ -513,7 +513,7 @@ class Launcher:
             source = mount.source
             if mount.kind == "home":
                 home = os.environ.get("HOME", "")
-                if not ABSOLUTE.match(home):
+                if not ABSOLUTE.fullmatch(home):
                     raise Refusal("HOME is not set (a mount is under ~)")
                 source = os.path.join(home, source)
             if not os.path.lexists(source):
@@ -533,7 +533,7 @@ class Launcher:
         self.args.append("--clearenv")
         names = list(os.environ) if c.env_mode == "all" else c.inherit
         for name in names:
-            if name in os.environ and VARIABLE.match(name):
+            if name in os.environ and VARIABLE.fullmatch(name):
                 self.args += ["--setenv", name, os.environ[name]]
         for name, value in c.setenv:
             self.args += ["--setenv", name, value]
@@ -546,7 +546,7 @@ class Launcher:
             fd = self.keep(memfd(secret.name, data))
             args += ["--perms", "0400", "--ro-bind-data", str(fd), secret.file]
         if secret.env is not None:
-            if not VARIABLE.match(secret.env):
+            if not VARIABLE.fullmatch(secret.env):
                 raise Refusal(f"secret {secret.name}: bad variable name")
             value = data.rstrip(b"\n")
             if b"\0" in value:
@@ -557,7 +557,7 @@ class Launcher:
 
     def secret_value(self, secret: Secret) -> bytes:
         if secret.provider == "env":
-            if not VARIABLE.match(secret.ref):
+            if not VARIABLE.fullmatch(secret.ref):
                 raise Refusal(f"secret {secret.name}: bad variable name")
             if secret.ref not in os.environ:
                 raise Refusal(f"secret {secret.name}: environment variable {secret.ref} is not set")
@@ -566,12 +566,12 @@ class Launcher:
             path = secret.ref
         elif secret.provider == "home":
             home = os.environ.get("HOME", "")
-            if not ABSOLUTE.match(home):
+            if not ABSOLUTE.fullmatch(home):
                 raise Refusal(f"secret {secret.name}: HOME is not set")
             path = os.path.join(home, secret.ref)
         elif secret.provider == "credential":
             directory = os.environ.get("CREDENTIALS_DIRECTORY", "")
-            if not ABSOLUTE.match(directory) or "/" in secret.ref:
+            if not ABSOLUTE.fullmatch(directory) or "/" in secret.ref:
                 raise Refusal(f"secret {secret.name}: no systemd credential {secret.ref}")
             path = os.path.join(directory, secret.ref)
         else:
@@ -608,7 +608,7 @@ class Launcher:
         bridge_owner = None if proxy_ids is None else (proxy_ids[0], self.host_gid)
         bridge_fd = owned_dir(state_fd, os.path.basename(self.bridge_dir), 0o2710 if self.root else 0o700, bridge_owner)
         hosts = os.environ.get("MCPSPEC_EGRESS_HOSTS_FILE", "/etc/hosts")
-        if not re.match(r"^/[A-Za-z0-9/._-]+$", hosts) or not os.access(hosts, os.R_OK):
+        if not re.fullmatch(r"/[A-Za-z0-9/._-]+", hosts) or not os.access(hosts, os.R_OK):
             raise Refusal("MCPSPEC_EGRESS_HOSTS_FILE must be a readable absolute path")
         here = os.path.dirname(os.path.realpath(sys.argv[0]))
         rules = self.paths.read_file(os.path.join(here, f"{self.c.server}.squid.conf"), 1 << 22).decode()

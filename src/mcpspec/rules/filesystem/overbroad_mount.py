@@ -2,8 +2,9 @@
 ## What it does
 Flags a host mount of a whole system or home tree: `/`, `~`, `/home`, `/root`,
 `/Users`, one user's home (`/home/alice`), `/etc`, `/proc`, `/sys`, `/dev`,
-`/boot`, `/var` or `/usr`; and a mount of the workspace root or any directory
-above it, which holds every agent's runs.
+`/boot`, `/var` or `/usr`; a mount of the workspace root or any directory
+above it, which holds every agent's runs; and a host mount of a directory
+inside the workspace root, where the launcher creates the runs' directories.
 
 ## Why is this risky
 A server needs one project directory, not the machine. A mount this wide
@@ -11,7 +12,11 @@ hands it every credential, browser profile, client config and private file
 below it, and, when writable, the means to plant code that runs later (shell
 profiles, git hooks, cron, systemd units). Mounting the workspace root or its
 parent lets one run read and rewrite every other agent's and run's files,
-which defeats per-run workspaces.
+which defeats per-run workspaces. Writable, it is worse: the launcher creates
+each new run's directories there, as root, and hands them to the sandbox
+user; a server that plants a symbolic link or races that step gets a
+root-owned file of its choosing handed over to it. Give each server only its
+workspace dirs (`from: workspace.<dir>`), never the tree that holds them.
 
 ## Example
 ```yaml
@@ -88,9 +93,13 @@ def check(plan: Plan) -> Iterator[Finding]:
         if exposes is not None:
             message = f"server {server.name!r} mounts {mount.source}{_writable(mount)}: {exposes}"
             yield Finding(path=(*mount.path, "from"), message=message)
-        elif root is not None and contains(mount.source, root):
-            where = "the workspace root" if mount.source == root else f"above the workspace root {root}"
-            message = f"server {server.name!r} mounts {mount.source}{_writable(mount)}, {where}, which holds every agent's runs"
+        elif root is not None and (contains(mount.source, root) or contains(root, mount.source)):
+            if contains(mount.source, root):
+                where = "the workspace root" if mount.source == root else f"above the workspace root {root}"
+                holds = "which holds every agent's runs"
+            else:
+                where, holds = f"inside the workspace root {root}", "where the launcher creates run directories"
+            message = f"server {server.name!r} mounts {mount.source}{_writable(mount)}, {where}, {holds}"
             yield Finding(path=(*mount.path, "from"), message=message, related=(Related(("workspace", "root"), "the workspace root"),))
 
 
@@ -98,7 +107,7 @@ RULE = Rule(
     id="FS003",
     slug="overbroad-mount",
     severity="high",
-    summary="A whole system tree, home directory or the workspace root is mounted",
+    summary="A whole system tree, home directory, or the workspace root (or a directory above or inside it) is mounted",
     check=check,
     doc=__doc__ or "",
 )

@@ -1,16 +1,20 @@
 """
 ## What it does
 Flags a server whose audit log file (`logging.sink`) lies inside a host
-directory the same server mounts read-write, including a workspace directory
-whose per-run path can hold the sink.
+directory that it or any other launched server mounts read-write, including a
+workspace directory whose per-run path can hold the sink.
 
 ## Why is this risky
 An audit trail is only evidence if the party it records cannot change it. When
 the sink sits inside a writable mount, the logged server (or an attacker who
 took it over through prompt injection or a malicious dependency) can truncate
 the file, delete the lines that show what it did, or append forged ones, and
-the tampering looks like ordinary writes inside its own workspace. Keep audit
-files where only the launcher writes them, outside every mount.
+the tampering looks like ordinary writes inside its own workspace. Worse, the
+launcher appends to the sink with the rights it runs with, often root: a
+server that replaces the file with a symbolic link turns the next audit line
+into a write to any file of the host (`/etc/passwd`, a root shell profile).
+Keep audit files where only the launcher writes them, outside every mount.
+The build stops on this finding unless it is waived.
 
 ## Example
 ```yaml
@@ -49,19 +53,18 @@ servers:
 - CWE-117: Improper Output Neutralization for Logs (forged entries)
 - CWE-284: Improper Access Control
 - NIST SP 800-53 AU-9: Protection of Audit Information
+- CWE-59: Improper Link Resolution Before File Access ('Link Following')
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.grouping import by_origin, commas, who
+from mcpspec.rules.grouping import by_origin, commas, named, who
 from mcpspec.spec.values import normalize_host_path
-
-TEMPLATE_TOKENS = (AGENT_TOKEN, RUN_TOKEN)
 
 
 def sink_file(server: EffectiveSandbox) -> str | None:
@@ -70,47 +73,43 @@ def sink_file(server: EffectiveSandbox) -> str | None:
     return None if sink in ("stderr", "journal") else normalize_host_path(sink)
 
 
-def source_contains(source: str, path: str) -> bool:
-    """Like facts.contains, with ``{agent}`` and ``{run_id}`` components matching any name."""
-    if not any(token in source for token in TEMPLATE_TOKENS):
-        return facts.contains(source, path)
-    outer, inner = facts.components(source), facts.components(path)
-    return len(outer) <= len(inner) and all(a in TEMPLATE_TOKENS or a == b for a, b in zip(outer, inner, strict=False))
+Writer = tuple[EffectiveSandbox, EffectiveMount]
 
 
-def writable_mounts_holding_sink(server: EffectiveSandbox) -> list[EffectiveMount]:
+def writers(server: EffectiveSandbox, writable: list[Writer]) -> list[Writer]:
+    """The read-write mounts, of any server, that hold this server's sink file."""
     sink = sink_file(server)
-    if sink is None:
-        return []
-    # A tmpfs directory is fresh memory, not the host directory: the sink file is not inside it.
-    return [m for m in server.mounts if m.writable and not m.tmpfs and source_contains(m.source, sink)]
+    return [] if sink is None else [(other, mount) for other, mount in writable if facts.source_contains(mount.source, sink)]
 
 
-def shown(mount: EffectiveMount) -> str:
-    return f"workspace.{mount.workspace_dir}" if mount.workspace_dir else mount.source
-
-
-def through(group: list[EffectiveSandbox], mounts: list[EffectiveMount]) -> str:
-    if len(group) > 1:
-        return "their rw mounts"
-    return f"its rw mount of {shown(mounts[0])}" if len(mounts) == 1 else "its rw mounts"
+def through(found: list[Writer]) -> str:
+    """``server 'a' through its rw mount of /srv``, ``servers 'a', 'b' through their rw mounts``."""
+    names = list(dict.fromkeys(server.name for server, _ in found))
+    whom = named("server", names, commas)
+    if len(found) == 1:
+        return f"{whom} through its rw mount of {facts.shown(found[0][1])}"
+    return f"{whom} through {'its' if len(names) == 1 else 'their'} rw mounts"
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    exposed = filter(writable_mounts_holding_sink, facts.launched(plan))
+    writable = list(facts.writable_mounts(plan))
+    exposed = [server for server in facts.launched(plan) if writers(server, writable)]
     for path, group in by_origin(exposed, "logging.sink").items():
         sink = sink_file(group[0])
-        mounts = [(server, mount) for server in group for mount in writable_mounts_holding_sink(server)]
-        how = through(group, [mount for _, mount in mounts])
-        related = tuple(Related(mount.path, f"server '{server.name}' mounts {shown(mount)} read-write here") for server, mount in mounts)
-        yield Finding(path=path, message=f"audit log {sink} is writable by {who(group, commas)} through {how}", related=related)
+        found: list[Writer] = []
+        for writer in (writer for server in group for writer in writers(server, writable)):
+            if not any(writer[0] is a and writer[1] is b for a, b in found):
+                found.append(writer)
+        related = tuple(Related(mount.path, f"server '{server.name}' mounts {facts.shown(mount)} read-write here") for server, mount in found)
+        owner = "" if {s.name for s, _ in found} <= {s.name for s in group} else f" of {who(group, commas)}"
+        yield Finding(path=path, message=f"audit log {sink}{owner} is writable by {through(found)}", related=related)
 
 
 RULE = Rule(
     id="LG005",
     slug="log-sink-writable-by-server",
-    severity="medium",
-    summary="A server can rewrite its own audit log through a writable mount",
+    severity="high",
+    summary="A server can rewrite an audit log, or redirect the launcher's writes to it, through a writable mount",
     check=check,
     doc=__doc__ or "",
 )

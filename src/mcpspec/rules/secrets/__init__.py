@@ -8,6 +8,7 @@ from mcpspec.rules.secrets import (
     environment_inherited,
     literal_secret,
     secret_in_argv,
+    secret_source_writable,
     secret_without_scope,
     secret_without_ttl,
     shared_secret_file,
@@ -21,4 +22,5 @@ RULES: tuple[Rule, ...] = (
     cloud_credentials_passed.RULE,
     secret_without_ttl.RULE,
     secret_without_scope.RULE,
+    secret_source_writable.RULE,
 )

@@ -16,7 +16,7 @@ from importlib import resources
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.targets.base import BuildOutput, Capability, Gap
 from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
-from mcpspec.targets.common import Overrides, header, matrix_gaps
+from mcpspec.targets.common import Overrides, header, header_text, matrix_gaps
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
 
@@ -122,8 +122,11 @@ CAPABILITIES: dict[str, Capability] = {
     ),
     "metadata-blocking": Capability(
         "full",
-        "squid refuses metadata, private and special-purpose addresses of both families after name resolution",
-        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",),
+        "squid refuses metadata addresses and the special-purpose ranges of both families (mcpspec.addresses) after name resolution, "
+        "for literals, bracketed IPv6 and names alike",
+        (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",
+         "tests/test_egress_special_ranges.py::test_squid_refuses_every_sample_literal_bracketed_and_by_name",
+         "tests/test_egress_special_ranges.py::test_a_name_with_a_refused_address_among_its_addresses_is_refused"),
     ),
     "listeners": Capability(
         "full",
@@ -196,8 +199,8 @@ class BwrapTarget:
             output.files[f"{name}.py"] = launcher
             output.executable.add(f"{name}.py")
             if egress.mode == "proxy":
-                lines = header(plan, f"egress allowlist of server {name}; the launcher adds the port and file lines")
-                output.files[f"{name}.squid.conf"] = squid_config(egress, [line.removeprefix("# ") for line in lines], [])
+                text = header_text(plan, f"egress allowlist of server {name}; the launcher adds the port and file lines")
+                output.files[f"{name}.squid.conf"] = squid_config(egress, text, [])
         return output
 
 
