@@ -185,7 +185,9 @@ def test_uid_0_in_the_spec_is_an_unprivileged_uid_on_the_host(sandbox: Sandbox) 
     rootdir.chmod(0o755)
     (rootdir / "shadow").write_text(ROOT_ONLY_VALUE, encoding="utf-8")
     (rootdir / "shadow").chmod(0o600)
-    spec = sandbox.spec("uid0", "    env: {set: {PYTHONPATH: /opt/site}}\n    runtime: {user: 0, pids: 8}")
+    # SP004 (critical) says root inside is a risk; the spec's author waives it, and the launcher must hold anyway.
+    waiver = "waivers:\n  - {rule: SP004, at: servers.probe.runtime.user, reason: attack test, expires: 2099-01-01}"
+    spec = sandbox.spec("uid0", "    env: {set: {PYTHONPATH: /opt/site}}\n    runtime: {user: 0, pids: 8}", extra=waiver)
     text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {rootdir}, to: /rootdir}}\n      - {{from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
     launcher = sandbox.build(spec)
@@ -239,7 +241,7 @@ def test_links_planted_in_writable_mounts_lead_root_nowhere(sandbox: Sandbox) ->
     text = spec.read_text(encoding="utf-8").replace(
         "      - {from: workspace.input", f"      - {{from: {logs}, to: /logs, mode: rw}}\n      - {{from: {secrets_dir}, to: /secrets, mode: rw}}\n      - {{from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
-    launcher = sandbox.build(spec)
+    launcher = sandbox.build(spec, accept=("SE008", "LG005"))  # lint stops this build unless waived; the launcher holds anyway
     got = call_tools(
         launcher,
         [("read_path", {"path": "/run/secrets/key"}),
@@ -276,7 +278,7 @@ def test_a_workspace_root_the_server_can_write_gives_it_nothing_to_race(sandbox:
     root.mkdir(mode=0o711)  # the operator made it; the server gets it writable by mistake
     text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {root}, to: /wsroot, mode: rw}}\n      - {{from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
-    launcher = sandbox.build(spec)
+    launcher = sandbox.build(spec, accept=("FS003",))
     got = call_tools(
         launcher,
         [("make_dir", {"path": "/wsroot/tester/next"}), ("replace_with_symlink", {"path": "/wsroot/tester/race-2", "target": str(target)}),
@@ -477,7 +479,7 @@ def test_no_other_sandbox_can_reach_the_egress_socket(sandbox: Sandbox, listener
     spec = sandbox.spec("intruder", "    env: {set: {PYTHONPATH: /opt/site}}")
     text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", "      - {from: /tmp, to: /hosttmp}\n      - {from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
-    intruder = sandbox.build(spec)
+    intruder = sandbox.build(spec, accept=("FS003",))
     result: dict[str, object] = {}
     session = threading.Thread(target=lambda: result.update(got=call_tools(owner, [("pause", {"seconds": 5}), ("http_get", {"url": f"http://127.0.0.1:{listener.port}/"})], {"MCPSPEC_RUN_ID": "owner"})))
     session.start()
