@@ -196,7 +196,7 @@ def test_waived_or_ignored_risks_let_the_build_through(tmp_path: Path) -> None:
     )
     done = run_cli("build", str(waived), "--target", "bwrap", "--out", str(tmp_path / "a"))
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "a" / "ops.sh").is_file()
+    assert (tmp_path / "a" / "ops.py").is_file()
     (tmp_path / ".mcpspec.yaml").write_text("ignore: [FS001, FS002]\n")
     spec = tmp_path / "ops.yaml"
     spec.write_text(DANGEROUS)

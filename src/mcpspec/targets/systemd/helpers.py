@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
+from mcpspec.targets.common import header_text
 from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, squid_config
 from mcpspec.targets.escape import unit_arg, unit_text
 from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names
@@ -43,7 +44,7 @@ def _socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
 
 
 def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:
-    conf_header = comments(plan, f"egress allowlist of MCP server {sandbox.name}, read by {names.squid_service}")
+    conf_header = header_text(plan, f"egress allowlist of MCP server {sandbox.name}, read by {names.squid_service}")
     runtime = [
         f"http_port 127.0.0.1:{names.squid_port}",
         f"pid_filename /run/{names.squid_dir}/squid.pid",
@@ -53,7 +54,7 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
         "logfile_rotate 0",
         "netdb_filename none",
     ]
-    body = squid_config(egress, [line.removeprefix("# ") for line in conf_header], runtime)
+    body = squid_config(egress, conf_header, runtime)
     # access_log names the logformat that the base of the configuration defines, so it comes last.
     return body + f"access_log stdio:/var/log/{names.squid_dir}/access.log mcpspec\n"
 

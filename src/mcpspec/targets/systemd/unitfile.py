@@ -44,14 +44,8 @@ def embedded_python(name: str) -> str:
 
 
 def comments(plan: Plan, what: str) -> list[str]:
-    """The header of a generated file; a spec file name that would end the comment is refused."""
-    lines = header(plan, what)
-    for line in lines:
-        try:
-            unit_text(line)
-        except Unrepresentable as exc:
-            raise Refused("mounts", (), f"the spec file name {plan.file!r} cannot appear in a unit file: {exc}") from None
-    return lines
+    """The header of a generated file (the spec's file name escaped by ``comment_line``)."""
+    return header(plan, what)
 
 
 def render(head: list[str], sections: Iterable[tuple[str, list[str]]]) -> str:
