@@ -519,3 +519,61 @@ def test_an_unprivileged_user_runs_the_same_launcher_with_its_own_uid(sandbox: S
     written = user_dir / "ws" / "tester" / "user" / "output" / "x"
     assert written.read_text(encoding="utf-8") == "y" and written.stat().st_uid == 65533
     assert wait_gone(sandbox.marker) == [] and wait_gone("mcpspec-probe-user.") == []
+
+
+def test_a_hostile_spec_file_name_adds_nothing_to_the_launcher_or_the_proxy(sandbox: Sandbox, listener: Listener) -> None:
+    """Item 2: a spec saved under a name with newlines ran a line as root and opened the proxy."""
+    plain = sandbox.spec("named-plain", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["127.0.0.1:{listener.port}"]}}')
+    hostile = plain.with_name("x\ntouch PWNED\nhttp_access allow all\n#.yaml")
+    hostile.write_text(plain.read_text(encoding="utf-8"), encoding="utf-8")
+    launcher = sandbox.build(hostile)
+    conf = launcher.with_name("probe.squid.conf").read_text(encoding="utf-8")
+    assert "http_access allow all" not in [line.strip() for line in conf.splitlines()]
+    got = call_tools(
+        launcher,
+        [("http_get", {"url": f"http://127.0.0.1:{listener.port}/"}), ("http_get", {"url": f"http://127.0.0.1:{listener.port + 1}/"}),
+         ("http_get", {"url": "http://unlisted.test/"})],
+        {"MCPSPEC_RUN_ID": "hostile-name"},
+    )
+    assert got[0]["status"] == 200 and got[1]["status"] == 403 and got[2]["status"] == 403
+    assert not list(sandbox.base.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def test_the_unspecified_and_mapped_forms_of_loopback_do_not_reach_a_host_service(sandbox: Sandbox) -> None:
+    """Item 3: `[::]:PORT` through the proxy reached a host service bound to ::1."""
+    import http.server
+    import socket
+
+    class V6(http.server.ThreadingHTTPServer):
+        address_family = socket.AF_INET6
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"reached")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    v6 = V6(("::1", 0), Handler)
+    v4 = http.server.ThreadingHTTPServer(("127.0.0.1", v6.server_address[1]), Handler)
+    for server in (v6, v4):
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = v6.server_address[1]
+    try:
+        waivers = "waivers:\n" + "".join(
+            f"  - {{rule: {rule}, at: servers.probe.egress.default, reason: attack test, expires: 2099-01-01}}\n" for rule in ("NW001", "NW002"))
+        spec = sandbox.spec("unspecified", "    env: {set: {PYTHONPATH: /opt/site}}\n    egress: {default: allow, via: proxy}", extra=waivers)
+        launcher = sandbox.build(spec)
+        forms = [f"http://[::]:{port}/", f"http://[::1]:{port}/", f"http://[::ffff:127.0.0.1]:{port}/", f"http://[::ffff:7f00:1]:{port}/",
+                 f"http://0.0.0.0:{port}/", f"http://127.0.0.1:{port}/", f"http://127.1:{port}/", f"http://2130706433:{port}/",
+                 f"http://0x7f000001:{port}/", f"http://[::127.0.0.1]:{port}/", f"http://[64:ff9b::7f00:1]:{port}/"]
+        got = call_tools(launcher, [("http_get", {"url": url}) for url in forms], {"MCPSPEC_RUN_ID": "unspecified"})
+        for url, result in zip(forms, got, strict=True):
+            assert result.get("body") != "reached" and (result.get("status") in (400, 403) or result["ok"] is False), (url, result)
+    finally:
+        for server in (v6, v4):
+            server.shutdown()
+            server.server_close()
+
