@@ -7,6 +7,7 @@ answers, never findings.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterator
 from typing import Literal
@@ -148,6 +149,51 @@ def writable_mounts(plan: Plan) -> Iterator[tuple[EffectiveSandbox, EffectiveMou
         for mount in server.mounts:
             if mount.writable and not mount.tmpfs:
                 yield server, mount
+
+
+Writer = tuple[EffectiveSandbox, EffectiveMount]
+# Sources whose containment does not follow from their components alone (see contains and spellings).
+_UNINDEXED = ("/", "/home", "/root", "/Users", "/run", "/var/run")
+
+
+class WritableIndex:
+    """The writable host mounts of a plan, indexed by path so a containment query looks at
+    the few mounts along one path instead of every mount (linear in servers, not quadratic)."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.above: dict[tuple[str, ...], list[Writer]] = {}  # fixed part of a source (before {agent}) -> mounts
+        self.below: dict[tuple[str, ...], list[Writer]] = {}  # every prefix of a source -> mounts under it
+        self.scan: list[Writer] = []  # sources with other spellings: checked one by one
+        self.order: dict[int, int] = {}  # answers keep the plan's order
+        for writer in writable_mounts(plan):
+            self.order[id(writer[1])] = len(self.order)
+            source = writer[1].source
+            parts = components(source)
+            for end in range(1, len(parts) + 1):
+                self.below.setdefault(tuple(parts[:end]), []).append(writer)
+            if source.startswith("~") or len(spellings(source)) > 1 or any(source == p or source.startswith(p + "/") for p in _UNINDEXED[1:]) or source == "/":
+                self.scan.append(writer)
+                continue
+            fixed = tuple(part for part in itertools.takewhile(lambda part: part not in TEMPLATE_TOKENS, parts))
+            self.above.setdefault(fixed, []).append(writer)
+
+    def holding(self, path: str) -> list[Writer]:
+        """The mounts whose source holds ``path`` (:func:`source_contains`)."""
+        candidates: dict[int, Writer] = {id(w[1]): w for w in self.scan}
+        for form in spellings(path):
+            parts = components(form)
+            for end in range(len(parts) + 1):
+                for writer in self.above.get(tuple(parts[:end]), ()):
+                    candidates[id(writer[1])] = writer
+        return sorted((w for w in candidates.values() if source_contains(w[1].source, path)), key=lambda w: self.order[id(w[1])])
+
+    def under(self, path: str) -> list[Writer]:
+        """The mounts whose source ``path`` contains (:func:`contains`)."""
+        if path in _UNINDEXED or path.startswith("~"):
+            found = list({id(w[1]): w for ws in self.below.values() for w in ws if contains(path, w[1].source)}.values())
+        else:
+            found = [w for w in self.below.get(tuple(components(path)), ()) if contains(path, w[1].source)]
+        return sorted(found, key=lambda w: self.order[id(w[1])])
 
 
 def shown(mount: EffectiveMount) -> str:

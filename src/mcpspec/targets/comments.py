@@ -33,6 +33,8 @@ def comment_text(text: str) -> str:
     """``text`` as printable characters on one line: a backslash, and every control,
     format or separator character, becomes a visible escape (``\\n``, ``\\x1b``,
     ``\\u2028``), so nothing in it can end a comment line. :func:`uncomment_text` reverses it."""
+    if text.isascii() and text.isprintable() and "\\" not in text:
+        return text  # nothing to escape: printable ASCII holds no control, format or separator character
     return "".join(_visible(char) for char in text)
 
 

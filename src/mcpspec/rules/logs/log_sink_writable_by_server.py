@@ -60,7 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.grouping import by_origin, commas, named, who
@@ -73,13 +73,13 @@ def sink_file(server: EffectiveSandbox) -> str | None:
     return None if sink in ("stderr", "journal") else normalize_host_path(sink)
 
 
-Writer = tuple[EffectiveSandbox, EffectiveMount]
+Writer = facts.Writer
 
 
-def writers(server: EffectiveSandbox, writable: list[Writer]) -> list[Writer]:
+def writers(server: EffectiveSandbox, writable: facts.WritableIndex) -> list[Writer]:
     """The read-write mounts, of any server, that hold this server's sink file."""
     sink = sink_file(server)
-    return [] if sink is None else [(other, mount) for other, mount in writable if facts.source_contains(mount.source, sink)]
+    return [] if sink is None else writable.holding(sink)
 
 
 def through(found: list[Writer]) -> str:
@@ -92,7 +92,7 @@ def through(found: list[Writer]) -> str:
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    writable = list(facts.writable_mounts(plan))
+    writable = facts.WritableIndex(plan)
     exposed = [server for server in facts.launched(plan) if writers(server, writable)]
     for path, group in by_origin(exposed, "logging.sink").items():
         sink = sink_file(group[0])

@@ -77,12 +77,12 @@ from mcpspec.spec.values import normalize_host_path
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    writable = list(facts.writable_mounts(plan))
+    writable = facts.WritableIndex(plan)
     for name, secret, bound in in_use(plan):
         if secret.provider != "file" or not any(server.runs_here for server, _ in bound):
             continue
         source = normalize_host_path(secret.ref)
-        found = [(server, mount) for server, mount in writable if facts.source_contains(mount.source, source) or facts.contains(source, mount.source)]
+        found = sorted({id(w[1]): w for w in [*writable.holding(source), *writable.under(source)]}.values(), key=lambda w: writable.order[id(w[1])])
         if not found:
             continue
         writers = named("server", dict.fromkeys(server.name for server, _ in found), commas)

@@ -9,7 +9,6 @@ the egress proxy, enforces limits and writes the audit line.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from importlib import resources
 
@@ -304,20 +303,10 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         secrets=[secret for grant in sandbox.secrets if (secret := _secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny or () if "/" not in command or command.startswith("/")],
     )
-    for value in _strings(dataclasses.asdict(config)):
-        if "\x00" in value:
-            raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
-    return dataclasses.asdict(config)
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for key, item in value.items() for s in (*_strings(key), *_strings(item))]
-    if isinstance(value, list | tuple):
-        return [s for item in value for s in _strings(item)]
-    return []
+    data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
+    if "\x00" in repr(data):  # repr escapes a NUL as \x00 wherever it sits
+        raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
+    return data
 
 
 def _mount(mount: EffectiveMount) -> Mount:
