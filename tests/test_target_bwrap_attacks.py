@@ -172,6 +172,11 @@ def test_nothing_of_the_host_reaches_the_server_through_descriptors_environ_or_c
         for text in (cmdline, *fds, *([] if is_server else [environ])):
             assert SECRET_ENV_VALUE not in text and SECRET_FILE_VALUE not in text, (pid, cmdline)
         assert not any(str(root_only) in target for target in fds), (pid, cmdline, fds)
+    # No descriptor inside names a host path: a host directory's descriptor is a way out through "..".
+    # (0-2 are the client's own stdio, handed on by design.)
+    for where, target in targets.items():
+        if where.rpartition("/")[2] not in ("0", "1", "2"):
+            assert str(base) not in target and not target.startswith("/tmp/mcpspec"), (where, target)
     for pid, (cmdline, environ, fds) in helpers.items():
         assert "ATTACK_TOKEN_SOURCE" not in environ, (pid, cmdline)
         assert not any(target.startswith("/memfd:") for target in fds), (pid, cmdline, fds)
@@ -223,51 +228,65 @@ def test_the_root_and_every_tmpfs_are_bounded_and_read_only_means_read_only(sand
 
 
 def test_links_planted_in_writable_mounts_lead_root_nowhere(sandbox: Sandbox) -> None:
-    """Item 4: the audit sink and a file secret's source inside a mount the server may write."""
-    base = sandbox.base
+    """Item 4: a file secret's source inside a mount the server may write (SE008 says so; the launcher holds anyway)."""
     target = _root_only(sandbox, "links-target")
-    logs = _sandbox_writable_dir(sandbox, "links-logs")
     secrets_dir = _sandbox_writable_dir(sandbox, "links-secrets")
     (secrets_dir / "tok").write_text(SECRET_FILE_VALUE, encoding="utf-8")
     spec = sandbox.spec(
         "links",
-        f"""    env: {{set: {{PYTHONPATH: /opt/site}}}}
+        """    env: {set: {PYTHONPATH: /opt/site}}
     secrets:
-      - {{use: keyfile, as: {{file: /run/secrets/key}}}}
-    logging: {{audit: true, sink: {logs}/audit.jsonl}}""",
+      - {use: keyfile, as: {file: /run/secrets/key}}
+    logging: {audit: true, sink: stderr}""",
         extra=f"""secrets:
   keyfile: {{provider: file, ref: {secrets_dir}/tok}}""",
     )
-    text = spec.read_text(encoding="utf-8").replace(
-        "      - {from: workspace.input", f"      - {{from: {logs}, to: /logs, mode: rw}}\n      - {{from: {secrets_dir}, to: /secrets, mode: rw}}\n      - {{from: workspace.input", 1)
+    text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {secrets_dir}, to: /secrets, mode: rw}}\n      - {{from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
-    launcher = sandbox.build(spec, accept=("SE008", "LG005"))  # lint stops this build unless waived; the launcher holds anyway
-    got = call_tools(
-        launcher,
-        [("read_path", {"path": "/run/secrets/key"}),
-         ("replace_with_symlink", {"path": "/logs/audit.jsonl", "target": str(target)}),
-         ("replace_with_symlink", {"path": "/secrets/tok", "target": str(target)})],
-        {"MCPSPEC_RUN_ID": "links-1"},
-    )
-    assert got[0] == {"ok": True, "data": SECRET_FILE_VALUE}
-    assert got[1] == {"ok": True} and got[2] == {"ok": True}
+    launcher = sandbox.build(spec, accept=("SE008",))
+    got = call_tools(launcher, [("read_path", {"path": "/run/secrets/key"}), ("replace_with_symlink", {"path": "/secrets/tok", "target": str(target)})],
+                     {"MCPSPEC_RUN_ID": "links-1"})
+    assert got[0] == {"ok": True, "data": SECRET_FILE_VALUE} and got[1] == {"ok": True}
     again = _run(launcher, {"MCPSPEC_RUN_ID": "links-2"})
-    assert again.returncode == 125, again.stderr
-    assert b"symbolic link" in again.stderr
-    (logs / "audit.jsonl").unlink()
-    again = _run(launcher, {"MCPSPEC_RUN_ID": "links-3"})
     assert again.returncode == 125 and b"secret keyfile" in again.stderr and b"symbolic link" in again.stderr, again.stderr
     # A hard link (the sandbox cannot make one to a root file while fs.protected_hardlinks is on; root can).
     (secrets_dir / "tok").unlink()
     os.link(target, secrets_dir / "tok")
-    again = _run(launcher, {"MCPSPEC_RUN_ID": "links-4"})
+    again = _run(launcher, {"MCPSPEC_RUN_ID": "links-3"})
     assert again.returncode == 125 and b"links" in again.stderr, again.stderr
+    assert [record["ended_by"] for record in _audit_lines(again.stderr)] == ["refused"]
+    assert target.read_text(encoding="utf-8") == ROOT_ONLY_VALUE and target.stat().st_uid == 0
+    assert not list(sandbox.base.glob("ws-links/tester/links-[23]/*")), "a refused launch prepared workspace directories"
+
+
+def test_an_audit_sink_a_sandbox_could_swap_is_refused(sandbox: Sandbox) -> None:
+    """Item 4: the audit sink in a writable mount: root appended to whatever the server put there."""
+    target = _root_only(sandbox, "sink-target")
+    logs = _sandbox_writable_dir(sandbox, "sink-logs")
+    spec = sandbox.spec("sink", f"    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    logging: {{audit: true, sink: {logs}/audit.jsonl}}")
+    text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {logs}, to: /logs, mode: rw}}\n      - {{from: workspace.input", 1)
+    spec.write_text(text, encoding="utf-8")
+    launcher = sandbox.build(spec, accept=("LG005",))
+    refused = _run(launcher, {"MCPSPEC_RUN_ID": "sink-1"})
+    assert refused.returncode == 125 and b"another user can write to its directory" in refused.stderr, refused.stderr
+    # The directory is root's again, but the server left its own file, or a link, as the sink.
+    os.chown(logs, 0, 0)
+    logs.chmod(0o755)
+    for plant in ("file", "link"):
+        sink = logs / "audit.jsonl"
+        sink.unlink(missing_ok=True)
+        if plant == "file":
+            sink.write_text('{"event":"launch","exit_status":0}\n', encoding="utf-8")
+            os.chown(sink, 65532, 65532)
+        else:
+            sink.symlink_to(target)
+        refused = _run(launcher, {"MCPSPEC_RUN_ID": f"sink-{plant}"})
+        assert refused.returncode == 125 and b"refusing" in refused.stderr, (plant, refused.stderr)
     assert target.read_text(encoding="utf-8") == ROOT_ONLY_VALUE
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600 and target.stat().st_uid == 0
-    for record in [json.loads(line) for line in (logs / "audit.jsonl").read_text(encoding="utf-8").splitlines()]:
-        assert record["exit_status"] == 125 and record["ended_by"] == "refused"
-    assert wait_gone(sandbox.marker) == []
-    assert not list(base.glob("ws-links/tester/links-[234]/*")), "a refused launch prepared workspace directories"
+    (logs / "audit.jsonl").unlink()
+    done = _run(launcher, {"MCPSPEC_RUN_ID": "sink-ok"}, _jsonrpc(INITIALIZE))
+    record = json.loads((logs / "audit.jsonl").read_text(encoding="utf-8"))
+    assert record["run_id"] == "sink-ok" and (logs / "audit.jsonl").stat().st_uid == 0, done.stderr
 
 
 def test_a_workspace_root_the_server_can_write_gives_it_nothing_to_race(sandbox: Sandbox) -> None:
@@ -341,7 +360,7 @@ def _eof_within(stream: object, seconds: float) -> bool:
     return done.wait(seconds)
 
 
-MOMENTS = (0.0, 0.01, 0.03, 0.06, 0.1, 0.15, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5)
+MOMENTS = (0.0, 0.01, 0.03, 0.06, 0.1, 0.14, 0.18, 0.22, 0.26, 0.3, 0.34, 0.38, 0.42, 0.46, 0.5, 0.6, 0.8, 1.0, 1.5)
 
 
 def test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_running(sandbox: Sandbox, listener: Listener) -> None:
@@ -577,3 +596,49 @@ def test_the_unspecified_and_mapped_forms_of_loopback_do_not_reach_a_host_servic
             server.shutdown()
             server.server_close()
 
+
+
+def test_a_flooding_server_cannot_grow_the_root_launcher(sandbox: Sandbox) -> None:
+    """Red team: with an idle timeout the launcher relays the stdio; a client that does not read let a
+    server grow the root launcher without bound (91-117 MiB)."""
+    spec = sandbox.spec("flood", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 1m}")
+    launcher = sandbox.build(spec)
+    process = _start(launcher, "flood")
+    assert process.stdin is not None
+    process.stdin.write(_jsonrpc(INITIALIZE, INITIALIZED, _call(2, "flood", {"megabytes": 300})))
+    process.stdin.flush()  # and never read its stdout
+    time.sleep(6)
+    status = Path(f"/proc/{process.pid}/status").read_text(encoding="utf-8")
+    rss_mib = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))) / 1024
+    process.kill()
+    process.wait(timeout=10)
+    process.stdin.close()
+    assert rss_mib < 48, f"the launcher holds {rss_mib:.0f} MiB for a client that does not read"
+    assert wait_gone(sandbox.marker) == []
+
+
+def test_a_mount_source_the_sandbox_cannot_reach_is_refused_before_anything_starts(sandbox: Sandbox) -> None:
+    """Red team: root saw the source, bwrap (as the sandbox's uid) did not, and the failure exited 1."""
+    private = sandbox.base / "private"
+    (private / "data").mkdir(parents=True)
+    private.chmod(0o700)
+    spec = sandbox.spec("unreachable", "    env: {set: {PYTHONPATH: /opt/site}}\n    logging: {audit: true, sink: stderr}")
+    text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {private}/data, to: /data}}\n      - {{from: workspace.input", 1)
+    spec.write_text(text, encoding="utf-8")
+    launcher = sandbox.build(spec)
+    done = _run(launcher, {"MCPSPEC_RUN_ID": "unreachable"}, _jsonrpc(INITIALIZE))
+    assert done.returncode == 125 and b"cannot reach it" in done.stderr, done.stderr
+    assert [record["ended_by"] for record in _audit_lines(done.stderr)] == ["refused"]
+
+
+def test_a_coding_cookie_in_the_spec_file_name_does_not_change_how_the_launcher_reads(sandbox: Sandbox) -> None:
+    """Red team: `coding:shift_jis(1).yaml` put an encoding declaration on line 2, and an env value became code."""
+    value = "\u00c1',str(__import__(\"os\").system(\"touch PWNED\")),]],#"
+    plain = sandbox.spec("cookie", "    env: {set: {PYTHONPATH: /opt/site, GREETING: " + json.dumps(value) + "}}")
+    hostile = plain.with_name("coding:shift_jis(1).yaml")
+    hostile.write_text(plain.read_text(encoding="utf-8"), encoding="utf-8")
+    launcher = sandbox.build(hostile)
+    assert launcher.read_text(encoding="utf-8").splitlines()[1] == "# -*- coding: utf-8 -*-"
+    got = call_tools(launcher, [("environment", {})], {"MCPSPEC_RUN_ID": "cookie"})
+    assert got[0]["env"]["GREETING"] == value
+    assert not list(sandbox.base.rglob("PWNED")) and not Path("PWNED").exists()

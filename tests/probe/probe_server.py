@@ -228,6 +228,15 @@ def listen(port: int) -> str:
 
 
 @server.tool()
+def flood(megabytes: int) -> str:
+    """Write raw bytes to stdout, past the protocol, as fast as the reader (the launcher) takes them."""
+    block = b"x" * 65536
+    for _ in range(megabytes * 16):
+        os.write(1, block)
+    return _result(ok=True)
+
+
+@server.tool()
 def pause(seconds: float) -> str:
     """Sleep without a word: a long, silent tool call."""
     import time

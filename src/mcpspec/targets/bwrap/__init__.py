@@ -240,6 +240,9 @@ def _launcher(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, runtime
     config = _config(plan, sandbox, egress)
     lines = [
         "#!/usr/bin/python3 -IS",
+        # Pinned on line 2, where Python looks for it: a spec file name in the header below
+        # (such as "coding:shift_jis.yaml") would otherwise choose how Python reads the file.
+        "# -*- coding: utf-8 -*-",
         *header(plan, f"the sandbox of MCP server {sandbox.name}"),
         "# Use this file as the server's stdio command. MCPSPEC_AGENT picks the agent,",
         "# MCPSPEC_RUN_ID the run (default: a timestamp); the workspace is per agent run.",
@@ -251,7 +254,7 @@ def _launcher(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, runtime
         "    _signal.signal(_signum, lambda signum, _frame: EARLY_SIGNALS.append(signum))",
         "",
         "CONFIG = {",
-        *(f"    {key!r}: {value!r}," for key, value in config.items()),
+        *(f"    {key!r}: {value!a}," for key, value in config.items()),  # ASCII only: no byte of it depends on an encoding
         "}",
         "",
     ]

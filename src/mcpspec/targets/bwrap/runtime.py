@@ -16,6 +16,7 @@
 
 import contextlib
 import ctypes
+import errno
 import functools
 import json
 import os
@@ -42,6 +43,7 @@ SECRET_MAX_BYTES = 1024 * 1024
 STOP_GRACE_SECONDS = 5.0
 CPU_POLL_SECONDS = 0.5
 PROXY_PORT_INSIDE = 3128
+RELAY_BUFFER_BYTES = 1 << 20  # what the relay holds for a slow reader before it stops reading the writer
 SOCKET_INSIDE = "/run/mcpspec/egress.sock"
 REFUSED = 125
 NAME = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -236,7 +238,7 @@ class TrustedPaths:
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
         except OSError as exc:
-            raise Refusal(f"cannot read {path}: {exc.strerror}") from None
+            raise Refusal(f"refusing {path}: it is a symbolic link" if exc.errno == errno.ELOOP else f"cannot read {path}: {exc.strerror}") from None
         finally:
             os.close(parent)
         try:
@@ -253,18 +255,23 @@ class TrustedPaths:
             os.close(fd)
 
     def open_append(self, path: str) -> int:
-        """An append descriptor of a regular file with one link (created 0600 when missing)."""
+        """An append descriptor of a regular file with one link, ours alone, in a directory no one else
+        may change (created 0600 when missing): a sandbox that could write there could swap the file."""
         parent, name = self.split(path)
+        st = os.fstat(parent)
+        if st.st_uid not in (0, self.euid) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            os.close(parent)
+            raise Refusal(f"refusing {path}: another user can write to its directory")
         try:
             fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600, dir_fd=parent)
         except OSError as exc:
-            raise Refusal(f"cannot open {path} for appending: {exc.strerror}") from None
+            raise Refusal(f"refusing {path}: it is a symbolic link" if exc.errno == errno.ELOOP else f"cannot open {path} for appending: {exc.strerror}") from None
         finally:
             os.close(parent)
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != self.euid or st.st_mode & 0o022:
             os.close(fd)
-            raise Refusal(f"refusing {path}: not a regular file with a single link")
+            raise Refusal(f"refusing {path}: not a regular file with a single link, owned by {'root' if self.euid == 0 else 'you'} and writable by no one else")
         return fd
 
 
@@ -320,6 +327,7 @@ class Launcher:
         self.sandbox: subprocess.Popen[bytes] | None = None
         self.audit_fd = -1
         self.tools: dict[str, str] = {}
+        self.guardian = self.guardian_control = self.guardian_report = 0
         self.host_uid, self.host_gid = os.geteuid(), os.getegid()
         if self.root:
             self.host_uid = config.uid or FALLBACK_ID
@@ -382,6 +390,9 @@ class Launcher:
         self.base_args()
         for mount in self.c.mounts:
             self.mount(mount)
+        if self._run_fd >= 0:
+            os.close(self._run_fd)
+            self._run_fd = -1
         self.environment()
         self.args += secret_args
         for command in self.c.masks:
@@ -474,16 +485,32 @@ class Launcher:
                 if not ABSOLUTE.fullmatch(home):
                     raise Refusal("HOME is not set (a mount is under ~)")
                 source = os.path.join(home, source)
-            if not os.path.lexists(source):
-                raise Refusal(f"mount source {source} does not exist")
+            if not self.reachable(source):
+                raise Refusal(f"mount source {source} does not exist or the sandbox's uid cannot reach it")
             # bwrap resolves a host path as the sandbox's own uid: it reaches only what that uid may.
             self.args += [bind, source, mount.target]
 
     _run_fd = -1
 
+    def reachable(self, path: str) -> bool:
+        """Whether the sandbox's host uid (which bwrap runs as) can reach ``path``."""
+        if not self.root:
+            return os.path.lexists(path)
+        groups = os.getgroups()
+        os.setgroups([])  # bwrap runs with no supplementary group (root's own would open more)
+        os.setegid(self.host_gid)
+        os.seteuid(self.host_uid)
+        try:
+            return os.path.lexists(path)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
+            os.setgroups(groups)
+
     def prepare_run_dir_once(self) -> int:
+        # Not kept for bwrap: a descriptor of a host directory inside the sandbox is a way out ("..").
         if self._run_fd < 0:
-            self._run_fd = self.keep(self.prepare_run_dir())
+            self._run_fd = self.prepare_run_dir()
         return self._run_fd
 
     def environment(self) -> None:
@@ -675,28 +702,59 @@ class Launcher:
             limits.append((resource.RLIMIT_CPU, c.cpu_seconds))
         identity: tuple[int, int, list[int]] | None = (self.host_uid, self.host_gid, []) if self.root else None
         relay = c.idle_seconds > 0
-        info_r, info_w = os.pipe2(os.O_CLOEXEC)
-        self.keep(info_w)
+        info_w = self.keep(self.start_guardian())
         if self.stop_signal:
             raise Stopped()
         self.sandbox = subprocess.Popen(
             [self.tools["bwrap"], "--info-fd", str(info_w), "--args", str(args_fd), "--", *inner],
             stdin=subprocess.PIPE if relay else None, stdout=subprocess.PIPE if relay else None,
             env={"PATH": SAFE_PATH}, pass_fds=self.fds, preexec_fn=child_setup(os.getpid(), identity, limits, False))
+        os.write(self.guardian_control, f"bwrap {self.sandbox.pid}\n".encode())
         for fd in self.fds:
             os.close(fd)
         self.fds = []
-        with os.fdopen(info_r, "rb") as info:
-            text = info.read(4096)  # bwrap writes {"child-pid": N} once the namespaces exist
+        with os.fdopen(self.guardian_report, "rb") as report:
+            child = int(report.readline() or b"0")  # the sandbox's pid 1, from bwrap's info (0: none)
+        if not child:
+            code = self.sandbox.wait()
+            raise Refusal(f"bwrap could not create the sandbox (status {code}; its message is above)")
         if self.bridge_dir:
-            self.seal_bridge(text)
+            self.seal_bridge(child)
 
-    def seal_bridge(self, info: bytes) -> None:
+    def start_guardian(self) -> int:
+        """Fork the guardian; return the descriptor bwrap writes its info to.
+
+        bwrap's own parent-death signal for the sandbox is armed a moment after the sandbox
+        exists, so a launcher killed in that moment could leave the sandbox running. The
+        guardian is a process of its own session that learns the sandbox's pid 1 from bwrap
+        and kills it (which ends every process of the sandbox) when this launcher dies
+        without saying it is done: its end of a pipe from the launcher reads end-of-file.
+        """
+        info_r, info_w = os.pipe2(os.O_CLOEXEC)
+        control_r, control_w = os.pipe2(os.O_CLOEXEC)
+        report_r, report_w = os.pipe2(os.O_CLOEXEC)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                guard(info_r, control_r, report_w)
+            finally:
+                os._exit(0)
+        for fd in (info_r, control_r, report_w):
+            os.close(fd)
+        self.guardian, self.guardian_control, self.guardian_report = pid, control_w, report_r
+        return info_w
+
+    def release_guardian(self) -> None:
+        """Tell the guardian the launcher ends in order (the sandbox is already gone)."""
+        if self.guardian:
+            with contextlib.suppress(OSError):
+                os.write(self.guardian_control, b"done\n")
+            os.close(self.guardian_control)
+            os.waitpid(self.guardian, 0)
+            self.guardian = 0
+
+    def seal_bridge(self, child: int) -> None:
         """Remove the socket's host path once the sandbox has it mounted."""
-        try:
-            child = int(json.loads(info)["child-pid"])
-        except (ValueError, KeyError, TypeError):
-            return  # bwrap failed before the sandbox existed; supervise() reports its status
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not self.stop_signal:
             try:
@@ -776,6 +834,7 @@ class Launcher:
         if self.sandbox is not None and self.sandbox.poll() is None:
             self.sandbox.kill()
             self.sandbox.wait()
+        self.release_guardian()
         for process in self.proxy_processes:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
@@ -851,6 +910,7 @@ class Relay:
         self.server_buffer = b""
         self.outbox = b""
         self.inbox = b""
+        self.paused: set[int] = set()  # readers stopped until their buffer drains
         self.client_open = True
         for fd in (0, 1, self.to_server, self.from_server):
             os.set_blocking(fd, False)
@@ -877,6 +937,9 @@ class Relay:
             self.track(data, from_client=True)
             self.inbox += data
             self.flush(self.to_server, selector, "to-server")
+            if len(self.inbox) > RELAY_BUFFER_BYTES:  # a reader that does not keep up: stop reading the writer
+                selector.unregister(0)
+                self.paused.add(0)
         elif key.data == "server":
             data = read_some(self.from_server)
             if data is None:
@@ -887,6 +950,9 @@ class Relay:
             self.track(data, from_client=False)
             self.outbox += data
             self.flush(1, selector, "to-client")
+            if len(self.outbox) > RELAY_BUFFER_BYTES:
+                selector.unregister(self.from_server)
+                self.paused.add(self.from_server)
         elif key.data in ("to-server", "to-client"):
             self.flush(self.to_server if key.data == "to-server" else 1, selector, key.data)
 
@@ -910,6 +976,10 @@ class Relay:
             selector.unregister(fd)
         if tag == "to-server" and not buffer and not self.client_open:
             self.close_server_input()
+        source = 0 if tag == "to-server" else self.from_server
+        if source in self.paused and len(buffer) <= RELAY_BUFFER_BYTES // 2:
+            self.paused.discard(source)
+            selector.register(source, selectors.EVENT_READ, "client" if source == 0 else "server")
 
     def close_server_input(self) -> None:
         if self.sandbox.stdin is not None and not self.sandbox.stdin.closed:
@@ -972,6 +1042,76 @@ def drain(fd: int) -> None:
             pass
     except OSError:
         pass
+
+
+def guard(info_r: int, control_r: int, report_w: int) -> None:
+    """The guardian (a forked child of the launcher): report the sandbox's pid 1, then wait for the
+    launcher; if it ends without "done", kill the sandbox's pid 1 and bwrap."""
+    os.setsid()  # out of the client's process group: a signal to the group does not reach it
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)  # holds nothing of the client's: its stdout ends when the launcher does
+    keep = {0, 1, 2, info_r, control_r, report_w}
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) not in keep:
+            with contextlib.suppress(OSError):
+                os.close(int(name))
+    info, control = b"", b""
+    child = bwrap = 0
+    pidfds: list[int] = []
+    reported = False
+    open_fds = {info_r, control_r}
+    deadline: float | None = None
+    selector = selectors.DefaultSelector()
+    for fd in open_fds:
+        selector.register(fd, selectors.EVENT_READ)
+    while open_fds:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        events = selector.select(timeout)
+        if not events and deadline is not None:
+            break  # the launcher is gone and bwrap said no more
+        for key, _ in events:
+            fd = int(key.fd)
+            data = os.read(fd, 4096)
+            if fd == info_r:
+                info += data
+            else:
+                control += data
+            if not data:
+                selector.unregister(fd)
+                open_fds.discard(fd)
+                if fd == info_r:
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        child = int(json.loads(info)["child-pid"])
+                    pidfds.append(pidfd_of(child))
+                    if not reported:
+                        os.write(report_w, f"{child}\n".encode())
+                        reported = True
+                elif b"done\n" in control:
+                    return
+                else:
+                    deadline = time.monotonic() + 5  # the launcher died: learn the pid 1 if bwrap is about to say it
+        for line in control.split(b"\n"):
+            if line.startswith(b"bwrap ") and not bwrap:
+                bwrap = int(line.split()[1])
+                pidfds.append(pidfd_of(bwrap))
+        if control_r not in open_fds and info_r not in open_fds:
+            break
+    if b"done\n" in control:
+        return
+    for pidfd in pidfds:  # a pidfd names the process itself, never a later one with its number
+        if pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+
+
+def pidfd_of(pid: int) -> int:
+    try:
+        return os.pidfd_open(pid) if pid > 0 else -1
+    except OSError:
+        return -1
 
 
 def remove_shared_memory(prefix: str) -> None:
