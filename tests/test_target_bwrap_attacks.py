@@ -560,26 +560,9 @@ def test_a_hostile_spec_file_name_adds_nothing_to_the_launcher_or_the_proxy(sand
 
 def test_the_unspecified_and_mapped_forms_of_loopback_do_not_reach_a_host_service(sandbox: Sandbox) -> None:
     """Item 3: `[::]:PORT` through the proxy reached a host service bound to ::1."""
-    import http.server
-    import socket
-
-    class V6(http.server.ThreadingHTTPServer):
-        address_family = socket.AF_INET6
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.end_headers()
-            self.wfile.write(b"reached")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    v6 = V6(("::1", 0), Handler)
-    v4 = http.server.ThreadingHTTPServer(("127.0.0.1", v6.server_address[1]), Handler)
-    for server in (v6, v4):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = v6.server_address[1]
+    v6 = Listener("::1")
+    port = v6.port
+    v4 = Listener("127.0.0.1", port)
     try:
         waivers = "waivers:\n" + "".join(
             f"  - {{rule: {rule}, at: servers.probe.egress.default, reason: attack test, expires: 2099-01-01}}\n" for rule in ("NW001", "NW002"))
@@ -592,9 +575,8 @@ def test_the_unspecified_and_mapped_forms_of_loopback_do_not_reach_a_host_servic
         for url, result in zip(forms, got, strict=True):
             assert result.get("body") != "reached" and (result.get("status") in (400, 403) or result["ok"] is False), (url, result)
     finally:
-        for server in (v6, v4):
-            server.shutdown()
-            server.server_close()
+        v6.close()
+        v4.close()
 
 
 

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -171,7 +172,7 @@ def sandbox_python_matches() -> bool:
 class Listener:
     """An HTTP server on a loopback address that answers 200 'reached'."""
 
-    def __init__(self, host: str) -> None:
+    def __init__(self, host: str, port: int = 0) -> None:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 self.send_response(200)
@@ -181,7 +182,10 @@ class Listener:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = http.server.ThreadingHTTPServer((host, 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        self.server = Server((host, port), Handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
