@@ -74,7 +74,9 @@ def _run(launcher: Path, env: dict[str, str], stdin: bytes = b"", timeout: float
 
 
 def _audit_lines(stderr: bytes) -> list[dict[str, object]]:
-    return [json.loads(line) for line in stderr.decode("utf-8", "replace").splitlines() if line.startswith('{"event"')]
+    """The audit lines in a stderr the server shares (its output may run into a line's start)."""
+    text = stderr.decode("utf-8", "replace")
+    return [json.loads(line[line.index('{"event"'):]) for line in text.splitlines() if '{"event"' in line]
 
 
 def _jsonrpc(*messages: dict[str, object]) -> bytes:
@@ -183,6 +185,13 @@ def test_nothing_of_the_host_reaches_the_server_through_descriptors_environ_or_c
     assert wait_gone(sandbox.marker) == []
 
 
+def _uid_of(pid: str) -> int:
+    try:
+        return Path(f"/proc/{pid}").stat().st_uid
+    except OSError:
+        return -1
+
+
 def test_uid_0_in_the_spec_is_an_unprivileged_uid_on_the_host(sandbox: Sandbox) -> None:
     """Item 6: runtime.user 0 read root-only files in its mounts and ignored its pids limit (45 of 8)."""
     rootdir = sandbox.base / "rootdir"
@@ -192,7 +201,10 @@ def test_uid_0_in_the_spec_is_an_unprivileged_uid_on_the_host(sandbox: Sandbox) 
     (rootdir / "shadow").chmod(0o600)
     # SP004 (critical) says root inside is a risk; the spec's author waives it, and the launcher must hold anyway.
     waiver = "waivers:\n  - {rule: SP004, at: servers.probe.runtime.user, reason: attack test, expires: 2099-01-01}"
-    spec = sandbox.spec("uid0", "    env: {set: {PYTHONPATH: /opt/site}}\n    runtime: {user: 0, pids: 16}", extra=waiver)
+    # RLIMIT_NPROC counts every process of the host uid (65532 stands in for uid 0), zombies of
+    # earlier sandboxes included: the limit is set that far above what already runs.
+    already = sum(1 for entry in os.listdir("/proc") if entry.isdigit() and _uid_of(entry) == 65532)
+    spec = sandbox.spec("uid0", f"    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    runtime: {{user: 0, pids: {already + 16}}}", extra=waiver)
     text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {rootdir}, to: /rootdir}}\n      - {{from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
     launcher = sandbox.build(spec)
@@ -200,7 +212,7 @@ def test_uid_0_in_the_spec_is_an_unprivileged_uid_on_the_host(sandbox: Sandbox) 
     assert got[0]["uid"] == 0 and got[0]["euid"] == 0  # what the spec asked for, inside
     assert all(int(value, 16) == 0 for value in got[0]["caps"].values()), got[0]["caps"]
     assert got[1]["ok"] is False and got[1]["errno"] == EACCES
-    assert got[2]["started"] < 16 and got[2]["error"] == "BlockingIOError"
+    assert got[2]["started"] < 16 and got[2]["error"] == "BlockingIOError"  # 40 asked for
 
 
 def test_the_root_and_every_tmpfs_are_bounded_and_read_only_means_read_only(sandbox: Sandbox) -> None:
@@ -624,3 +636,89 @@ def test_a_coding_cookie_in_the_spec_file_name_does_not_change_how_the_launcher_
     got = call_tools(launcher, [("environment", {})], {"MCPSPEC_RUN_ID": "cookie"})
     assert got[0]["env"]["GREETING"] == value
     assert not list(sandbox.base.rglob("PWNED")) and not Path("PWNED").exists()
+
+
+def _reply(stream: object, request_id: int, seconds: float = 30) -> dict[str, object]:
+    """The JSON-RPC answer to ``request_id`` from the launcher's stdout (other lines skipped)."""
+    deadline = time.monotonic() + seconds
+    assert hasattr(stream, "readline")
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if not line:
+            break
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(message, dict) and message.get("id") == request_id:
+            return message
+    raise AssertionError(f"no answer to request {request_id}")
+
+
+def test_a_cancelled_request_leaves_the_session_idle(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Red team, round 2: a request the client cancelled kept the session open until max_lifetime."""
+    spec = sandbox.spec("cancel", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 2s}\n    logging: {audit: true, sink: stderr}")
+    launcher = sandbox.build(spec)
+    with (tmp_path / "err").open("wb") as err:
+        process = subprocess.Popen([str(launcher)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                   env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "cancel"})
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(_jsonrpc(INITIALIZE))
+        process.stdin.flush()
+        _reply(process.stdout, 1)
+        process.stdin.write(_jsonrpc(INITIALIZED, _call(2, "pause", {"seconds": 60})))
+        process.stdin.flush()
+        time.sleep(3)  # the call is pending: not idle
+        assert process.poll() is None
+        cancelled = time.monotonic()
+        process.stdin.write(_jsonrpc({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "user"}}))
+        process.stdin.flush()
+        process.wait(timeout=30)
+        process.stdin.close()
+        process.stdout.close()
+    assert time.monotonic() - cancelled < 10
+    assert _audit_lines((tmp_path / "err").read_bytes())[-1]["ended_by"] == "idle_timeout"
+
+
+def test_a_line_nested_past_pythons_depth_is_not_a_message_and_not_an_error() -> None:
+    """Red team, round 2: json.loads raised RecursionError in the root launcher's relay and ended the session."""
+    from mcpspec.targets.bwrap.runtime import json_messages
+
+    assert list(json_messages(b"[" * 100000)) == []
+    assert list(json_messages(b'{"jsonrpc": "2.0", "id": 7, "result": {}}')) == [{"jsonrpc": "2.0", "id": 7, "result": {}}]
+
+
+def test_a_relayed_session_takes_stdin_from_a_file_or_dev_null(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Red team, round 2: with idle_timeout, stdin that epoll cannot watch made the launcher exit 125."""
+    spec = sandbox.spec("devnull", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 1m}")
+    launcher = sandbox.build(spec)
+    requests = tmp_path / "requests.jsonl"
+    requests.write_bytes(_jsonrpc(INITIALIZE))
+    for source, run_id in ((os.devnull, "devnull"), (str(requests), "file")):
+        with open(source, "rb") as stdin, (tmp_path / f"out-{run_id}").open("wb") as stdout:
+            done = subprocess.run([str(launcher)], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=60, check=False,
+                                  env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": run_id})
+        assert done.returncode == 0, (source, done.stderr[-500:])
+    answers = [json.loads(line) for line in (tmp_path / "out-file").read_bytes().splitlines() if line.strip()]
+    assert answers and answers[0]["id"] == 1  # the answer went to a regular file, which epoll cannot watch either
+
+
+def test_sigterm_stops_a_launcher_whose_client_stopped_reading(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Red team, round 2: handing the last output to a client that does not read ignored SIGTERM and lost the audit line."""
+    spec = sandbox.spec("stuck", "    env: {set: {PYTHONPATH: /opt/site}}\n    lifecycle: {idle_timeout: 1m}\n    logging: {audit: true, sink: stderr}")
+    launcher = sandbox.build(spec)
+    with (tmp_path / "err").open("wb") as err:
+        process = subprocess.Popen([str(launcher)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                   env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "stuck"})
+        assert process.stdin is not None
+        process.stdin.write(_jsonrpc(INITIALIZE, INITIALIZED, _call(2, "flood", {"megabytes": 8})))
+        process.stdin.flush()  # and never read its stdout
+        time.sleep(4)
+        process.terminate()
+        stopped = time.monotonic()
+        process.wait(timeout=30)
+        process.stdin.close()
+    assert time.monotonic() - stopped < 8
+    assert process.returncode == 143
+    assert _audit_lines((tmp_path / "err").read_bytes())[-1]["ended_by"] == "signal"
+    assert wait_gone(sandbox.marker) == []

@@ -65,6 +65,7 @@ import json
 import os
 import re
 import secrets
+import select
 import selectors
 import shutil
 import signal
@@ -833,13 +834,18 @@ class Launcher:
                 deadlines.append(relay.idle_deadline(self.c.idle_seconds))
             soonest = min(deadlines, default=float("inf"))
             timeout = None if soonest == float("inf") else max(0.0, soonest - now)
+            if relay is not None and relay.ready:
+                timeout = 0.0 if timeout is None else min(timeout, 0.05)
             for key, _events in selector.select(timeout):
                 if key.data == "exit":
                     exited = True
                 elif key.data == "signal":
                     drain(self.wake_r)
                 elif relay is not None:
-                    relay.handle(key, selector)
+                    relay.handle(key.data, selector)
+            if relay is not None:
+                for tag in list(relay.ready.values()):
+                    relay.handle(tag, selector)
             now = time.monotonic()
             if exited:
                 break
@@ -858,7 +864,7 @@ class Launcher:
                 kill_at = now + 3600
         code = sandbox.wait()
         if relay is not None:
-            relay.finish()
+            relay.finish(lambda: bool(self.stop_signal))
         os.close(pidfd)
         if not self.ended_by:
             self.status = code if code >= 0 else 128 - code
@@ -940,7 +946,7 @@ class Stopped(Exception):
 
 class Relay:
     """Copies the client's stdio to the sandbox and back, and knows when the session is idle:
-    no byte either way and no request of the client's still waiting for its answer."""
+    no byte either way and no request of the client's still waiting for its answer (or cancelled)."""
 
     def __init__(self, sandbox: "subprocess.Popen[bytes]") -> None:
         assert sandbox.stdin is not None and sandbox.stdout is not None
@@ -954,25 +960,39 @@ class Relay:
         self.outbox = b""
         self.inbox = b""
         self.paused: set[int] = set()  # readers stopped until their buffer drains
+        self.ready: dict[int, str] = {}  # descriptors epoll refuses (a file, /dev/null): always ready
         self.client_open = True
         for fd in (0, 1, self.to_server, self.from_server):
             os.set_blocking(fd, False)
 
+    def watch(self, selector: selectors.BaseSelector, fd: int, events: int, tag: str) -> None:
+        try:
+            selector.register(fd, events, tag)
+        except PermissionError:  # a regular file or /dev/null never blocks
+            self.ready[fd] = tag
+
+    def unwatch(self, selector: selectors.BaseSelector, fd: int) -> None:
+        if self.ready.pop(fd, None) is None:
+            selector.unregister(fd)
+
+    def watched(self, selector: selectors.BaseSelector, fd: int) -> bool:
+        return fd in self.ready or fd in selector.get_map()
+
     def register(self, selector: selectors.BaseSelector) -> None:
-        selector.register(0, selectors.EVENT_READ, "client")
-        selector.register(self.from_server, selectors.EVENT_READ, "server")
+        self.watch(selector, 0, selectors.EVENT_READ, "client")
+        self.watch(selector, self.from_server, selectors.EVENT_READ, "server")
 
     def idle_deadline(self, seconds: int) -> float:
         return float("inf") if self.pending else self.last + seconds
 
-    def handle(self, key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    def handle(self, tag: str, selector: selectors.BaseSelector) -> None:
         self.last = time.monotonic()
-        if key.data == "client":
+        if tag == "client":
             data = read_some(0)
             if data is None:
                 return
             if not data:
-                selector.unregister(0)
+                self.unwatch(selector, 0)
                 self.client_open = False
                 if not self.inbox:
                     self.close_server_input()
@@ -980,24 +1000,24 @@ class Relay:
             self.track(data, from_client=True)
             self.inbox += data
             self.flush(self.to_server, selector, "to-server")
-            if len(self.inbox) > RELAY_BUFFER_BYTES:  # a reader that does not keep up: stop reading the writer
-                selector.unregister(0)
+            if len(self.inbox) > RELAY_BUFFER_BYTES and self.watched(selector, 0):  # a slow reader: stop reading the writer
+                self.unwatch(selector, 0)
                 self.paused.add(0)
-        elif key.data == "server":
+        elif tag == "server":
             data = read_some(self.from_server)
             if data is None:
                 return
             if not data:
-                selector.unregister(self.from_server)
+                self.unwatch(selector, self.from_server)
                 return
             self.track(data, from_client=False)
             self.outbox += data
             self.flush(1, selector, "to-client")
-            if len(self.outbox) > RELAY_BUFFER_BYTES:
-                selector.unregister(self.from_server)
+            if len(self.outbox) > RELAY_BUFFER_BYTES and self.watched(selector, self.from_server):
+                self.unwatch(selector, self.from_server)
                 self.paused.add(self.from_server)
-        elif key.data in ("to-server", "to-client"):
-            self.flush(self.to_server if key.data == "to-server" else 1, selector, key.data)
+        elif tag in ("to-server", "to-client"):
+            self.flush(self.to_server if tag == "to-server" else 1, selector, tag)
 
     def flush(self, fd: int, selector: selectors.BaseSelector, tag: str) -> None:
         buffer = self.inbox if tag == "to-server" else self.outbox
@@ -1012,24 +1032,24 @@ class Relay:
             self.inbox = buffer
         else:
             self.outbox = buffer
-        registered = fd in selector.get_map() if fd not in (0, self.from_server) else False
+        registered = self.watched(selector, fd)
         if buffer and not registered:
-            selector.register(fd, selectors.EVENT_WRITE, tag)
+            self.watch(selector, fd, selectors.EVENT_WRITE, tag)
         elif not buffer and registered:
-            selector.unregister(fd)
+            self.unwatch(selector, fd)
         if tag == "to-server" and not buffer and not self.client_open:
             self.close_server_input()
         source = 0 if tag == "to-server" else self.from_server
         if source in self.paused and len(buffer) <= RELAY_BUFFER_BYTES // 2:
             self.paused.discard(source)
-            selector.register(source, selectors.EVENT_READ, "client" if source == 0 else "server")
+            self.watch(selector, source, selectors.EVENT_READ, "client" if source == 0 else "server")
 
     def close_server_input(self) -> None:
         if self.sandbox.stdin is not None and not self.sandbox.stdin.closed:
             self.sandbox.stdin.close()
 
     def track(self, data: bytes, from_client: bool) -> None:
-        """Follow JSON-RPC ids: a client request is pending until the server answers it."""
+        """Follow JSON-RPC ids: a client request is pending until the server answers it or the client cancels it."""
         buffered = (self.client_buffer if from_client else self.server_buffer) + data
         *lines, rest = buffered.split(b"\n")
         if from_client:
@@ -1038,31 +1058,39 @@ class Relay:
             self.server_buffer = rest[-(1 << 20):]
         for line in lines:
             for message in json_messages(line):
-                key = json.dumps(message.get("id"))
-                if from_client and "method" in message and "id" in message:
-                    self.pending.add(key)
+                if from_client and message.get("method") == "notifications/cancelled":
+                    params = message.get("params")
+                    if isinstance(params, dict):
+                        self.pending.discard(json.dumps(params.get("requestId")))
+                elif from_client and "method" in message and "id" in message:
+                    self.pending.add(json.dumps(message["id"]))
                 elif not from_client and "method" not in message and ("result" in message or "error" in message):
-                    self.pending.discard(key)
+                    self.pending.discard(json.dumps(message.get("id")))
 
-    def finish(self) -> None:
-        """Hand the client whatever the server said last."""
-        while True:
+    def finish(self, stopping: Callable[[], bool], seconds: float = 5.0) -> None:
+        """Hand the client whatever the server said last: for a few seconds at most, and not past a signal."""
+        while len(self.outbox) < RELAY_BUFFER_BYTES:
             data = read_some(self.from_server)
             if not data:  # at its end, or nothing more now: the sandbox has exited
                 break
             self.outbox += data
-        os.set_blocking(1, True)
-        try:
-            while self.outbox:
+        deadline = time.monotonic() + seconds
+        while self.outbox and time.monotonic() < deadline and not stopping():
+            _, writable, _ = select.select([], [1], [], 0.1)
+            if not writable:
+                continue
+            try:
                 self.outbox = self.outbox[os.write(1, self.outbox):]
-        except OSError:
-            pass
+            except BlockingIOError:
+                continue
+            except OSError:
+                break
 
 
 def json_messages(line: bytes) -> Iterator[dict[str, Any]]:
     try:
         value = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a line nested past Python's depth is not a message either
         return
     for item in value if isinstance(value, list) else [value]:
         if isinstance(item, dict):

@@ -141,8 +141,9 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability("partial", "RLIMIT_NPROC for the sandbox's host uid, shared by every process that runs as that uid"),
     "cpu": Capability(
         "partial",
-        "a budget of cpus x max_lifetime CPU-seconds over every process of the sandbox, checked every 0.5 s (and RLIMIT_CPU per "
-        "process): not a rate; without max_lifetime, not enforced",
+        "a budget of cpus x max_lifetime CPU-seconds, checked every 0.5 s over the sandbox's live processes and the children they "
+        "waited for (children reaped unwaited, with SIGCHLD ignored, escape the sum), and RLIMIT_CPU per process: not a rate; "
+        "without max_lifetime, not enforced",
     ),
     "lifetime": Capability(
         "full",
@@ -154,8 +155,10 @@ CAPABILITIES: dict[str, Capability] = {
     "idle-timeout": Capability(
         "full",
         "the launcher relays the stdio and ends the session after idle_timeout with no byte either way and no request of the client's "
-        "awaiting its answer (a long tool call is not idle)",
-        (_REAL + "test_an_idle_session_ends_after_idle_timeout", _ATTACKS + "test_idle_timeout_spares_a_call_in_progress_and_ends_an_idle_session"),
+        "awaiting its answer (a long tool call is not idle; a cancelled one no longer counts; one the server never answers holds "
+        "the session until max_lifetime)",
+        (_REAL + "test_an_idle_session_ends_after_idle_timeout", _ATTACKS + "test_idle_timeout_spares_a_call_in_progress_and_ends_an_idle_session",
+         _ATTACKS + "test_a_cancelled_request_leaves_the_session_idle"),
     ),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability(
