@@ -321,6 +321,8 @@ class TrustedPaths:
 
 def owned_dir(parent: int, name: str, mode: int, owner: tuple[int, int] | None) -> int:
     """Create (or open) directory ``name`` under ``parent`` without following a link; chmod and chown the open descriptor."""
+    if not name or "/" in name or name in (".", ".."):
+        raise Refusal(f"refusing the directory name {name!r}")
     try:
         os.mkdir(name, 0o700, dir_fd=parent)
         created = True
@@ -385,10 +387,12 @@ class Launcher:
         with contextlib.suppress(OSError):
             os.write(self.wake_w, b"s")
 
-    def run(self) -> int:
+    def run(self, early_signals: list[int]) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._on_signal)
         signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        if early_signals and not self.stop_signal:  # one that came before these handlers were in place
+            self.stop_signal = early_signals[0]
         try:
             self.prepare()
             if self.stop_signal:
@@ -500,6 +504,7 @@ class Launcher:
                 os.close(parent)
                 parent = fd
                 path = f"{path}/{name}"
+            self.check_not_writable_by_others(parent, path)  # the workspace dirs are made in it
             self.run_dir = path
             return parent
         except BaseException:
@@ -1242,9 +1247,7 @@ def main(raw: dict[str, Any], early_signals: list[int]) -> NoReturn:
     os.umask(0o077)
     close_inherited_fds()
     launcher = Launcher(Config.load(raw))
-    if early_signals:
-        launcher.stop_signal = early_signals[0]
-    sys.exit(launcher.run())
+    sys.exit(launcher.run(early_signals))
 
 
 if __name__ == "__main__":
