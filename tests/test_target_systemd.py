@@ -551,6 +551,23 @@ servers:
     assert not any("remote" in name for name in build.files)
 
 
+def test_an_http_server_behind_the_proxy_is_told_its_allowlist_is_partial(tmp_path: Path) -> None:
+    """Red team: an HTTP server shares the host's loopback, where every squid listens, so it can use
+    another server's proxy; the matrix said `full`."""
+    _, build = _build("""\
+version: 1
+project: web
+servers:
+  web:
+    transport: {type: http, port: 8080}
+    command: [/usr/bin/python3]
+    egress: {allow: ["docs.example.org:443"]}
+""", tmp_path)
+    manifest = json.loads(build.files[MANIFEST])
+    assert manifest["servers"]["web"]["controls"]["egress-allowlist"] == "partial"
+    assert any(r.code == "TG002" and "another server's proxy" in r.message for r in build.active)
+
+
 def test_an_allowed_range_holding_a_metadata_address_is_tg001_without_the_proxy(tmp_path: Path) -> None:
     _, build = _build("""\
 version: 1

@@ -260,6 +260,19 @@ def test_concurrent_instances_have_their_own_user_and_cannot_reach_each_other(co
     assert not client.ask("d", "whoami")["ok"]  # the connection died with d
 
 
+def test_dev_shm_is_private_to_each_instance(container: Container, client: Client) -> None:
+    """Red team: PrivateDevices= binds the host's /dev/shm into every instance, so a server
+    without egress could hand its secrets to one with egress through it."""
+    container.sh("echo host-shm-data > /dev/shm/host-file; chmod 644 /dev/shm/host-file")
+    client.open("shm-a", "probe")
+    client.open("shm-n", "neighbour")
+    assert client.ask("shm-a", "write", path="/dev/shm/drop", data="handed over")["ok"]
+    assert client.ask("shm-a", "chmod", path="/dev/shm/drop", mode=0o644)["ok"]
+    assert client.ask("shm-a", "read", path="/dev/shm/drop")["ok"]
+    assert client.ask("shm-n", "read", path="/dev/shm/drop")["errno"] == "ENOENT"
+    assert client.ask("shm-a", "read", path="/dev/shm/host-file")["errno"] == "ENOENT"
+
+
 def test_no_unix_socket_of_the_host_is_reachable_with_egress_denied(container: Container, client: Client) -> None:
     # They exist and answer in the container...
     reachable = "import socket,sys\nfor p in sys.argv[1:]:\n s=socket.socket(socket.AF_UNIX); s.connect(p); s.close()\n"
@@ -393,3 +406,39 @@ def test_limits_hold(container: Container, client: Client) -> None:
     client.open("t", "limits")
     closed = client.send({"wait_closed": "t", "timeout": 15})
     assert closed["ok"] and closed["after"] < 10, closed
+
+
+COLLIDING = """version: 1
+project: sdreal2
+servers:
+  s2798:
+    command: [/usr/bin/python3, /opt/sdreal/probe.py]
+    egress: {allow: ["allowed.test:80"]}
+    tools:
+      t: {effects: [writes_local]}
+"""
+
+
+def test_a_squid_whose_port_another_project_holds_fails_instead_of_passing_for_it(container: Container) -> None:
+    """Red team: squid ports are hashed from project/server names, and sdreal2/s2798 hashes to the
+    port of sdreal/fetch. Readiness used to ask only whether something listened on the port, so the
+    second project's server started against the first project's squid (and its allowlist)."""
+    with tempfile.TemporaryDirectory(prefix="mcpspec-sd-collide-") as work:
+        spec = Path(work) / "other.yaml"
+        spec.write_text(COLLIDING, encoding="utf-8")
+        build = build_plan(api.load(spec, "other.yaml"), "systemd")
+        ports = re.findall(r"^http_port 127\.0\.0\.1:(\d+)$", build.files["s2798.squid.conf"], flags=re.M)
+        assert ports and f"http_port 127.0.0.1:{ports[0]}" in container.sh("cat /etc/mcpspec/sdreal/fetch.squid.conf"), "the names no longer collide"
+        unit = "mcp-sdreal2_s2798_squid.service"
+        (Path(work) / unit).write_text(build.files[unit], encoding="utf-8")
+        (Path(work) / "s2798.squid.conf").write_text(build.files["s2798.squid.conf"], encoding="utf-8")
+        container.run("mkdir", "-p", "/etc/mcpspec/sdreal2")
+        container.put(Path(work) / unit, f"/etc/systemd/system/{unit}")
+        container.put(Path(work) / "s2798.squid.conf", "/etc/mcpspec/sdreal2/s2798.squid.conf")
+    container.sh("systemctl daemon-reload && systemctl start mcp-sdreal_fetch_squid.service")
+    try:
+        started = container.run("systemctl", "start", unit, check=False, timeout=90)
+        assert started.returncode != 0, "a squid that could not listen passed for ready"
+        assert container.run("systemctl", "is-active", "mcp-sdreal_fetch_squid.service", check=False).stdout.strip() == "active"
+    finally:
+        container.sh(f"systemctl stop {unit}; systemctl reset-failed {unit}", check=False)

@@ -38,6 +38,9 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
         with open(request["path"], "w", encoding="utf-8") as handle:
             handle.write(request.get("data", "x"))
         return {"ok": True}
+    if op == "chmod":
+        os.chmod(request["path"], int(request["mode"]))
+        return {"ok": True}
     if op == "symlink":
         os.symlink(request["target"], request["path"])
         return {"ok": True}

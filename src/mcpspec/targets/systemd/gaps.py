@@ -40,6 +40,9 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
             gaps.append(Gap("listeners", "none", (*sandbox.path, "transport", "bind"),
                             f"transport.bind {bind}: the systemd target serves HTTP on loopback only (IPAddressAllow=127.0.0.1 ::1); bind 127.0.0.1 and put a reverse proxy in front"))
         overrides["egress-deny"] = ("partial", "an HTTP server shares the host network: IPAddressAllow=127.0.0.1 ::1 lets it reach every loopback service of the host listening there")
+        if egress.mode == "proxy":
+            overrides["egress-allowlist"] = ("partial", "an HTTP server shares the host's loopback, where every squid of every server and project listens: "
+                                             "it can use another server's proxy, so its allowlist is the union of theirs")
         if not sandbox.process.listeners:
             overrides["listeners"] = ("partial", "an HTTP server shares the host network: SocketBindDeny= allows only its port where systemd has the BPF framework, and IPAddressDeny= keeps other listeners reachable from loopback only")
     if egress.mode == "direct-open":
@@ -56,6 +59,11 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
             gaps.append(Gap("workspace-lifecycle", "partial", mount.path,
                             f"workspace.{mount.workspace_dir} is read-only and starts empty in every instance: nothing fills it before the server starts"))
     sink = sandbox.logging.sink or "stderr"
+    holders = [f"server {server}" for server, source in _writable_sources(plan) if sink.startswith("/") and _within(sink, source)]
+    if sandbox.logging.audit and holders:
+        gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
+                        f"logging.sink {sink} lies in a directory that {', '.join(sorted(set(holders)))} can write: a sandbox can rename or delete "
+                        "the log with every line in it; keep the sink outside writable mounts"))
     if sandbox.logging.audit and is_home(sink):
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink}: a system unit has no invoking user, so ~ cannot be resolved; audit lines go to the journal"))

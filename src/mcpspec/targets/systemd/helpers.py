@@ -72,13 +72,17 @@ def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
         "Wants=network-online.target",
         "After=network-online.target",
     ]
-    # Ready once squid listens (port in hex, state 0A = LISTEN), so that the server starts after it.
+    # Ready once this squid says it listens on its port: its own log, emptied before it starts. Anything
+    # else listening there (another project's squid whose port hashes alike) must not pass for it.
+    log = f"/var/log/{names.squid_dir}/cache.log"
     ready = (
-        f"for _ in {{1..300}}; do /bin/grep -q ':{port:04X} 00000000:0000 0A' /proc/self/net/tcp && exit 0; /bin/sleep 0.1; done; "
-        "echo 'squid did not start listening' >&2; exit 1"
+        f"for _ in {{1..300}}; do /bin/grep -q FATAL {log} && break; "
+        f"/bin/grep -q 'Accepting HTTP Socket connections at .* local=127.0.0.1:{port} ' {log} && exit 0; /bin/sleep 0.1; done; "
+        f"echo 'squid did not start listening on 127.0.0.1:{port}' >&2; exit 1"
     )
     service = [
         "Type=simple",
+        f"ExecStartPre=/bin/bash -c {unit_arg(f': > {log}')}",
         f"ExecStart={SQUID} -n {names.squid_name} -N -f {names.squid_conf_path}",
         f"ExecStartPost=/bin/bash -c {unit_arg(ready)}",
         f"RuntimeDirectory={names.squid_dir}",

@@ -33,6 +33,7 @@ COMMAND_DIRS = ("/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/
 # the instance's runtime directory and credentials, and the target binds the egress
 # socket. D-Bus, journald, systemd-resolved and every other socket there are gone.
 PRIVATE_RUN = "TemporaryFileSystem=/run:mode=0755,size=1m,nosuid,nodev,noexec"
+PRIVATE_SHM = "TemporaryFileSystem=/dev/shm:mode=1777,size=16m,nosuid,nodev,noexec"
 EGRESS_SOCKET = "/run/mcpspec/egress.sock"
 SHIM = embedded_shell("shim.sh")
 AUDIT = embedded_python("audit.py")
@@ -187,6 +188,9 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
     kept: list[str] = []  # paths the server needs, which no hiding may cover
     if egress.mode != "direct-open":
         temporary.append(PRIVATE_RUN)
+    # PrivateDevices= binds the host's /dev/shm into the private /dev: every instance of every
+    # server would share it (a server without egress could hand data to one with egress).
+    temporary.append(PRIVATE_SHM)
     for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target)):
         target = path(mount.target, "mounts", (*mount.path, "to"))
         kept.append(mount.target)
