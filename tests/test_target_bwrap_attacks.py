@@ -372,6 +372,10 @@ def _eof_within(stream: object, seconds: float) -> bool:
     return done.wait(seconds)
 
 
+def _squid_segments() -> int:
+    return sum(1 for name in os.listdir("/dev/shm") if name.startswith("mcpspec"))
+
+
 MOMENTS = (0.0, 0.01, 0.03, 0.06, 0.1, 0.14, 0.18, 0.22, 0.26, 0.3, 0.34, 0.38, 0.42, 0.46, 0.5, 0.6, 0.8, 1.0, 1.5)
 
 
@@ -379,6 +383,7 @@ def test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_runni
     """Item 5: a SIGKILL during the start left the server running, reparented to PID 1."""
     spec = sandbox.spec("sigkill", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["127.0.0.1:{listener.port}"]}}\n    lifecycle: {{idle_timeout: 1m}}')
     launcher = sandbox.build(spec)
+    segments = _squid_segments()
     for index, moment in enumerate(MOMENTS):
         run_id = f"kill-{index}"
         process = _start(launcher, run_id)
@@ -390,8 +395,12 @@ def test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_runni
         assert left == [], f"SIGKILL after {moment}s left {left}"
         assert process.stdin is not None
         process.stdin.close()
-        for path in Path("/tmp").glob(f"mcpspec-probe-{run_id}.*"):  # files only: a killed launcher cannot remove them
-            subprocess.run(["rm", "-rf", "--", str(path)], check=True)
+        # The guardian also removes what the launcher would have: the proxy's state and shared memory.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and list(Path("/tmp").glob(f"mcpspec-probe-{run_id}.*")):
+            time.sleep(0.05)
+        assert not list(Path("/tmp").glob(f"mcpspec-probe-{run_id}.*")), f"SIGKILL after {moment}s left the proxy's state directory"
+    assert _squid_segments() <= segments, "killed launchers left squid's shared memory in /dev/shm"
 
 
 def test_sigterm_at_any_moment_stops_everything_and_still_audits(sandbox: Sandbox, listener: Listener) -> None:

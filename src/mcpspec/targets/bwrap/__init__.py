@@ -57,7 +57,8 @@ value of the spec appears on a command line (bwrap reads its arguments from a me
 The launcher exits with the server's status, 128 + N when signal N stopped the session, or 125
 when it refuses to start (a tool missing, an unknown agent, a bad run id, a planted link, a
 secret it cannot read, a proxy that did not start) with a message on stderr. Killed outright,
-it takes the sandbox, squid and socat with it (each has a parent-death signal). On exit it stops
+it takes the sandbox, squid and socat with it: each has a parent-death signal, and a guardian
+process of its own session kills the sandbox's pid 1 and removes the proxy's state. On exit it stops
 the proxy and writes one JSON audit line to the spec's sink:
 
 ```json

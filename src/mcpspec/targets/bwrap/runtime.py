@@ -330,7 +330,7 @@ class Launcher:
         self.sandbox: subprocess.Popen[bytes] | None = None
         self.audit_fd = -1
         self.tools: dict[str, str] = {}
-        self.guardian = self.guardian_control = self.guardian_report = 0
+        self.guardian = self.guardian_control = self.guardian_report = self.info_w = 0
         self.host_uid, self.host_gid = os.geteuid(), os.getegid()
         if self.root:
             self.host_uid = config.uid or FALLBACK_ID
@@ -354,6 +354,7 @@ class Launcher:
             self.prepare()
             if self.stop_signal:
                 raise Stopped()
+            self.info_w = self.keep(self.start_guardian())
             if self.c.proxy:
                 self.start_proxy()
             self.launch()
@@ -587,6 +588,8 @@ class Launcher:
     # -- the egress proxy: squid behind a unix socket only this sandbox is given
     def start_proxy(self) -> None:
         self.state = tempfile.mkdtemp(prefix=f"mcpspec-{self.c.server}-{self.run_id}.", dir="/tmp")
+        # What the guardian removes if this launcher is killed: the proxy's state and shared memory.
+        os.write(self.guardian_control, f"state {self.state}\nshm {self.squid_service}-\n".encode())
         os.chmod(self.state, 0o711)
         proxy_ids = self.proxy_identity()
         owner = None if proxy_ids is None else proxy_ids[:2]
@@ -708,7 +711,7 @@ class Launcher:
             limits.append((resource.RLIMIT_CPU, c.cpu_seconds))
         identity: tuple[int, int, list[int]] | None = (self.host_uid, self.host_gid, []) if self.root else None
         relay = c.idle_seconds > 0
-        info_w = self.keep(self.start_guardian())
+        info_w = self.info_w
         if self.stop_signal:
             raise Stopped()
         self.sandbox = subprocess.Popen(
@@ -1120,7 +1123,8 @@ def guard(info_r: int, control_r: int, report_w: int) -> None:
                         child = int(json.loads(info)["child-pid"])
                     pidfds.append(pidfd_of(child))
                     if not reported:
-                        os.write(report_w, f"{child}\n".encode())
+                        with contextlib.suppress(OSError):  # a launcher already gone reads no report
+                            os.write(report_w, f"{child}\n".encode())
                         reported = True
                 elif b"done\n" in control:
                     return
@@ -1138,6 +1142,13 @@ def guard(info_r: int, control_r: int, report_w: int) -> None:
         if pidfd >= 0:
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    for line in control.split(b"\n"):  # then what the launcher would have removed
+        kind, _, value = line.decode("utf-8", "replace").partition(" ")
+        if kind == "state" and re.fullmatch(r"/tmp/mcpspec-[a-z0-9-]+-[A-Za-z0-9._-]+\.[A-Za-z0-9_]+", value):
+            time.sleep(0.2)  # squid and socat die of their own parent-death signal; let them go first
+            shutil.rmtree(value, ignore_errors=True)
+        elif kind == "shm" and re.fullmatch(r"mcpspec[0-9a-f]{16}-", value):
+            remove_shared_memory(value)
 
 
 def pidfd_of(pid: int) -> int:
