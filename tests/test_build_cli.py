@@ -217,3 +217,19 @@ def test_the_api_never_writes_a_blocked_build(tmp_path: Path) -> None:
     with pytest.raises(OutputError):
         write_build(tmp_path / "out", built)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("field", [
+    '    command: [/usr/bin/true, "x\\0--bind\\0/\\0/host"]\n',
+    '    command: [/usr/bin/true]\n    env: {set: {GREETING: "x\\0--bind\\0/\\0/host"}}\n',
+    '    command: [/usr/bin/true]\n    mounts: [{from: "/srv/a\\0b", to: /data}]\n',
+    '    command: [/usr/bin/true]\n    workdir: "/w\\0--bind"\n',
+])
+def test_a_nul_in_any_value_never_reaches_the_launcher(field: str, tmp_path: Path) -> None:
+    """bwrap reads its arguments NUL-separated: one NUL in a value (`x\\0--bind\\0/\\0/host`) would add arguments."""
+    spec = tmp_path / "nul.yaml"
+    spec.write_text("version: 1\nproject: demo\nservers:\n  odd:\n" + field + "    tools:\n      t: {effects: [reads_private]}\n")
+    out = tmp_path / "out"
+    result = run_cli("build", str(spec), "--target", "bwrap", "--out", str(out))
+    assert result.returncode == 1 and ("TG004" in result.stderr or "SC004" in result.stderr), result.stderr
+    assert not out.exists()

@@ -711,8 +711,7 @@ class Launcher:
         return process
 
     def squid_accepts(self, port: int) -> bool:
-        log = self.squid_log()
-        return "Accepting HTTP Socket connections" in log and f"127.0.0.1:{port}" in log
+        return "Accepting HTTP Socket connections at conn" in (log := self.squid_log()) and f"local=127.0.0.1:{port} " in log
 
     def squid_log(self) -> str:
         try:
@@ -742,6 +741,8 @@ class Launcher:
         # The root is bwrap's own tmpfs with nothing of the host on it: read-only, so the only
         # writable places are the declared mounts, /tmp and /dev/shm, each of a bounded size.
         self.args += ["--remount-ro", "/"]
+        if any("\0" in arg for arg in self.args):  # one NUL would split an argument in two for bwrap
+            raise Refusal("a value holds a NUL byte")
         args_fd = self.keep(memfd("args", b"".join(arg.encode() + b"\0" for arg in self.args)))
         limits = []
         import resource

@@ -10,6 +10,7 @@ the egress proxy, enforces limits and writes the audit line.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from importlib import resources
 
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
@@ -311,9 +312,21 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         masks=[command for command in sandbox.process.deny or () if "/" not in command or command.startswith("/")],
     )
     data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
-    if "\x00" in repr(data):  # repr escapes a NUL as \x00 wherever it sits
+    if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated
         raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
     return data
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def _mount(mount: EffectiveMount) -> Mount:
