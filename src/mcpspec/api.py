@@ -123,6 +123,20 @@ def _load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> t
         return None, FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
 
 
+def plan_file(path: str | os.PathLike[str], display_name: str | None = None) -> tuple[dict[str, Any] | None, FileLint]:
+    """The resolved Plan of one file as data, each value with the spec path that set it
+    (:mod:`mcpspec.report.plan_output`), or None and the spec errors as results.
+
+    Raises ``UsageError`` when the file cannot be read at all.
+    """
+    from mcpspec.report.plan_output import plan_data
+
+    plan, errors = _load_or_errors(path, display_name)
+    if plan is None:
+        return None, errors
+    return plan_data(plan), errors
+
+
 def _text_or_none(path: str | os.PathLike[str]) -> str | None:
     try:
         with open(path, encoding="utf-8") as handle:

@@ -333,6 +333,43 @@ def graph(
         _usage(f"cannot write {output}: {exc.strerror or exc}")
 
 
+@app.command()
+def plan(
+    file: Annotated[Path, typer.Argument(help="The spec file to resolve.", show_default=False)],
+    output_format: Annotated[str, typer.Option("--format", "-f", help="json or yaml.")] = "json",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help="Config file (checked; the plan does not depend on it).")] = None,
+) -> None:
+    """Print the resolved plan: every value a target or rule reads, with the spec path
+    that set it (or `default`)."""
+    from mcpspec import api
+    from mcpspec.config import ConfigError, find_config, load_config
+    from mcpspec.output import write_atomically
+    from mcpspec.report import plan_output
+    from mcpspec.report import text as text_report
+    from mcpspec.report.model import LintReport
+    from mcpspec.source.loader import UsageError
+
+    if output_format not in plan_output.FORMATS:
+        _usage(f"unknown format {output_format!r}; choose from {', '.join(plan_output.FORMATS)}")
+    try:
+        load_config(config if config is not None else find_config(Path.cwd()))
+        data, errors = api.plan_file(file, str(file))
+    except (ConfigError, UsageError) as exc:
+        _usage(str(exc))
+    if data is None:
+        sys.stderr.write(text_report.render(LintReport([errors])))
+        raise typer.Exit(EXIT_FINDINGS)
+    rendered = plan_output.render(data, output_format)
+    if output is None:
+        sys.stdout.write(rendered)
+        return
+    try:
+        write_atomically(output, rendered)
+    except OSError as exc:
+        _usage(f"cannot write {output}: {exc.strerror or exc}")
+
+
 def _internal_error(exc: BaseException) -> NoReturn:
     if os.environ.get("MCPSPEC_DEBUG"):
         raise exc

@@ -208,16 +208,16 @@ def _add_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
     if facts.egress_open(server):
         graph.add_node(INTERNET, "destination", "the internet", ())
         graph.add_edge(node, INTERNET, "egress-to", server.origin("egress.default"))
-    for index, entry in enumerate(server.egress.allow or []):
+    for index, entry in enumerate(server.egress.allow):
         dest = graph.add_node(f"dest:{entry.text}", "destination", entry.text, (*server.origin("egress.allow"), index))
         graph.add_edge(node, dest, "egress-to", (*server.origin("egress.allow"), index))
 
 
 def _instances(mount: EffectiveMount, server: EffectiveSandbox) -> list[str]:
     """Host paths a mount stands for: a per-agent workspace dir is a different directory per agent."""
-    if AGENT_TOKEN in mount.source and server.agents:
-        return [mount.source.replace(AGENT_TOKEN, agent) for agent in server.agents]
-    return [mount.source]
+    if AGENT_TOKEN in mount.location and server.agents:
+        return [mount.location.replace(AGENT_TOKEN, agent) for agent in server.agents]
+    return [mount.location]
 
 
 def _link_paths(graph: TrustGraph) -> None:

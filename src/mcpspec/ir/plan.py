@@ -16,46 +16,216 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.models import (
     Approvals,
-    Egress,
-    EnvPolicy,
     HttpTransport,
-    Lifecycle,
-    Limits,
-    Logging,
     Package,
-    Process,
-    Runtime,
     Spec,
     StdioTransport,
     Tool,
     Waiver,
     Workspace,
 )
+from mcpspec.spec.values import Destination
 
 AGENT_TOKEN = "{agent}"
 RUN_TOKEN = "{run_id}"
+HOME = "~"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPath:
+    """A host path: absolute, or relative to the invoking user's home (``in_home``).
+
+    ``path`` is absolute, or relative to home (``.`` for the home directory itself):
+    the one place that reads the spec's ``~`` is :func:`host_path`.
+    """
+
+    path: str
+    in_home: bool
+
+    def __str__(self) -> str:
+        """The path as a spec writes it: ``/srv/data``, ``~`` or ``~/notes``."""
+        if not self.in_home:
+            return self.path
+        return HOME if self.path == "." else f"{HOME}/{self.path}"
+
+
+def host_path(normalized: str) -> HostPath:
+    """Read a normalized host path (``/x``, ``~`` or ``~/x``) of the spec."""
+    if normalized == HOME or normalized.startswith(HOME + "/"):
+        return HostPath(normalized[2:] or ".", True)
+    return HostPath(normalized, False)
 
 
 @dataclass(frozen=True, slots=True)
 class EffectiveMount:
     """A mount as a target must create it.
 
-    ``source`` is a normalized host path, a path under ``~`` (the invoking
-    user's home), or for workspace dirs a template holding ``{agent}`` and
-    ``{run_id}``, filled in per run by the target.
+    ``kind`` says what ``source`` is:
+
+    - ``host``: an absolute host path;
+    - ``home``: a path relative to the invoking user's home (``.`` for home itself);
+    - ``workspace``: the name of a workspace dir, on disk under the run's directory;
+    - ``tmpfs``: the name of a tmpfs workspace dir, fresh memory of ``size`` bytes.
+
+    ``location`` is where the mount lives on the host, as rules compare paths: the
+    host path (``~/...`` under home), or for workspace dirs a template holding
+    ``{agent}`` and ``{run_id}``, filled in per run by the target. ``origins`` maps
+    ``mode`` and ``size`` to the spec path that set them (absent: built-in default).
     """
 
+    kind: Literal["host", "home", "workspace", "tmpfs"]
     source: str
     target: str
     mode: Literal["ro", "rw"]
     path: SpecPath
-    workspace_dir: str | None = None
-    tmpfs: bool = False
-    size: int | None = None
+    location: str
+    size: int = 0
+    origins: Mapping[str, SpecPath] = field(default_factory=dict)
 
     @property
     def writable(self) -> bool:
         return self.mode == "rw"
+
+    @property
+    def tmpfs(self) -> bool:
+        return self.kind == "tmpfs"
+
+    @property
+    def workspace_dir(self) -> str | None:
+        """The workspace dir's name, for a workspace or tmpfs mount."""
+        return self.source if self.kind in ("workspace", "tmpfs") else None
+
+    @property
+    def size_set(self) -> bool:
+        """Whether the spec limits this tmpfs dir (otherwise ``size`` is the built-in one)."""
+        return "size" in self.origins
+
+
+# --- server sections: every field final, ``None`` only where it means something ---
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the server's process is inside the sandbox."""
+
+    uid: int
+    gid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """Resource limits; ``None`` means unlimited (the spec wrote ``null``)."""
+
+    memory: int | None  # bytes
+    cpus: float | None
+    pids: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class EnvPlan:
+    """The environment: host variables passed through, and literal values."""
+
+    inherit: Literal["none", "minimal", "all"] | tuple[str, ...]
+    set: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class EgressPolicy:
+    """Where the server may connect; entries parsed."""
+
+    default: Literal["deny", "allow"]
+    via: Literal["proxy", "direct"]
+    allow: tuple[Destination, ...]
+    deny: tuple[Destination, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class InstallPolicy:
+    """Run-time package installation; ``cache`` None: no cache location given."""
+
+    allowed: bool
+    registries: tuple[str, ...]
+    lockfile: Literal["required", "optional"]
+    cache: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundPolicy:
+    """Background jobs; ``None`` limits mean unbounded."""
+
+    allowed: bool
+    max_jobs: int | None
+    max_runtime: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessPolicy:
+    """What the server may spawn. ``allow`` None: no process policy (anything);
+    ``max_runtime`` None: no limit."""
+
+    allow: tuple[str, ...] | None
+    deny: tuple[str, ...]
+    package_install: InstallPolicy
+    listeners: bool
+    background: BackgroundPolicy
+    max_runtime: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PausePolicy:
+    allowed: bool
+    max_paused: float | None  # seconds; None: no limit
+
+
+@dataclass(frozen=True, slots=True)
+class TeardownPolicy:
+    kill_processes: bool
+    remove_workspace: bool
+    revoke_secrets: bool
+    copy_out: Literal["artifacts", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class LifecyclePolicy:
+    """How long a sandbox lives. Durations in seconds; ``None`` means no limit
+    (``idle_timeout``, ``max_lifetime``) or nothing given (``template``, ``snapshot``)."""
+
+    mode: Literal["per-task", "per-session", "long-lived"]
+    idle_timeout: float | None
+    max_lifetime: float | None
+    pause: PausePolicy
+    template: str | None
+    snapshot: str | None
+    teardown: TeardownPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class LogSink:
+    """Where audit lines go: ``stderr``, ``journal`` or a ``file`` at ``path``."""
+
+    kind: Literal["stderr", "journal", "file"]
+    path: HostPath | None = None
+
+    def __str__(self) -> str:
+        return str(self.path) if self.path is not None else self.kind
+
+
+@dataclass(frozen=True, slots=True)
+class LoggingPolicy:
+    audit: bool
+    record: tuple[str, ...]
+    redact: bool
+    raw_prompts: bool
+    full_output: bool
+    sink: LogSink
+
+
+@dataclass(frozen=True, slots=True)
+class CallLimits:
+    """Limits on tool calls; ``None`` means no limit."""
+
+    requests_per_minute: int | None
+    call_timeout: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +241,8 @@ class SecretGrant:
     file: str | None
     path: SpecPath
     secret_path: SpecPath
+    source: HostPath | None = None  # provider file: where the value is read
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,20 +262,23 @@ class EffectiveSandbox:
     command_is_shell: bool
     workdir: str | None
     agents: tuple[str, ...]
-    runtime: Runtime
-    env: EnvPolicy
-    egress: Egress
-    process: Process
-    lifecycle: Lifecycle
-    logging: Logging
-    limits: Limits
+    identity: Identity
+    resources: Resources
+    read_only_root: bool
+    env: EnvPlan
+    egress: EgressPolicy
+    process: ProcessPolicy
+    lifecycle: LifecyclePolicy
+    logging: LoggingPolicy
+    limits: CallLimits
     mounts: tuple[EffectiveMount, ...]
     secrets: tuple[SecretGrant, ...]
     tools: Mapping[str, Tool]
     origins: Mapping[str, SpecPath] = field(default_factory=dict)
 
     def origin(self, dotted: str) -> SpecPath:
-        """The spec path that set a resolved field (``"lifecycle.idle_timeout"``).
+        """The spec path that set a resolved field, by its spec key (``"lifecycle.idle_timeout"``,
+        ``"runtime.user"``, ``"placement"``).
 
         A field nobody wrote (a built-in default) gets the path it would have
         under this server; the SourceMap then points at its nearest ancestor.

@@ -15,46 +15,27 @@ import re
 from typing import Any, TypeVar, cast
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath, format_path
-from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan, SecretGrant
+from mcpspec.ir import sections as final
+from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, HostPath, LogSink, Plan, SecretGrant, host_path
+from mcpspec.ir.sections import BUILTIN, DEFAULT_SCRATCH, SECTIONS
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.errors import INCONSISTENT, INVALID_VALUE, UNRESOLVED_REFERENCE
 from mcpspec.spec.models import (
-    Background,
-    Egress,
     EnvPolicy,
     HttpTransport,
-    Lifecycle,
-    Limits,
-    Logging,
     PackageInstall,
-    Pause,
     Process,
-    Runtime,
     Secret,
     Server,
     Spec,
     SpecModel,
-    Teardown,
 )
 from mcpspec.spec.values import ENV_NAME_PATTERN, normalize_host_path, normalize_sandbox_path
 
 M = TypeVar("M", bound=SpecModel)
 
-ALL_LOG_FIELDS = [
-    "tool", "caller", "arguments_hash", "sandbox_id", "workspace_id", "command_category",
-    "files", "domains", "packages", "exit_status", "artifacts", "decision",
-]
-# What a server gets for every field that neither it nor `defaults` sets.
-BUILTIN: dict[str, SpecModel] = {
-    "runtime": Runtime(user=65532, group=None, memory="512Mi", cpus=1.0, pids=128, read_only_root=True),  # type: ignore[arg-type]
-    "env": EnvPolicy(inherit="none", set={}),
-    "egress": Egress(default="deny", allow=[], deny=[], via="proxy"),
-    "process": Process(allow=None, deny=[], package_install=PackageInstall(), listeners=False, background=Background(), max_runtime=None),
-    "lifecycle": Lifecycle(mode="per-session", idle_timeout=None, max_lifetime=None, pause=Pause(), teardown=Teardown()),
-    "logging": Logging(audit=True, record=ALL_LOG_FIELDS, redact=True, raw_prompts=False, full_output=False, sink="stderr"),  # type: ignore[arg-type]
-    "limits": Limits(),
-}
-SECTIONS = tuple(BUILTIN)
+# Server keys outside the merged sections whose origin the Plan records when written.
+_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir")
 
 _SECRET_REF = {
     "env": (re.compile(ENV_NAME_PATTERN), "an environment variable name such as ISSUES_TOKEN"),
@@ -69,6 +50,7 @@ class _Resolver:
         self.spec = spec
         self.source = source
         self.errors: list[Diagnostic] = []
+        self.file_sources: dict[str, HostPath] = {}  # secret name -> where a file secret is read
 
     def error(self, code: str, path: SpecPath, message: str, on_key: bool = False) -> None:
         span = self.source.key_span(path) if on_key else self.source.value_span(path)
@@ -119,7 +101,7 @@ class _Resolver:
             path: SpecPath = ("secrets", name, "ref")
             if secret.provider == "file":
                 try:
-                    normalize_host_path(secret.ref)
+                    self.file_sources[name] = host_path(normalize_host_path(secret.ref))
                 except ValueError as exc:
                     self.error(INVALID_VALUE, path, f"{format_path(path)}: {exc}")
                 continue
@@ -173,7 +155,8 @@ class _Resolver:
         for section in SECTIONS:
             own = getattr(server, section)
             sections[section] = defaults[section] if own is None else _merge(defaults[section], own, (*base, section), section, origins)
-        self.check_server(name, server, sections["logging"], origins)
+        sink = self.check_server(name, server, sections["logging"].sink, origins)
+        self.record_server_origins(base, server, origins)
         command: tuple[str, ...] = ()
         is_shell = isinstance(server.command, str)
         if isinstance(server.command, str):
@@ -194,20 +177,33 @@ class _Resolver:
             command_is_shell=is_shell,
             workdir=server.workdir,
             agents=agents,
-            runtime=sections["runtime"],
-            env=sections["env"],
-            egress=sections["egress"],
-            process=self.resolve_process(name, sections["process"], origins),
-            lifecycle=sections["lifecycle"],
-            logging=sections["logging"],
-            limits=sections["limits"],
+            identity=final.identity(sections["runtime"]),
+            resources=final.resources(sections["runtime"]),
+            read_only_root=sections["runtime"].read_only_root is not False,
+            env=final.env(sections["env"]),
+            egress=final.egress(sections["egress"]),
+            process=final.process(self.resolve_process(name, sections["process"], origins)),
+            lifecycle=final.lifecycle(sections["lifecycle"]),
+            logging=final.logging(sections["logging"], sink),
+            limits=final.limits(sections["limits"]),
             mounts=self.resolve_mounts(name, server),
             secrets=self.resolve_secrets(name, server, sections["env"]),
             tools=dict(server.tools),
             origins=origins,
         )
 
-    def check_server(self, name: str, server: Server, logging: Logging, origins: dict[str, SpecPath]) -> None:
+    def record_server_origins(self, base: SpecPath, server: Server, origins: dict[str, SpecPath]) -> None:
+        """Origins of the server's own keys, and of the gid that follows the uid."""
+        written = server.model_fields_set
+        origins.update({key: (*base, key) for key in _SERVER_KEYS if key in written})
+        if "transport" in written:
+            origins["transport"] = (*base, "transport")
+            origins.update({f"transport.{key}": (*base, "transport", key) for key in server.transport.model_fields_set})
+        if "runtime.group" not in origins and "runtime.user" in origins:
+            origins["runtime.group"] = origins["runtime.user"]
+
+    def check_server(self, name: str, server: Server, sink_text: str | None, origins: dict[str, SpecPath]) -> LogSink:
+        """Check what only the whole server can tell; returns its audit sink."""
         base: SpecPath = ("servers", name)
         written = server.model_fields_set
         if server.placement == "external":
@@ -222,12 +218,11 @@ class _Resolver:
             self.error(INCONSISTENT, base, f"server {name!r} needs 'command' (argv to launch) or 'image'", on_key=True)
         if server.lifecycle is not None and server.lifecycle.template and server.lifecycle.snapshot:
             self.error(INCONSISTENT, (*base, "lifecycle", "snapshot"), "give either 'template' or 'snapshot', not both", on_key=True)
-        sink = logging.sink or "stderr"
-        if sink not in ("stderr", "journal"):
-            try:
-                normalize_host_path(sink)
-            except ValueError as exc:
-                self.error(INVALID_VALUE, origins.get("logging.sink", (*base, "logging", "sink")), f"logging.sink must be stderr, journal or an absolute path: {exc}")
+        try:
+            return final.sink(sink_text)
+        except ValueError as exc:
+            self.error(INVALID_VALUE, origins.get("logging.sink", (*base, "logging", "sink")), f"logging.sink must be stderr, journal or an absolute path: {exc}")
+            return LogSink("stderr")
 
     def resolve_transport(self, name: str, server: Server) -> Any:
         transport = server.transport
@@ -287,17 +282,30 @@ class _Resolver:
                 if mount.mode == "rw" and directory.mode == "ro":
                     self.error(INCONSISTENT, (*path, "mode"), f"workspace.dirs.{dir_name} is read-only; a mount cannot make it writable")
                 run_dir = f"{workspace.root}/{AGENT_TOKEN}/{RUN_TOKEN}" if workspace.per_agent else f"{workspace.root}/{RUN_TOKEN}"
+                dir_path: SpecPath = ("workspace", "dirs", dir_name)
+                origins: dict[str, SpecPath] = {}
+                if mount.mode is not None:
+                    origins["mode"] = (*path, "mode")
+                elif "mode" in directory.model_fields_set:
+                    origins["mode"] = (*dir_path, "mode")
+                if directory.tmpfs and directory.size is not None:
+                    origins["size"] = (*dir_path, "size")
                 mounts.append(EffectiveMount(
-                    source=f"{run_dir}/{dir_name}", target=mount.to, mode=mount.mode or directory.mode, path=path,
-                    workspace_dir=dir_name, tmpfs=directory.tmpfs, size=directory.size,
+                    kind="tmpfs" if directory.tmpfs else "workspace", source=dir_name, target=mount.to,
+                    mode=mount.mode or directory.mode, path=path, location=f"{run_dir}/{dir_name}",
+                    size=(directory.size or DEFAULT_SCRATCH) if directory.tmpfs else 0, origins=origins,
                 ))
                 continue
             try:
-                source = normalize_host_path(mount.from_)
+                location = normalize_host_path(mount.from_)
             except ValueError as exc:
                 self.error(INVALID_VALUE, (*path, "from"), f"{format_path((*path, 'from'))}: {exc}")
                 continue
-            mounts.append(EffectiveMount(source=source, target=mount.to, mode=mount.mode or "ro", path=path))
+            source = host_path(location)
+            mounts.append(EffectiveMount(
+                kind="home" if source.in_home else "host", source=source.path, target=mount.to, mode=mount.mode or "ro",
+                path=path, location=location, origins={"mode": (*path, "mode")} if mount.mode is not None else {},
+            ))
         return tuple(mounts)
 
     def resolve_secrets(self, name: str, server: Server, env: EnvPolicy) -> tuple[SecretGrant, ...]:
@@ -316,7 +324,7 @@ class _Resolver:
                 env_names[form.env] = (*path, "as", "env")
             grants.append(SecretGrant(
                 name=binding.use, provider=secret.provider, ref=secret.ref, scopes=tuple(secret.scopes), ttl=secret.ttl,
-                env=form.env, file=form.file, path=path, secret_path=("secrets", binding.use),
+                env=form.env, file=form.file, path=path, secret_path=("secrets", binding.use), source=self.file_sources.get(binding.use),
             ))
         return tuple(grants)
 

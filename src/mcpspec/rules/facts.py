@@ -167,7 +167,7 @@ class WritableIndex:
         self.order: dict[int, int] = {}  # answers keep the plan's order
         for writer in writable_mounts(plan):
             self.order[id(writer[1])] = len(self.order)
-            source = writer[1].source
+            source = writer[1].location
             parts = components(source)
             for end in range(1, len(parts) + 1):
                 self.below.setdefault(tuple(parts[:end]), []).append(writer)
@@ -185,20 +185,20 @@ class WritableIndex:
             for end in range(len(parts) + 1):
                 for writer in self.above.get(tuple(parts[:end]), ()):
                     candidates[id(writer[1])] = writer
-        return sorted((w for w in candidates.values() if source_contains(w[1].source, path)), key=lambda w: self.order[id(w[1])])
+        return sorted((w for w in candidates.values() if source_contains(w[1].location, path)), key=lambda w: self.order[id(w[1])])
 
     def under(self, path: str) -> list[Writer]:
         """The mounts whose source ``path`` contains (:func:`contains`)."""
         if path in _UNINDEXED or path.startswith("~"):
-            found = list({id(w[1]): w for ws in self.below.values() for w in ws if contains(path, w[1].source)}.values())
+            found = list({id(w[1]): w for ws in self.below.values() for w in ws if contains(path, w[1].location)}.values())
         else:
-            found = [w for w in self.below.get(tuple(components(path)), ()) if contains(path, w[1].source)]
+            found = [w for w in self.below.get(tuple(components(path)), ()) if contains(path, w[1].location)]
         return sorted(found, key=lambda w: self.order[id(w[1])])
 
 
 def shown(mount: EffectiveMount) -> str:
     """A mount's source as the spec names it: ``workspace.output`` or the host path."""
-    return f"workspace.{mount.workspace_dir}" if mount.workspace_dir else mount.source
+    return f"workspace.{mount.workspace_dir}" if mount.workspace_dir else mount.location
 
 
 def host_mounts(server: EffectiveSandbox) -> Iterator[EffectiveMount]:
@@ -220,7 +220,7 @@ def egress_open(server: EffectiveSandbox) -> bool:
 
 def denied(server: EffectiveSandbox, network: IPNetwork) -> bool:
     """Whether an explicit deny entry covers all of ``network``."""
-    return any(entry.kind == "cidr" and subnet_of(network, entry.network) for entry in server.egress.deny or [])
+    return any(entry.kind == "cidr" and subnet_of(network, entry.network) for entry in server.egress.deny)
 
 
 def allow_entries(server: EffectiveSandbox) -> Iterator[tuple[SpecPath, Destination]]:
@@ -236,7 +236,7 @@ def deny_entries(server: EffectiveSandbox) -> Iterator[tuple[SpecPath, Destinati
 def _entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Iterator[tuple[SpecPath, Destination]]:
     base = server.origin(f"egress.{which}")
     entries = server.egress.allow if which == "allow" else server.egress.deny
-    for index, entry in enumerate(entries or []):
+    for index, entry in enumerate(entries):
         yield (*base, index), entry
 
 

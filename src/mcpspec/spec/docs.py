@@ -58,7 +58,7 @@ there.
 
 def render_docs() -> str:
     """The whole reference as Markdown."""
-    from mcpspec.ir.resolve import BUILTIN
+    from mcpspec.ir.sections import BUILTIN
     from mcpspec.spec.schema import build_schema
 
     schema = build_schema()

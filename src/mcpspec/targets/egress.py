@@ -69,14 +69,11 @@ class EgressPlan:
 
 def egress_plan(sandbox: EffectiveSandbox) -> EgressPlan:
     egress = sandbox.egress
-    allow = tuple(egress.allow or ())
-    deny = tuple(egress.deny or ())
-    default = egress.default or "deny"
-    if default == "deny" and not allow:
-        return EgressPlan("none", allow, deny, default)
-    if (egress.via or "proxy") == "proxy":
-        return EgressPlan("proxy", allow, deny, default)
-    return EgressPlan("direct-open", allow, deny, default)
+    if egress.default == "deny" and not egress.allow:
+        mode = "none"
+    else:
+        mode = "proxy" if egress.via == "proxy" else "direct-open"
+    return EgressPlan(mode, egress.allow, egress.deny, egress.default)
 
 
 def _domain_acl(destination: Destination) -> tuple[str, str]:

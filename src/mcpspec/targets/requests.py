@@ -30,7 +30,7 @@ def requested_controls(sandbox: EffectiveSandbox) -> dict[str, SpecPath]:
         asked["metadata-blocking"] = origin("egress.allow") if egress.allow else origin("egress.default")
     if not sandbox.process.listeners:
         asked["listeners"] = origin("process.listeners")
-    runtime = sandbox.runtime
+    runtime = sandbox.resources
     if runtime.memory is not None:
         asked["memory"] = origin("runtime.memory")
     if runtime.pids is not None:
@@ -42,7 +42,7 @@ def requested_controls(sandbox: EffectiveSandbox) -> dict[str, SpecPath]:
     if sandbox.lifecycle.idle_timeout is not None:
         asked["idle-timeout"] = origin("lifecycle.idle_timeout")
     process = sandbox.process
-    if process.package_install is not None and process.package_install.allowed:
+    if process.package_install.allowed:
         asked["package-install"] = origin("process.package_install")
     if process.allow is not None:
         asked["process-policy"] = origin("process.allow")
@@ -51,7 +51,7 @@ def requested_controls(sandbox: EffectiveSandbox) -> dict[str, SpecPath]:
     elif process.max_runtime is not None:
         asked["process-policy"] = origin("process.max_runtime")
     teardown = sandbox.lifecycle.teardown
-    if any(m.workspace_dir and not m.tmpfs for m in sandbox.mounts) and teardown is not None and teardown.remove_workspace:
+    if any(m.workspace_dir and not m.tmpfs for m in sandbox.mounts) and teardown.remove_workspace:
         asked["workspace-lifecycle"] = origin("lifecycle.teardown")
     if sandbox.logging.audit:
         asked["audit-log"] = origin("logging.audit")

@@ -60,12 +60,12 @@ def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
         if not mount.writable:
             continue
-        inside = any(part in AGENT_CONFIG_NAMES for part in components(mount.source))
-        found = overlapping(mount.source, AGENT_CONFIG_PATHS)
+        inside = any(part in AGENT_CONFIG_NAMES for part in components(mount.location))
+        found = overlapping(mount.location, AGENT_CONFIG_PATHS)
         if inside or any(within for _, within in found):
-            message = f"server {server.name!r} can write {mount.source}, an MCP client's configuration"
+            message = f"server {server.name!r} can write {mount.location}, an MCP client's configuration"
         elif found:
-            message = f"server {server.name!r} can write {mount.source}, which holds client configs {listing([pattern for pattern, _ in found])}"
+            message = f"server {server.name!r} can write {mount.location}, which holds client configs {listing([pattern for pattern, _ in found])}"
         else:
             continue
         yield Finding(path=mode_path(plan, mount), message=message)

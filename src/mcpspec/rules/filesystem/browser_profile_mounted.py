@@ -61,11 +61,11 @@ from mcpspec.rules.grouping import listing
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
-        found = overlapping(mount.source, BROWSER_PROFILE_PATHS)
-        if "Cookies" in components(mount.source) or any(within for _, within in found):
-            message = f"server {server.name!r} mounts {mount.source}, a browser profile with live session cookies"
+        found = overlapping(mount.location, BROWSER_PROFILE_PATHS)
+        if "Cookies" in components(mount.location) or any(within for _, within in found):
+            message = f"server {server.name!r} mounts {mount.location}, a browser profile with live session cookies"
         elif found:
-            message = f"server {server.name!r} mounts {mount.source}, which holds browser profiles {listing([pattern for pattern, _ in found])}"
+            message = f"server {server.name!r} mounts {mount.location}, which holds browser profiles {listing([pattern for pattern, _ in found])}"
         else:
             continue
         yield Finding(path=(*mount.path, "from"), message=message)

@@ -61,15 +61,15 @@ _SOCKET_NAMES = ("docker.sock", "containerd.sock", "podman.sock", "crio.sock")
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
-        found = overlapping(mount.source, CONTAINER_SOCKETS)
-        name = components(mount.source)[-1]
+        found = overlapping(mount.location, CONTAINER_SOCKETS)
+        name = components(mount.location)[-1]
         if name in _SOCKET_NAMES:
-            message = f"server {server.name!r} mounts {mount.source}, a container runtime socket that is root on the host"
+            message = f"server {server.name!r} mounts {mount.location}, a container runtime socket that is root on the host"
         elif any(within for _, within in found):
-            message = f"server {server.name!r} mounts {mount.source}, the container runtime's state, which is root on the host"
+            message = f"server {server.name!r} mounts {mount.location}, the container runtime's state, which is root on the host"
         elif found:
             held = [pattern.replace("{uid}", "<uid>") for pattern, _ in found]
-            message = f"server {server.name!r} mounts {mount.source}, which holds {listing(held)}: container runtime access is root on the host"
+            message = f"server {server.name!r} mounts {mount.location}, which holds {listing(held)}: container runtime access is root on the host"
         else:
             continue
         yield Finding(path=(*mount.path, "from"), message=message)

@@ -73,20 +73,20 @@ _HOLDS = {
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
-        found = overlapping(mount.source, CREDENTIAL_PATHS)
+        found = overlapping(mount.location, CREDENTIAL_PATHS)
         if not found:
             continue
         inside = [pattern for pattern, within in found if within]
         if inside:
             # The innermost credential path that holds the mount names what leaks.
             pattern = max(inside, key=len)
-            where = "," if pattern == mount.source else f", inside {pattern},"
+            where = "," if pattern == mount.location else f", inside {pattern},"
             what = _HOLDS.get(pattern, "credentials")
-            message = f"server {server.name!r} mounts {mount.source}{where} which holds {what}"
+            message = f"server {server.name!r} mounts {mount.location}{where} which holds {what}"
         else:
             held = [pattern for pattern, _ in found]
             noun = "credential path" if len(held) == 1 else "credential paths"
-            message = f"server {server.name!r} mounts {mount.source}, which holds {noun} {listing(held)}"
+            message = f"server {server.name!r} mounts {mount.location}, which holds {noun} {listing(held)}"
         yield Finding(path=(*mount.path, "from"), message=message)
 
 

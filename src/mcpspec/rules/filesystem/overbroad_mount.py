@@ -89,17 +89,17 @@ def _writable(mount: EffectiveMount) -> str:
 def check(plan: Plan) -> Iterator[Finding]:
     root = plan.workspace.root if plan.workspace is not None else None
     for server, mount in launched_host_mounts(plan):
-        exposes = _broad(mount.source)
+        exposes = _broad(mount.location)
         if exposes is not None:
-            message = f"server {server.name!r} mounts {mount.source}{_writable(mount)}: {exposes}"
+            message = f"server {server.name!r} mounts {mount.location}{_writable(mount)}: {exposes}"
             yield Finding(path=(*mount.path, "from"), message=message)
-        elif root is not None and (contains(mount.source, root) or contains(root, mount.source)):
-            if contains(mount.source, root):
-                where = "the workspace root" if mount.source == root else f"above the workspace root {root}"
+        elif root is not None and (contains(mount.location, root) or contains(root, mount.location)):
+            if contains(mount.location, root):
+                where = "the workspace root" if mount.location == root else f"above the workspace root {root}"
                 holds = "which holds every agent's runs"
             else:
                 where, holds = f"inside the workspace root {root}", "where the launcher creates run directories"
-            message = f"server {server.name!r} mounts {mount.source}{_writable(mount)}, {where}, {holds}"
+            message = f"server {server.name!r} mounts {mount.location}{_writable(mount)}, {where}, {holds}"
             yield Finding(path=(*mount.path, "from"), message=message, related=(Related(("workspace", "root"), "the workspace root"),))
 
 

@@ -64,7 +64,7 @@ def _problem(mount: EffectiveMount) -> str | None:
     if name is None or not mount.writable:
         return None
     if mount.tmpfs:
-        return None if mount.size is not None else f"tmpfs workspace dir {name!r} has no size limit and can fill host memory"
+        return None if mount.size_set else f"tmpfs workspace dir {name!r} has no size limit and can fill host memory"
     if _SCRATCH.search(name):
         return f"scratch workspace dir {name!r} is on disk with no size limit"
     return None

@@ -65,9 +65,9 @@ def _what(source: str) -> str | None:
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
-        what = _what(mount.source) if mount.writable else None
+        what = _what(mount.location) if mount.writable else None
         if what is not None:
-            yield Finding(path=mode_path(plan, mount), message=f"server {server.name!r} can write {mount.source}, {what}")
+            yield Finding(path=mode_path(plan, mount), message=f"server {server.name!r} can write {mount.location}, {what}")
 
 
 RULE = Rule(

@@ -94,8 +94,8 @@ def sensitivity(server: EffectiveSandbox, credential_mounts: bool = True) -> Evi
         return Evidence("reads private data", Related((*server.path, "kind"), f"{server.name} is a data server"))
     if credential_mounts and server.runs_here:
         for mount in facts.host_mounts(server):
-            for pattern, inside in facts.overlapping(mount.source, facts.CREDENTIAL_PATHS):
-                phrase = f"mounts {mount.source} (credentials)" if inside else f"mounts {mount.source}, which holds {pattern}"
+            for pattern, inside in facts.overlapping(mount.location, facts.CREDENTIAL_PATHS):
+                phrase = f"mounts {mount.location} (credentials)" if inside else f"mounts {mount.location}, which holds {pattern}"
                 return Evidence(phrase, Related(mount.path, f"{server.name} mounts credentials ({pattern}) here"))
     return None
 

@@ -56,7 +56,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 def _unlimited(server: EffectiveSandbox) -> bool:
     pause = server.lifecycle.pause
-    return pause is not None and pause.allowed and pause.max_paused is None
+    return pause.allowed and pause.max_paused is None
 
 
 RULE = Rule(

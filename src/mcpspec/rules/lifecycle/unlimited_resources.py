@@ -54,7 +54,7 @@ _WHAT = {"memory": "memory", "pids": "processes", "cpus": "CPU"}
 def check(plan: Plan) -> Iterator[Finding]:
     servers = list(launched(plan))
     for field, what in _WHAT.items():
-        unlimited = [server for server in servers if getattr(server.runtime, field) is None]
+        unlimited = [server for server in servers if getattr(server.resources, field) is None]
         for path, group in by_origin(unlimited, f"runtime.{field}").items():
             yield Finding(path=path, message=f"runtime.{field} null puts no limit on the {what} of {who(group, in_full)}")
 

@@ -81,7 +81,7 @@ def _written(server: EffectiveSandbox) -> list[EffectiveMount]:
 
 def _removes_workspace(server: EffectiveSandbox) -> bool:
     teardown = server.lifecycle.teardown
-    return teardown is None or teardown.remove_workspace
+    return teardown.remove_workspace
 
 
 RULE = Rule(

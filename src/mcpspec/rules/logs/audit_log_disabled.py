@@ -62,11 +62,11 @@ REQUIRED_FIELDS = ("tool", "caller", "exit_status")
 
 
 def audit_off(server: EffectiveSandbox) -> bool:
-    return server.logging.audit is False
+    return not server.logging.audit
 
 
 def missing_fields(server: EffectiveSandbox) -> list[str]:
-    recorded = server.logging.record or []
+    recorded = server.logging.record
     return [name for name in REQUIRED_FIELDS if name not in recorded]
 
 

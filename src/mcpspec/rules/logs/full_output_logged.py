@@ -81,7 +81,7 @@ def message(group: list[EffectiveSandbox]) -> str:
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    logged = [server for server in plan.servers.values() if server.logging.full_output is True]
+    logged = [server for server in plan.servers.values() if server.logging.full_output]
     for path, group in by_origin(logged, "logging.full_output").items():
         yield Finding(path=path, message=message(group))
 

@@ -64,13 +64,12 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.grouping import by_origin, commas, named, who
-from mcpspec.spec.values import normalize_host_path
 
 
 def sink_file(server: EffectiveSandbox) -> str | None:
     """The audit sink as a normalized host path, or None for stderr and journal."""
-    sink = server.logging.sink or "stderr"
-    return None if sink in ("stderr", "journal") else normalize_host_path(sink)
+    file = server.logging.sink.path
+    return None if file is None else str(file)
 
 
 Writer = facts.Writer

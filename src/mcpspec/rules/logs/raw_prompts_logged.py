@@ -55,9 +55,9 @@ from mcpspec.rules.grouping import by_origin, commas, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    logged = [server for server in plan.servers.values() if server.logging.raw_prompts is True]
+    logged = [server for server in plan.servers.values() if server.logging.raw_prompts]
     for path, group in by_origin(logged, "logging.raw_prompts").items():
-        unredacted = [server for server in group if server.logging.redact is False]
+        unredacted = [server for server in group if not server.logging.redact]
         note = ", unredacted" if len(unredacted) == len(group) else ""
         yield Finding(path=path, message=f"prompts are logged verbatim{note} for {who(group, commas)}")
 

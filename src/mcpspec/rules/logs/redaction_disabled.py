@@ -83,7 +83,7 @@ def message(group: list[EffectiveSandbox]) -> str:
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    unredacted = [server for server in plan.servers.values() if server.logging.redact is False]
+    unredacted = [server for server in plan.servers.values() if not server.logging.redact]
     for path, group in by_origin(unredacted, "logging.redact").items():
         related = tuple(
             Related(grant.path, f"secret '{grant.name}' is handed to server '{server.name}' here")

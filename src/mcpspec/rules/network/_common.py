@@ -25,7 +25,7 @@ def deny_covers_network(server: EffectiveSandbox, network: IPNetwork) -> bool:
     """
     return any(
         entry.kind == "cidr" and entry.port is None and subnet_of(network, entry.network)
-        for entry in server.egress.deny or []
+        for entry in server.egress.deny
     )
 
 
@@ -38,7 +38,7 @@ def deny_covers_host(server: EffectiveSandbox, host: str) -> bool:
     """Whether a deny entry refuses ``host`` on every port; names are only enforced through a proxy."""
     if server.egress.via == "direct":
         return False
-    return any(entry.port is None and host_matches(entry, host) for entry in server.egress.deny or [])
+    return any(entry.port is None and host_matches(entry, host) for entry in server.egress.deny)
 
 
 def domain_under(host: str, suffix: str) -> bool:

@@ -59,7 +59,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     return merged(
         Draft(server.origin("runtime.read_only_root"), server.name, "{who} {runs|run} with a writable root filesystem")
         for server in facts.launched(plan)
-        if server.runtime.read_only_root is False
+        if not server.read_only_root
     )
 
 

@@ -70,7 +70,7 @@ def inherited_names(plan: Plan) -> Iterator[tuple[SpecPath, str, EffectiveSandbo
     """(path of the list entry, name, server) for each name of an ``env.inherit`` list."""
     for server in launched(plan):
         inherit = server.env.inherit
-        if isinstance(inherit, list):
+        if isinstance(inherit, tuple):
             origin = server.origin("env.inherit")
             for index, name in enumerate(inherit):
                 yield (*origin, index), name, server
@@ -80,7 +80,7 @@ def set_names(plan: Plan) -> Iterator[tuple[SpecPath, str, EffectiveSandbox]]:
     """(path of the key, name, server) for each variable of ``env.set``."""
     for server in launched(plan):
         origin = server.origin("env.set")
-        for name in server.env.set or {}:
+        for name in server.env.set:
             yield (*origin, name), name, server
 
 

@@ -106,9 +106,9 @@ def check(plan: Plan) -> Iterator[Finding]:
             if finding is not None:
                 yield finding
         for mount in host_mounts(server):
-            known = cloud_paths(mount.source)
+            known = cloud_paths(mount.location)
             if known:
-                message = f"server {server.name!r} mounts {mount.source}, reaching cloud credentials in {listing(known)}"
+                message = f"server {server.name!r} mounts {mount.location}, reaching cloud credentials in {listing(known)}"
                 yield Finding(path=(*mount.path, "from"), message=message)
 
 

@@ -88,7 +88,7 @@ def check(plan: Plan) -> Iterator[Finding]:
         writers = named("server", dict.fromkeys(server.name for server, _ in found), commas)
         where = ", ".join(dict.fromkeys(facts.shown(mount) for _, mount in found))
         related = tuple(Related(mount.path, f"server '{server.name}' mounts {facts.shown(mount)} read-write here") for server, mount in found)
-        inside = all(facts.source_contains(mount.source, source) for _, mount in found)
+        inside = all(facts.source_contains(mount.location, source) for _, mount in found)
         message = (
             f"file secret {name!r} ({secret.ref}) {'lies in' if inside else 'overlaps'} {where}, which {writers} can write: "
             "a planted file or link becomes the next run's secret"

@@ -61,7 +61,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 def _missing(server: EffectiveSandbox) -> list[str]:
     """The limits an allowed background policy lacks (none when background jobs are off)."""
     background = server.process.background
-    if background is None or not background.allowed:
+    if not background.allowed:
         return []
     return [name for name, value in (("max_jobs", background.max_jobs), ("max_runtime", background.max_runtime)) if value is None]
 

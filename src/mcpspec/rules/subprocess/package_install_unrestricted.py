@@ -62,7 +62,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 def _problems(server: EffectiveSandbox) -> list[tuple[SpecPath, str]]:
     """(where, what) for each way the server's allowed package installs are unrestricted."""
     install = server.process.package_install
-    if install is None or not install.allowed:
+    if not install.allowed:
         return []
     found: list[tuple[SpecPath, str]] = []
     if not install.registries:

@@ -58,7 +58,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     servers = list(launched(plan))
     for server in servers:
         yield from _command_findings(server)
-    root = [server for server in servers if server.runtime.user == 0]
+    root = [server for server in servers if server.identity.uid == 0]
     for path, group in by_origin(root, "runtime.user").items():
         yield Finding(path=path, message=f"runtime.user 0 runs {who(group, in_full)} as root inside the sandbox")
 

@@ -65,8 +65,8 @@ EVERY_INTERFACE = ("0.0.0.0", "::")
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server, transport in http_servers(plan):
-        bind = transport.bind or "127.0.0.1"
-        if loopback(bind):
+        bind = transport.bind  # the resolver binds every launched HTTP server (127.0.0.1 unless set)
+        if bind is None or loopback(bind):
             continue
         what = "every interface" if bind in EVERY_INTERFACE else "a non-loopback address"
         yield Finding(path=transport_path(server, "bind"), message=f"server '{server.name}' listens on {bind} ({what})")

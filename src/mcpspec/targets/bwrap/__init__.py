@@ -229,9 +229,9 @@ def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
             overrides["egress-allowlist"] = ("none", detail)
         if not sandbox.process.listeners:
             overrides["listeners"] = ("none", "the host network is shared, so a listener is reachable from the host")
-    if sandbox.runtime.cpus is not None and sandbox.lifecycle.max_lifetime is None:
+    if sandbox.resources.cpus is not None and sandbox.lifecycle.max_lifetime is None:
         overrides["cpu"] = ("none", "a CPU-time budget needs max_lifetime; bwrap has no CPU rate limit")
-    if sandbox.runtime.user == 0:
+    if sandbox.identity.uid == 0:
         overrides["identity"] = ("partial", "runtime.user is 0: the sandbox runs as root inside its user namespace (capabilities are still dropped)")
     return gaps, overrides
 
@@ -268,9 +268,7 @@ def _launcher(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, runtime
 
 def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[str, object]:
     """Every value the runtime reads, as plain data (``repr`` of it is a safe Python literal)."""
-    runtime = sandbox.runtime
-    uid = runtime.user if runtime.user is not None else 65532
-    gid = runtime.group if runtime.group is not None else uid
+    runtime = sandbox.resources
     workspace = plan.workspace
     agents = list(sandbox.agents)
     lifetime = sandbox.lifecycle.max_lifetime
@@ -278,8 +276,8 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
     idle = sandbox.lifecycle.idle_timeout
     env = sandbox.env
     env_mode = env.inherit if isinstance(env.inherit, str) else "list"
-    inherit = list(env.inherit) if isinstance(env.inherit, list) else list(MINIMAL_ENV) if env.inherit == "minimal" else []
-    declared = dict(env.set or {})
+    inherit = list(env.inherit) if isinstance(env.inherit, tuple) else list(MINIMAL_ENV) if env.inherit == "minimal" else []
+    declared = dict(env.set)
     if "PATH" not in declared and env.inherit != "all" and "PATH" not in inherit:
         declared["PATH"] = DEFAULT_PATH
     config = Config(
@@ -287,11 +285,11 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         server=sandbox.name,
         agents=agents,
         default_agent=agents[0] if len(agents) == 1 else ("default" if not agents else ""),
-        uid=int(uid),
-        gid=int(gid),
+        uid=sandbox.identity.uid,
+        gid=sandbox.identity.gid,
         workspace_root=workspace.root if workspace is not None else "",
         per_agent=workspace is None or workspace.per_agent,
-        env_mode=env_mode or "none",
+        env_mode=env_mode,
         inherit=inherit,
         setenv=[[name, value] for name, value in sorted(declared.items())],
         share_net=egress.mode == "direct-open",
@@ -301,15 +299,15 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         cpu_seconds=cpu_seconds,
         lifetime_seconds=math.ceil(lifetime) if lifetime is not None else 0,
         idle_seconds=math.ceil(idle) if idle is not None else 0,
-        audit=bool(sandbox.logging.audit),
-        audit_sink=sandbox.logging.sink or "stderr",
+        audit=sandbox.logging.audit,
+        audit_sink=str(sandbox.logging.sink),
         audit_mounts=_audit_mounts(sandbox),
         audit_egress=_audit_egress(egress),
         command=list(sandbox.command),
         workdir=sandbox.workdir,
         mounts=[_mount(mount) for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target))],
         secrets=[secret for grant in sandbox.secrets if (secret := _secret(grant)) is not None],
-        masks=[command for command in sandbox.process.deny or () if "/" not in command or command.startswith("/")],
+        masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
     )
     data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
     if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated
@@ -330,13 +328,9 @@ def _strings(value: object) -> Iterator[str]:
 
 
 def _mount(mount: EffectiveMount) -> Mount:
-    if mount.workspace_dir is not None:
-        if mount.tmpfs:
-            return Mount("scratch", mount.mode, "", mount.target, mount.size or 268435456)
-        return Mount("workspace", mount.mode, mount.workspace_dir, mount.target)
-    if mount.source == "~" or mount.source.startswith("~/"):
-        return Mount("home", mount.mode, mount.source[2:] or ".", mount.target)
-    return Mount("host", mount.mode, mount.source, mount.target)
+    if mount.kind == "tmpfs":
+        return Mount("scratch", mount.mode, "", mount.target, mount.size)
+    return Mount(mount.kind, mount.mode, mount.source, mount.target)
 
 
 def _secret(grant: SecretGrant) -> Secret | None:
@@ -345,15 +339,15 @@ def _secret(grant: SecretGrant) -> Secret | None:
         return None
     if provider == "systemd-credential":
         provider = "credential"
-    elif provider == "file" and ref.startswith("~/"):
-        provider, ref = "home", ref[2:]
+    elif grant.source is not None:
+        provider, ref = ("home" if grant.source.in_home else "file"), grant.source.path
     return Secret(grant.name, provider, ref, grant.env, grant.file)
 
 
 def _audit_mounts(sandbox: EffectiveSandbox) -> list[dict[str, str]]:
     out = []
     for mount in sandbox.mounts:
-        source = f"{{run_dir}}/{mount.workspace_dir}" if mount.workspace_dir is not None else mount.source
+        source = f"{{run_dir}}/{mount.workspace_dir}" if mount.workspace_dir is not None else mount.location
         out.append({"from": "tmpfs" if mount.tmpfs else source, "to": mount.target, "mode": mount.mode})
     return out
 

@@ -15,10 +15,6 @@ SHIM_TOOLS = frozenset({"bash", "socat", "grep", "sleep"})
 ENV_SHIM_TOOLS = frozenset({"bash"})
 
 
-def is_home(path: str) -> bool:
-    return path == "~" or path.startswith("~/")
-
-
 def shim_tools(sandbox: EffectiveSandbox, egress: EgressPlan) -> frozenset[str]:
     """The programs the in-sandbox shim needs for this server (none: no shim)."""
     if egress.mode == "proxy" and not isinstance(sandbox.transport, HttpTransport):
@@ -35,8 +31,8 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
     transport = sandbox.transport
     http = isinstance(transport, HttpTransport)
     if isinstance(transport, HttpTransport):
-        bind = transport.bind or "127.0.0.1"
-        if not _is_loopback(bind):
+        bind = transport.bind  # the resolver binds every launched HTTP server (127.0.0.1 unless set)
+        if bind is not None and not _is_loopback(bind):
             gaps.append(Gap("listeners", "none", (*sandbox.path, "transport", "bind"),
                             f"transport.bind {bind}: the systemd target serves HTTP on loopback only (IPAddressAllow=127.0.0.1 ::1); bind 127.0.0.1 and put a reverse proxy in front"))
         overrides["egress-deny"] = ("partial", "an HTTP server shares the host network: IPAddressAllow=127.0.0.1 ::1 lets it reach every loopback service of the host listening there")
@@ -48,26 +44,26 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
     if egress.mode == "direct-open":
         _direct_gaps(sandbox, egress, http, gaps, overrides)
     _secret_gaps(plan, sandbox, gaps)
-    env = sandbox.env
-    if env.inherit not in (None, "none"):
+    if sandbox.env.inherit != "none":
         overrides["env"] = ("partial", "a system unit has no invoking user whose environment it could inherit: env.inherit is ignored, only env.set is passed")
     for mount in sandbox.mounts:
-        if mount.workspace_dir is None and is_home(mount.source):
+        if mount.kind == "home":
             gaps.append(Gap("mounts", "none", (*mount.path, "from"),
-                            f"mount from {mount.source}: a system unit has no invoking user, so ~ cannot be resolved; give an absolute path"))
-        elif mount.workspace_dir is not None and not mount.tmpfs and mount.mode == "ro":
+                            f"mount from {mount.location}: a system unit has no invoking user, so ~ cannot be resolved; give an absolute path"))
+        elif mount.kind == "workspace" and mount.mode == "ro":
             gaps.append(Gap("workspace-lifecycle", "partial", mount.path,
                             f"workspace.{mount.workspace_dir} is read-only and starts empty in every instance: nothing fills it before the server starts"))
-    sink = sandbox.logging.sink or "stderr"
-    holders = [f"server {server}" for server, source in _writable_sources(plan) if sink.startswith("/") and _within(sink, source)]
+    sink = sandbox.logging.sink
+    file = sink.path
+    holders = [f"server {server}" for server, source in _writable_sources(plan) if file is not None and not file.in_home and _within(file.path, source)]
     if sandbox.logging.audit and holders:
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink} lies in a directory that {', '.join(sorted(set(holders)))} can write: a sandbox can rename or delete "
                         "the log with every line in it; keep the sink outside writable mounts"))
-    if sandbox.logging.audit and is_home(sink):
+    if sandbox.logging.audit and file is not None and file.in_home:
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink}: a system unit has no invoking user, so ~ cannot be resolved; audit lines go to the journal"))
-    denied = [c for c in sandbox.process.deny or () if "/" not in c]
+    denied = [c for c in sandbox.process.deny if "/" not in c]
     kept = sorted(shim_tools(sandbox, egress).intersection(denied))
     if kept:
         gaps.append(Gap("process-policy", "partial", sandbox.origin("process.deny"),
@@ -103,12 +99,13 @@ def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None
         if grant.provider in ("env", "vault", "k8s-secret"):
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
                             f"secret {grant.name!r}: a system unit reads secrets from a file or a systemd credential (LoadCredential=), not from {grant.provider}"))
-        elif grant.provider == "file" and is_home(grant.ref):
+        elif grant.source is not None and grant.source.in_home:
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
                             f"secret {grant.name!r}: a system unit has no invoking user, so {grant.ref} cannot be resolved; give an absolute path"))
-        elif grant.provider == "file":
-            inside = [f"server {server}" for server, source in writable if _within(grant.ref, source)]
-            if grant.ref.startswith(f"/run/mcp-{plan.project}/") or grant.ref.startswith(f"/run/mcp-{plan.project}_"):
+        elif grant.source is not None:
+            file = grant.source.path
+            inside = [f"server {server}" for server, source in writable if _within(file, source)]
+            if file.startswith(f"/run/mcp-{plan.project}/") or file.startswith(f"/run/mcp-{plan.project}_"):
                 inside.append("the instances' runtime directories")
             if inside:
                 gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
@@ -121,7 +118,7 @@ def _writable_sources(plan: Plan) -> list[tuple[str, str]]:
         (name, mount.source)
         for name, sandbox in plan.servers.items() if sandbox.runs_here
         for mount in sandbox.mounts
-        if mount.writable and mount.workspace_dir is None and not mount.tmpfs and not is_home(mount.source)
+        if mount.writable and mount.kind == "host"
     ]
 
 

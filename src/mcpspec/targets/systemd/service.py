@@ -12,7 +12,7 @@ from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.common import compact_json
 from mcpspec.targets.egress import METADATA_RANGES, PRIVATE_RANGES, EgressPlan
 from mcpspec.targets.escape import Unrepresentable, unit_arg, unit_env
-from mcpspec.targets.systemd.gaps import is_home, shim_tools
+from mcpspec.targets.systemd.gaps import shim_tools
 from mcpspec.targets.systemd.names import Names
 from mcpspec.targets.systemd.unitfile import Refused, comments, confinement, describe, embedded_python, embedded_shell, hardening, path, render
 
@@ -23,7 +23,6 @@ JIT_RUNTIMES = frozenset({
     "luajit", "node", "nodejs", "npm", "npx", "pnpm", "pypy", "pypy3", "yarn",
 })
 PROXY_PORT = 3128  # where the shim's socat listens, inside the server's own network namespace
-DEFAULT_SCRATCH = 268435456  # a tmpfs workspace dir without a size: 256 MiB, as the bwrap target
 # Host directories hidden from every server (unless a mount, the command or the
 # workdir lies in one): data of other services and removable media.
 HIDDEN_DIRS = ("/boot", "/media", "/mnt", "/srv", "/var/backups", "/var/cache", "/var/lib", "/var/log", "/var/mail", "/var/spool")
@@ -104,7 +103,7 @@ def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied_stdio: bo
 
 
 def _environment(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, http: bool) -> list[str]:
-    declared = dict(sandbox.env.set or {})
+    declared = dict(sandbox.env.set)
     if egress.mode == "proxy":
         proxy = f"http://127.0.0.1:{names.squid_port if http else PROXY_PORT}"
         for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
@@ -130,7 +129,7 @@ def _identity(sandbox: EffectiveSandbox, names: Names) -> list[str]:
 
 
 def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[str]:
-    listeners = bool(sandbox.process.listeners)
+    listeners = sandbox.process.listeners
     if not http and egress.mode == "none":
         # The stdio connection arrives as a file descriptor: no socket of its own is needed.
         if not listeners:
@@ -194,8 +193,8 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
     for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target)):
         target = path(mount.target, "mounts", (*mount.path, "to"))
         kept.append(mount.target)
-        if mount.workspace_dir is not None and mount.tmpfs:
-            options = f"size={int(mount.size or DEFAULT_SCRATCH)},mode=1777" + (",ro" if mount.mode == "ro" else "")
+        if mount.kind == "tmpfs":
+            options = f"size={mount.size},mode=1777" + (",ro" if mount.mode == "ro" else "")
             temporary.append(f"TemporaryFileSystem={target}:{options}")
             continue
         setting = "BindPaths" if mount.writable else "BindReadOnlyPaths"
@@ -205,7 +204,7 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
             relative = f"{names.run_dir}/{mount.workspace_dir}"  # a validated dir name
             runtime_dirs.append(relative)
             binds.append(f"{setting}=%t/{relative}:{target}")
-        elif is_home(mount.source):
+        elif mount.kind == "home":
             continue  # a TG001 gap already stops the build
         else:
             binds.append(f"{setting}={path(mount.source, 'mounts', (*mount.path, 'from'))}:{target}")
@@ -234,7 +233,7 @@ def _overlaps(a: str, b: str) -> bool:
 def _masks(sandbox: EffectiveSandbox, shim: frozenset[str]) -> list[str]:
     lines = []
     spec_path = sandbox.origin("process.deny")
-    for command in sorted(dict.fromkeys(sandbox.process.deny or ())):
+    for command in sorted(dict.fromkeys(sandbox.process.deny)):
         if "/" in command:
             if command.startswith("/"):
                 lines.append(f"InaccessiblePaths=-{path(command, 'process-policy', spec_path)}")
@@ -249,10 +248,10 @@ def _secrets(sandbox: EffectiveSandbox) -> list[str]:
     loads: dict[str, str] = {}
     binds: list[str] = []
     for grant in sandbox.secrets:
-        if grant.provider == "file":
-            if is_home(grant.ref):
+        if grant.source is not None:
+            if grant.source.in_home:
                 continue  # TG001
-            loads.setdefault(grant.name, f"LoadCredential={grant.name}:{path(grant.ref, 'secrets', (*grant.secret_path, 'ref'))}")
+            loads.setdefault(grant.name, f"LoadCredential={grant.name}:{path(grant.source.path, 'secrets', (*grant.secret_path, 'ref'))}")
         elif grant.provider == "systemd-credential":
             if not _CREDENTIAL_NAME.match(grant.ref) or grant.ref in (".", ".."):
                 raise Refused("secrets", (*grant.secret_path, "ref"), f"secret {grant.name!r}: {grant.ref!r} is not a credential name")
@@ -266,7 +265,7 @@ def _secrets(sandbox: EffectiveSandbox) -> list[str]:
 
 
 def _limits(sandbox: EffectiveSandbox) -> list[str]:
-    runtime = sandbox.runtime
+    runtime = sandbox.resources
     lines = []
     if runtime.memory is not None:
         lines += [f"MemoryMax={int(runtime.memory)}", "MemorySwapMax=0"]
@@ -294,11 +293,14 @@ def _audit(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> list[
     logging = sandbox.logging
     if not logging.audit:
         return []
-    sink = logging.sink or "stderr"
-    if is_home(sink):
+    file = logging.sink.path
+    sink: str
+    if file is None:
+        sink = logging.sink.kind
+    elif file.in_home:
         sink = "journal"  # a gap says so
-    elif sink not in ("stderr", "journal"):
-        sink = path(sink, "audit-log", sandbox.origin("logging.sink"))
+    else:
+        sink = path(file.path, "audit-log", sandbox.origin("logging.sink"))
     mounts = [
         {"from": "tmpfs" if m.tmpfs else _audit_source(m, names), "to": m.target, "mode": m.mode}
         for m in sandbox.mounts
@@ -316,5 +318,5 @@ def _audit(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> list[
 
 def _audit_source(mount: EffectiveMount, names: Names) -> str:
     if mount.workspace_dir is None:
-        return mount.source
+        return mount.location
     return f"/run/mcp-{names.project}/{names.server}/{{instance}}/{mount.workspace_dir}"
