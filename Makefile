@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck schema docs targets bench clean
+.PHONY: demo test lint typecheck schema docs targets plan-golden bench clean
 
 # Debian ships python3's venv module apart (python3-venv); say so in one line rather than
 # leave a .venv without pip. The README's "System packages" lists the rest.
@@ -54,6 +54,10 @@ docs: $(STAMP)
 
 targets: $(STAMP)
 	$(PY) -m mcpspec.targets.examples targets
+
+# The resolved plan of every example, pinned under tests/golden/plan (review the diff).
+plan-golden: $(STAMP)
+	MCPSPEC_UPDATE_GOLDEN=1 $(PY) -m pytest -q -p no:cacheprovider tests/test_plan.py -k golden_file
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py

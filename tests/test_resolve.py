@@ -59,19 +59,18 @@ def errors_of(text: str) -> list[str]:
 
 def test_server_fields_win_over_defaults_which_win_over_builtins() -> None:
     repo = plan_of(BASE).servers["repo"]
-    assert repo.runtime.memory == 1024**3
-    assert repo.runtime.pids == 64
-    assert repo.runtime.user == 65532
+    assert repo.resources.memory == 1024**3
+    assert repo.resources.pids == 64
+    assert repo.identity.uid == 65532 and repo.identity.gid == 65532
     assert repo.lifecycle.idle_timeout == 900
-    assert repo.lifecycle.teardown is not None and repo.lifecycle.teardown.copy_out == "none"
+    assert repo.lifecycle.teardown.copy_out == "none"
     assert repo.lifecycle.teardown.kill_processes is True
 
 
 def test_nested_sections_merge_field_by_field() -> None:
     install = plan_of(BASE).servers["repo"].process.package_install
-    assert install is not None
     assert install.allowed is True
-    assert install.registries == ["npm"]
+    assert install.registries == ("npm",)
 
 
 def test_each_resolved_field_remembers_the_line_that_set_it() -> None:
@@ -89,10 +88,10 @@ def test_each_resolved_field_remembers_the_line_that_set_it() -> None:
 
 def test_workspace_dirs_become_mounts_under_a_per_agent_run_dir() -> None:
     mounts = plan_of(BASE).servers["repo"].mounts
-    assert [(m.source, m.target, m.mode, m.tmpfs, m.size) for m in mounts] == [
-        ("/srv/ws/{agent}/{run_id}/input", "/in", "ro", False, None),
-        ("/srv/ws/{agent}/{run_id}/tmp", "/tmp/scratch", "rw", True, 64 * 1024**2),
-        ("~/.cache/tool", "/cache", "ro", False, None),
+    assert [(m.kind, m.source, m.location, m.target, m.mode, m.size) for m in mounts] == [
+        ("workspace", "input", "/srv/ws/{agent}/{run_id}/input", "/in", "ro", 0),
+        ("tmpfs", "tmp", "/srv/ws/{agent}/{run_id}/tmp", "/tmp/scratch", "rw", 64 * 1024**2),
+        ("home", ".cache/tool", "~/.cache/tool", "/cache", "ro", 0),
     ]
 
 
