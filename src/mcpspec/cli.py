@@ -292,7 +292,6 @@ def graph(
     from mcpspec.analysis.graph import build
     from mcpspec.config import ConfigError, find_config, load_config
     from mcpspec.diagnostics import SpecError
-    from mcpspec.output import write_atomically
     from mcpspec.perf import gc_paused
     from mcpspec.report import graph_render
     from mcpspec.report import text as text_report
@@ -324,13 +323,7 @@ def graph(
             rendered = graph_render.render(graph_render.view(build(plan), lint_plan(plan, options)), output_format)
     except (graph_render.GraphvizMissing, graph_render.GraphvizFailed) as exc:
         _usage(str(exc))
-    if output is None:
-        sys.stdout.write(rendered)
-        return
-    try:
-        write_atomically(output, rendered)
-    except OSError as exc:
-        _usage(f"cannot write {output}: {exc.strerror or exc}")
+    _emit(rendered, output)
 
 
 @app.command()
@@ -344,7 +337,6 @@ def plan(
     that set it (or `default`)."""
     from mcpspec import api
     from mcpspec.config import ConfigError, find_config, load_config
-    from mcpspec.output import write_atomically
     from mcpspec.report import plan_output
     from mcpspec.report import text as text_report
     from mcpspec.report.model import LintReport
@@ -361,11 +353,18 @@ def plan(
         sys.stderr.write(text_report.render(LintReport([errors])))
         raise typer.Exit(EXIT_FINDINGS)
     rendered = plan_output.render(data, output_format)
+    _emit(rendered, output)
+
+
+def _emit(text: str, output: Path | None) -> None:
+    """Write ``text`` to stdout, or atomically to ``output``."""
+    from mcpspec.output import write_atomically
+
     if output is None:
-        sys.stdout.write(rendered)
+        sys.stdout.write(text)
         return
     try:
-        write_atomically(output, rendered)
+        write_atomically(output, text)
     except OSError as exc:
         _usage(f"cannot write {output}: {exc.strerror or exc}")
 
