@@ -34,7 +34,7 @@ _ABOVE = "REPO" + ".parent"
 
 def _source_files() -> list[Path]:
     # Golden outputs are data a test compares, not code that opens a path: a workspace dir
-    # named "shared" is printed as "shared", in a golden plan.
+    # named like the sibling directory is printed as a quoted word in a golden plan.
     golden = REPO / "tests" / "golden"
     return sorted(
         p for top in ("src", "tests") for p in (REPO / top).rglob("*")
