@@ -6,8 +6,7 @@ import ipaddress
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
-from mcpspec.targets.base import Gap
-from mcpspec.targets.common import Overrides
+from mcpspec.targets.base import Gap, Overrides
 from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, egress_plan
 
 # What the shim runs inside the sandbox: never masked.
