@@ -1,9 +1,16 @@
 """The Plan: one fully resolved, target-neutral EffectiveSandbox per server.
 
 Rules, targets and reports read only this. Every value is final (defaults
-applied, references followed, paths normalized) and remembers the spec path
-that set it, so a finding about it can point at the right line, including a
-line in ``defaults`` when that is where the value came from.
+applied, references followed, egress entries and the audit sink parsed, paths
+normalized, ``~`` read once): no reader applies a default again. A field is
+``None`` only where that is a meaning of its own, documented on its type
+(unlimited memory, no max_lifetime, no process policy).
+
+Every value remembers the spec path that set it (``EffectiveSandbox.origins``,
+keyed by the spec's dotted key such as ``runtime.user``; ``EffectiveMount.origins``
+for a mount's mode and size), so a finding about it can point at the right line,
+including a line in ``defaults``, and ``mcpspec plan`` can print where each value
+came from. A key missing from ``origins`` is a built-in default.
 """
 
 from __future__ import annotations
