@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from mcpspec import __version__
+from mcpspec.report.renderers import GRAPH_FORMATS, LINT_FORMATS
 
 if TYPE_CHECKING:
     from mcpspec.settings import Flags, Settings
@@ -80,7 +81,7 @@ def _colour(stream: object) -> bool:
 @app.command()
 def lint(
     files: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
-    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help="Output format, repeatable: text, json, sarif, github, junit.")] = None,
+    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help=f"Output format, repeatable: {', '.join(LINT_FORMATS)}.")] = None,
     output: Annotated[list[Path] | None, typer.Option("--output", "-o", help="File for the matching --format (in order); the rest go to stdout.")] = None,
     select: Annotated[list[str] | None, typer.Option(help="Only these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
@@ -214,7 +215,7 @@ def build(
 @app.command()
 def graph(
     file: Annotated[Path, typer.Argument(help="The spec file to draw.", show_default=False)],
-    output_format: Annotated[str, typer.Option("--format", "-f", help="Output format: dot, mermaid, json, svg.")] = "dot",
+    output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(GRAPH_FORMATS)}.")] = "dot",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
