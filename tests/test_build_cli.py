@@ -211,8 +211,9 @@ def test_the_api_never_writes_a_blocked_build(tmp_path: Path) -> None:
 
     spec = tmp_path / "ops.yaml"
     spec.write_text(DANGEROUS)
-    found, built = api.build_file(spec, "bwrap")
-    assert built is not None and built.blocked
+    outcome = api.build_file(spec, "bwrap")
+    found, built = outcome.lint, outcome.build
+    assert outcome.stopped and built is not None and built.blocked
     assert {r.code for r in found.results} >= {"FS001", "FS002"}
     with pytest.raises(OutputError):
         write_build(tmp_path / "out", built)

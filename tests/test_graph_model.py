@@ -14,7 +14,8 @@ from conftest import EXAMPLES
 from mcpspec.analysis.graph import TrustGraph, blast_radius, build
 from mcpspec.api import load, load_text
 from mcpspec.diagnostics import format_path
-from mcpspec.report import graph_render
+from mcpspec.report import graph as graph_render
+from mcpspec.report.graph import dot, mermaid, view_model
 from mcpspec.rules.facts import contains
 from mcpspec.rules.pipeline import LintOptions, lint_plan
 
@@ -195,7 +196,7 @@ def test_nodes_take_the_worst_severity_and_graph_findings_mark_their_edges() -> 
         expected = min((r.severity for r in found), key=["error", "critical", "high", "medium", "low", "info"].index) if found else None
         assert shown.worst(node.id) == expected
     assert shown.worst("agent:helper") == "critical"
-    assert shown.fill("agent:helper") == graph_render.SEVERITY_FILL["critical"]
+    assert shown.fill("agent:helper") == view_model.SEVERITY_FILL["critical"]
     marked = {(e.source, e.target) for e in shown.attack}
     assert ("server:web", "agent:helper") in marked and ("server:notes", "agent:helper") in marked
     assert ("server:web", "tool:web/fetch") in marked
@@ -215,12 +216,12 @@ def test_nodes_take_the_worst_severity_and_graph_findings_mark_their_edges() -> 
     ],
 )
 def test_dot_quote_keeps_text_literal(text: str, quoted: str) -> None:
-    assert graph_render.dot_quote(text) == quoted
+    assert dot.dot_quote(text) == quoted
 
 
 def test_mermaid_text_leaves_no_character_that_ends_a_label_or_starts_markup() -> None:
     hostile = '/srv/a "b"] c|d#e;f<b>g</b>&amp;`h`\\i\nj{k}(l) --> n0["x"]'
-    escaped = graph_render.mermaid_text(hostile)
+    escaped = mermaid.mermaid_text(hostile)
     assert re.fullmatch(r"[A-Za-z0-9 _.,:/~*@+=!?'#;-]*", escaped)
     assert '"' not in escaped and "]" not in escaped and "<" not in escaped and "\n" not in escaped and "|" not in escaped
     decoded = re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), escaped)

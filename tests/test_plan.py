@@ -16,7 +16,7 @@ import yaml
 
 from conftest import EXAMPLES, REPO, run_cli
 from mcpspec import api
-from mcpspec.report.plan_output import render
+from mcpspec.report.plan_output import render_json
 
 GOLDEN = REPO / "tests" / "golden" / "plan"
 
@@ -51,7 +51,7 @@ servers:
 def _golden_text(example: Path) -> str:
     data, errors = api.plan_file(example, f"examples/{example.name}")
     assert data is not None, [r.message for r in errors.results]
-    return render(data, "json")
+    return render_json(data)
 
 
 def _updating(request: pytest.FixtureRequest) -> bool:

@@ -1,20 +1,31 @@
-"""The Python API the CLI is a thin layer over."""
+"""The Python API the CLI is a thin layer over.
+
+``lint_files``, ``graph_file`` and ``build_file`` do what the commands of the same
+name do; their options come from :func:`mcpspec.settings.settings` (the config
+file under the command-line flags), the built-in defaults when none are given.
+"""
 
 from __future__ import annotations
 
 import copy
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from mcpspec.config import ConfigError
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath
 from mcpspec.ir.plan import Plan
 from mcpspec.perf import gc_paused
-from mcpspec.report.model import FileLint
+from mcpspec.report.model import FileLint, LintReport
 from mcpspec.rules.pipeline import LintOptions
+from mcpspec.settings import Settings
 from mcpspec.source.loader import load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
 
 if TYPE_CHECKING:
+    from mcpspec.report.graph.view_model import GraphView
     from mcpspec.targets.build import Build
 
 
@@ -112,6 +123,67 @@ def lint_file(path: str | os.PathLike[str], options: LintOptions, display_name: 
         return FileLint(errors.file, lint_plan(plan, options), plan.source.text)
 
 
+@dataclass(frozen=True)
+class LintRun:
+    """The findings of a lint run (the baseline applied) and the threshold that judges them."""
+
+    report: LintReport
+    fail_on: str
+    baseline_written: Path | None = None  # set when the run wrote the baseline instead
+
+    @property
+    def failed(self) -> bool:
+        return self.baseline_written is None and self.report.fails(self.fail_on)
+
+
+def lint_files(files: Sequence[str | os.PathLike[str]], settings: Settings | None = None, write_baseline: bool = False) -> LintRun:
+    """Lint files as ``mcpspec lint`` does; ``settings`` (default: the built-in ones) come from
+    :func:`mcpspec.settings.settings`. With ``write_baseline`` the findings are written to the
+    baseline file instead of judged.
+
+    Raises ``UsageError`` for a file that cannot be read, ConfigError for an unknown rule in a
+    per-file ignore and ``BaselineError`` for a baseline that cannot be read.
+    """
+    from mcpspec.output import write_atomically
+    from mcpspec.rules import baseline as baselines
+
+    chosen = settings if settings is not None else Settings()
+    report = LintReport([lint_file(file, chosen.lint_options(str(file)), display_name=str(file)) for file in files])
+    baseline = chosen.baseline(writing=write_baseline)
+    if write_baseline:
+        assert baseline is not None
+        write_atomically(baseline, baselines.render(report))
+        return LintRun(report, chosen.fail_on, baseline)
+    if baseline is not None:
+        report = baselines.apply(report, baselines.load(baseline))
+    return LintRun(report, chosen.fail_on)
+
+
+class GraphOutcome(NamedTuple):
+    """The trust graph with the lint findings laid over it, or None and the spec errors in ``lint``."""
+
+    view: GraphView | None
+    lint: FileLint
+
+
+def graph_file(path: str | os.PathLike[str], settings: Settings | None = None, display_name: str | None = None) -> GraphOutcome:
+    """The trust graph of one file, coloured by the findings lint reports with the same settings.
+
+    Raises ``UsageError`` when the file cannot be read at all.
+    """
+    from mcpspec.analysis.graph import build
+    from mcpspec.report.graph.view_model import view
+    from mcpspec.rules.pipeline import lint_plan
+
+    chosen = settings if settings is not None else Settings()
+    plan, errors = _load_or_errors(path, display_name)
+    if plan is None:
+        return GraphOutcome(None, errors)
+    with gc_paused():
+        results = lint_plan(plan, chosen.lint_options(errors.file))
+        return GraphOutcome(view(build(plan), results), FileLint(errors.file, results, plan.source.text))
+
+
 def _load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tuple[Plan | None, FileLint]:
     """The plan, or None and the spec errors as results (the FileLint names the file either way)."""
     from mcpspec.rules.engine import from_diagnostic
@@ -123,9 +195,15 @@ def _load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> t
         return None, FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
 
 
-def plan_file(path: str | os.PathLike[str], display_name: str | None = None) -> tuple[dict[str, Any] | None, FileLint]:
-    """The resolved Plan of one file as data, each value with the spec path that set it
-    (:mod:`mcpspec.report.plan_output`), or None and the spec errors as results.
+class PlanOutcome(NamedTuple):
+    """The resolved Plan as data (each value with the spec path that set it), or None and the spec errors in ``lint``."""
+
+    data: dict[str, Any] | None
+    lint: FileLint
+
+
+def plan_file(path: str | os.PathLike[str], display_name: str | None = None) -> PlanOutcome:
+    """The resolved Plan of one file as data (:mod:`mcpspec.report.plan_output`).
 
     Raises ``UsageError`` when the file cannot be read at all.
     """
@@ -133,8 +211,8 @@ def plan_file(path: str | os.PathLike[str], display_name: str | None = None) -> 
 
     plan, errors = _load_or_errors(path, display_name)
     if plan is None:
-        return None, errors
-    return plan_data(plan), errors
+        return PlanOutcome(None, errors)
+    return PlanOutcome(plan_data(plan), errors)
 
 
 def _text_or_none(path: str | os.PathLike[str]) -> str | None:
@@ -145,25 +223,53 @@ def _text_or_none(path: str | os.PathLike[str]) -> str | None:
         return None
 
 
+# A boundary the target cannot enforce (high) always stops a build: only a waiver accepts it.
+BUILD_FAIL_ON = ("high", "medium", "low", "info")
+
+
+class BuildOutcome(NamedTuple):
+    """Every finding of a build and the build (None on spec errors)."""
+
+    lint: FileLint
+    build: Build | None
+    target: str
+
+    @property
+    def stopped(self) -> bool:
+        """Nothing is built: the spec has errors, or a finding at or above the build's ``fail_on`` counts."""
+        return self.build is None or self.build.blocked
+
+
 def build_file(
     path: str | os.PathLike[str],
     target: str,
-    display_name: str | None = None,
-    inline_suppressions: bool = True,
-    options: LintOptions | None = None,
+    settings: Settings | None = None,
     fail_on: str = "high",
-) -> tuple[FileLint, Build | None]:
-    """Build one file for one target: (every finding as a FileLint, the build or None on spec errors).
+    display_name: str | None = None,
+) -> BuildOutcome:
+    """Build one file for one target.
 
-    The risk rules run as :func:`lint_file` runs them with ``options``; a finding at or
-    above ``fail_on`` blocks the build (``Build.blocked``), and a blocked build is never written.
-    Raises ``UsageError`` when the file cannot be read and ValueError for an unknown target.
+    The risk rules run as :func:`lint_files` runs them with ``settings`` (their select, ignore,
+    severity and suppressions apply to the target's own TG002 and TG003 findings too; only a
+    waiver accepts a TG001 or TG004); a finding at or above ``fail_on`` blocks the build
+    (``BuildOutcome.stopped``), and a blocked build is never written. The config's fail-on is
+    lint's, not the build's. Raises ``UsageError`` when the file cannot be read and ConfigError
+    for an unknown target or ``fail_on``.
     """
+    from mcpspec.targets import get_target
     from mcpspec.targets.build import build_plan
 
+    chosen = settings if settings is not None else Settings()
+    try:
+        get_target(target)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if fail_on not in BUILD_FAIL_ON:
+        raise ConfigError(f"--fail-on must be one of {', '.join(BUILD_FAIL_ON)}")
     plan, errors = _load_or_errors(path, display_name)
     if plan is None:
-        return errors, None
+        return BuildOutcome(errors, None, target)
+    options = chosen.lint_options(errors.file)
     with gc_paused():
-        build = build_plan(plan, target, inline_suppressions=inline_suppressions, lint=options, fail_on=fail_on)
-    return FileLint(errors.file, build.findings, plan.source.text), build
+        build = build_plan(plan, target, today=chosen.today, inline_suppressions=options.inline_suppressions, lint=options, fail_on=fail_on)
+    return BuildOutcome(FileLint(errors.file, build.findings, plan.source.text), build, target)

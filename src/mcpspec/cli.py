@@ -14,13 +14,15 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from mcpspec import __version__
+from mcpspec.report.renderers import GRAPH_FORMATS, LINT_FORMATS, PLAN_FORMATS
+
+if TYPE_CHECKING:
+    from mcpspec.settings import Flags, Settings
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
-FORMATS = ("text", "json", "sarif", "github", "junit")
-FAIL_ON = ("critical", "high", "medium", "low", "info", "never")
-BUILD_FAIL_ON = ("high", "medium", "low", "info")
+CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward)."
 
 app = typer.Typer(
     name="mcpspec",
@@ -50,120 +52,76 @@ def main_options(
     """Lint and compile MCP server sandbox policy (mcp-sandbox.yaml)."""
 
 
-def _names(values: list[str] | None) -> list[str]:
-    return [name.strip() for value in values or [] for name in value.split(",") if name.strip()]
+def _usage_errors() -> tuple[type[Exception], ...]:
+    """What the API raises for a choice or a file the user must fix: exit status 2."""
+    from mcpspec.config import ConfigError
+    from mcpspec.report.graph import GraphvizFailed, GraphvizMissing
+    from mcpspec.report.renderers import UnknownFormat
+    from mcpspec.rules.baseline import BaselineError
+    from mcpspec.source.loader import UsageError
+    from mcpspec.targets.writer import OutputError
+
+    return (ConfigError, UsageError, UnknownFormat, BaselineError, OutputError, GraphvizMissing, GraphvizFailed)
 
 
-if TYPE_CHECKING:
-    from mcpspec.config import LintConfig
-    from mcpspec.rules.pipeline import LintOptions
+def _settings(flags: Flags) -> Settings:
+    from mcpspec.config import ConfigError
+    from mcpspec.settings import settings
 
-
-def _lint_options(settings: LintConfig, file: Path, select: list[str] | None = None, ignore: list[str] | None = None, no_inline: bool = False) -> LintOptions:
-    """What lint runs on ``file``: the command line's choices over the config's (raises ValueError for an unknown rule)."""
-    from mcpspec.rules.pipeline import LintOptions
-    from mcpspec.rules.registry import expand
-
-    wanted = _names(select) or settings.select
     try:
-        per_file = expand(settings.ignored_for(str(file)))
-    except ValueError as exc:
-        raise ValueError(f"{settings.path}: per-file-ignores: {exc}") from None
-    return LintOptions(
-        select=expand(wanted) if wanted else None,
-        ignore=expand(_names(ignore) + settings.ignore) | per_file,
-        severity={rule_id: level for name, level in settings.severity.items() for rule_id in expand([name])},
-        inline_suppressions=not (no_inline or settings.no_inline_suppressions),
-    )
+        return settings(flags)
+    except ConfigError as exc:
+        _usage(str(exc))
+
+
+def _colour(stream: object) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
 
 
 @app.command()
 def lint(
     files: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
-    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help=f"Output format, repeatable: {', '.join(FORMATS)}.")] = None,
+    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help=f"Output format, repeatable: {', '.join(LINT_FORMATS)}.")] = None,
     output: Annotated[list[Path] | None, typer.Option("--output", "-o", help="File for the matching --format (in order); the rest go to stdout.")] = None,
     select: Annotated[list[str] | None, typer.Option(help="Only these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
     ignore: Annotated[list[str] | None, typer.Option(help="Skip these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
     fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run: critical, high, medium, low (default), info, never.")] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
     no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
-    config: Annotated[Path | None, typer.Option("--config", help="Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
     baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline file of accepted findings.")] = None,
     write_baseline: Annotated[bool, typer.Option("--write-baseline", help="Write the current findings to the baseline file and exit 0.")] = False,
 ) -> None:
     """Check spec files against the language and the risk rules."""
     from mcpspec import api
-    from mcpspec.config import ConfigError, find_config, load_config
     from mcpspec.output import write_atomically
-    from mcpspec.report.model import LintReport
-    from mcpspec.rules import baseline as baselines
-    from mcpspec.source.loader import UsageError
+    from mcpspec.report.renderers import UnknownFormat, lint_renderer
+    from mcpspec.settings import Flags
 
     formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
     outputs = list(output or [])
-    for name in formats:
-        if name not in FORMATS:
-            _usage(f"unknown format {name!r}; choose from {', '.join(FORMATS)}")
+    try:
+        renderers = [lint_renderer(name) for name in formats]
+    except UnknownFormat as exc:
+        _usage(str(exc))
     if len(outputs) > len(formats):
         _usage("more --output files than --format options")
     if len(formats) - len(outputs) > 1:
         _usage("only one format can go to stdout; give an --output file for the others")
+    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline))
     try:
-        settings = load_config(config if config is not None else find_config(Path.cwd()))
-    except ConfigError as exc:
+        run = api.lint_files(files, chosen, write_baseline=write_baseline)
+    except _usage_errors() as exc:
         _usage(str(exc))
-    threshold = fail_on or settings.fail_on or "low"
-    if threshold not in FAIL_ON:
-        _usage(f"--fail-on must be one of {', '.join(FAIL_ON)}")
-    baseline_path = baseline or settings.baseline or (Path(baselines.DEFAULT_BASELINE) if write_baseline else None)
-
-    report_files = []
-    for file in files:
-        try:
-            options = _lint_options(settings, file, select, ignore, no_inline_suppressions)
-        except ValueError as exc:
-            _usage(str(exc))
-        try:
-            report_files.append(api.lint_file(file, options, display_name=str(file)))
-        except UsageError as exc:
-            _usage(str(exc))
-    report = LintReport(report_files)
-
-    if write_baseline:
-        assert baseline_path is not None
-        write_atomically(baseline_path, baselines.render(report))
-        typer.echo(f"wrote {len(report.active)} findings to {baseline_path}", err=True)
+    if run.baseline_written is not None:
+        typer.echo(f"wrote {len(run.report.active)} findings to {run.baseline_written}", err=True)
         raise typer.Exit(EXIT_CLEAN)
-    if baseline_path is not None:
-        try:
-            report = baselines.apply(report, baselines.load(baseline_path))
-        except baselines.BaselineError as exc:
-            _usage(str(exc))
-
-    for position, name in enumerate(formats):
-        text = _render(name, report)
+    for position, render in enumerate(renderers):
         if position < len(outputs):
-            write_atomically(outputs[position], text)
+            write_atomically(outputs[position], render(run.report, False))
         else:
-            sys.stdout.write(text)
-    failed = report.fails(threshold) and not exit_zero
-    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_CLEAN)
-
-
-def _render(name: str, report: object) -> str:
-    from mcpspec.report import github, json_output, junit, sarif, text
-    from mcpspec.report.model import LintReport
-
-    assert isinstance(report, LintReport)
-    if name == "json":
-        return json_output.render(report)
-    if name == "sarif":
-        return sarif.render(report)
-    if name == "github":
-        return github.render(report)
-    if name == "junit":
-        return junit.render(report)
-    return text.render(report, colour=sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+            sys.stdout.write(render(run.report, _colour(sys.stdout)))
+    raise typer.Exit(EXIT_FINDINGS if run.failed and not exit_zero else EXIT_CLEAN)
 
 
 @app.command()
@@ -210,53 +168,33 @@ def schema() -> None:
     sys.stdout.write(render_schema())
 
 
-GRAPH_FORMATS = ("dot", "mermaid", "json", "svg")
-
-
 @app.command()
 def build(
     file: Annotated[Path, typer.Argument(help="The spec file to compile.", show_default=False)],
-    target: Annotated[str, typer.Option("--target", "-t", help="bwrap or systemd.", show_default=False)],
+    target: Annotated[str, typer.Option("--target", "-t", help="The target to build for, such as bwrap or systemd (an unknown name lists them all).", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", help="Output directory (default: build/<target>).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 with a diff when the directory differs from the build.")] = False,
     fail_on: Annotated[str, typer.Option("--fail-on", help="Lowest severity of a finding (a risk rule's or the target's) that stops the build: high (default), medium, low, info.")] = "high",
     no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
-    config: Annotated[Path | None, typer.Option("--config", help="Config file for the risk rules (default: .mcpspec.yaml or [tool.mcpspec] found upward).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " Its fail-on is lint's, not the build's.")] = None,
 ) -> None:
     """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced
     and no risk rule finds something at or above --fail-on, unless waived)."""
     from mcpspec import api
-    from mcpspec.config import ConfigError, find_config, load_config
-    from mcpspec.report import text
-    from mcpspec.report.model import LintReport
-    from mcpspec.source.loader import UsageError
-    from mcpspec.targets import TARGET_NAMES
-    from mcpspec.targets.writer import OutputError, drift, write_build
+    from mcpspec.report import build_summary
+    from mcpspec.settings import Flags
+    from mcpspec.targets.writer import drift, write_build
 
-    if target not in TARGET_NAMES:
-        _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
-    # A boundary the target cannot enforce (high) always stops the build: only a waiver accepts it.
-    if fail_on not in BUILD_FAIL_ON:
-        _usage(f"--fail-on must be one of {', '.join(BUILD_FAIL_ON)}")
+    chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions))
     try:
-        options = _lint_options(load_config(config if config is not None else find_config(Path.cwd())), file, no_inline=no_inline_suppressions)
-    except (ConfigError, ValueError) as exc:
+        outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file))
+    except _usage_errors() as exc:
         _usage(str(exc))
-    try:
-        found, built = api.build_file(
-            file, target, display_name=str(file), inline_suppressions=not no_inline_suppressions, options=options, fail_on=fail_on
-        )
-    except UsageError as exc:
-        _usage(str(exc))
-    report = LintReport([found])
-    if report.active:
-        sys.stderr.write(text.render(report, colour=sys.stderr.isatty() and "NO_COLOR" not in os.environ))
-    if built is None or built.blocked:
-        typer.echo(f"mcpspec: nothing built for {target}: the findings above stop the build", err=True)
+    sys.stderr.write(build_summary.render(outcome, colour=_colour(sys.stderr)))
+    if outcome.stopped or outcome.build is None:
         raise typer.Exit(EXIT_FINDINGS)
+    built = outcome.build
     directory = out if out is not None else Path("build") / target
-    if built.elsewhere:
-        typer.echo(f"not built (placement: external, they run elsewhere): {', '.join(built.elsewhere)}", err=True)
     if check:
         difference = drift(directory, built)
         if difference:
@@ -267,7 +205,7 @@ def build(
         raise typer.Exit(EXIT_CLEAN)
     try:
         written, removed = write_build(directory, built)
-    except OutputError as exc:
+    except _usage_errors() as exc:
         _usage(str(exc))
     note = f", removed {len(removed)} stale" if removed else ""
     typer.echo(f"built {len(built.files)} files for {target} in {directory} ({len(written)} changed{note})", err=True)
@@ -279,7 +217,7 @@ def graph(
     file: Annotated[Path, typer.Argument(help="The spec file to draw.", show_default=False)],
     output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(GRAPH_FORMATS)}.")] = "dot",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Draw the trust graph: servers, tools, secrets, host paths, destinations and agents.
 
@@ -289,39 +227,24 @@ def graph(
     blast radius; svg runs Graphviz's `dot`.
     """
     from mcpspec import api
-    from mcpspec.analysis.graph import build
-    from mcpspec.config import ConfigError, find_config, load_config
-    from mcpspec.diagnostics import SpecError
     from mcpspec.perf import gc_paused
-    from mcpspec.report import graph_render
-    from mcpspec.report import text as text_report
-    from mcpspec.report.model import FileLint, LintReport
-    from mcpspec.rules.engine import from_diagnostic
-    from mcpspec.rules.pipeline import lint_plan
-    from mcpspec.source.loader import UsageError
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
+    from mcpspec.report.renderers import graph_renderer
+    from mcpspec.settings import Flags
 
-    if output_format not in GRAPH_FORMATS:
-        _usage(f"unknown format {output_format!r}; choose from {', '.join(GRAPH_FORMATS)}")
     try:
-        options = _lint_options(load_config(config if config is not None else find_config(Path.cwd())), file)
-    except (ConfigError, ValueError) as exc:
+        render = graph_renderer(output_format)
+        shown, found = api.graph_file(file, _settings(Flags(config)), display_name=str(file))
+    except _usage_errors() as exc:
         _usage(str(exc))
-    try:
-        plan = api.load(file, str(file))
-    except UsageError as exc:
-        _usage(str(exc))
-    except SpecError as exc:
-        try:
-            source_text: str | None = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            source_text = None
-        report = LintReport([FileLint(str(file), [from_diagnostic(d) for d in exc.diagnostics], source_text)])
-        sys.stderr.write(text_report.render(report))
-        raise typer.Exit(EXIT_FINDINGS) from None
+    if shown is None:
+        sys.stderr.write(text.render(LintReport([found])))
+        raise typer.Exit(EXIT_FINDINGS)
     try:
         with gc_paused():
-            rendered = graph_render.render(graph_render.view(build(plan), lint_plan(plan, options)), output_format)
-    except (graph_render.GraphvizMissing, graph_render.GraphvizFailed) as exc:
+            rendered = render(shown)
+    except _usage_errors() as exc:
         _usage(str(exc))
     _emit(rendered, output)
 
@@ -329,31 +252,28 @@ def graph(
 @app.command()
 def plan(
     file: Annotated[Path, typer.Argument(help="The spec file to resolve.", show_default=False)],
-    output_format: Annotated[str, typer.Option("--format", "-f", help="json or yaml.")] = "json",
+    output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(PLAN_FORMATS)}.")] = "json",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
-    config: Annotated[Path | None, typer.Option("--config", help="Config file (checked; the plan does not depend on it).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " The plan does not depend on it.")] = None,
 ) -> None:
     """Print the resolved plan: every value a target or rule reads, with the spec path
     that set it (or `default`)."""
     from mcpspec import api
-    from mcpspec.config import ConfigError, find_config, load_config
-    from mcpspec.report import plan_output
-    from mcpspec.report import text as text_report
+    from mcpspec.report import text
     from mcpspec.report.model import LintReport
-    from mcpspec.source.loader import UsageError
+    from mcpspec.report.renderers import plan_renderer
+    from mcpspec.settings import Flags
 
-    if output_format not in plan_output.FORMATS:
-        _usage(f"unknown format {output_format!r}; choose from {', '.join(plan_output.FORMATS)}")
     try:
-        load_config(config if config is not None else find_config(Path.cwd()))
-        data, errors = api.plan_file(file, str(file))
-    except (ConfigError, UsageError) as exc:
+        render = plan_renderer(output_format)
+        _settings(Flags(config))
+        data, found = api.plan_file(file, display_name=str(file))
+    except _usage_errors() as exc:
         _usage(str(exc))
     if data is None:
-        sys.stderr.write(text_report.render(LintReport([errors])))
+        sys.stderr.write(text.render(LintReport([found])))
         raise typer.Exit(EXIT_FINDINGS)
-    rendered = plan_output.render(data, output_format)
-    _emit(rendered, output)
+    _emit(render(data), output)
 
 
 def _emit(text: str, output: Path | None) -> None:

@@ -23,7 +23,7 @@ CONFIG_NAMES = (".mcpspec.yaml", ".mcpspec.yml")
 
 
 class ConfigError(Exception):
-    """A config file that cannot be used: exit status 2."""
+    """A config file or a command-line choice that cannot be used: exit status 2."""
 
 
 class _ConfigModel(BaseModel):

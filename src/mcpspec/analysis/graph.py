@@ -11,9 +11,9 @@ The graph answers questions and returns data; the graph rules
 (mcpspec.rules.graph) turn answers into findings. Shared resources are found
 through indexes (a secret's servers, a path trie for containment), never by
 comparing every pair of servers, so building and querying stay near linear.
-``to_networkx()`` gives the same graph as a networkx MultiDiGraph for the
-`mcpspec graph` renderers and API users; the rules use the indexes directly
-so that linting does not pay networkx's import time.
+``to_networkx()`` gives the same graph as a networkx MultiDiGraph for API
+users (networkx is the optional extra ``mcpspec[networkx]``); the rules and the
+`mcpspec graph` renderers use the indexes directly, so the tool never imports it.
 """
 
 from __future__ import annotations
@@ -146,7 +146,10 @@ class TrustGraph:
                 queue.append((target, longer))
 
     def to_networkx(self) -> networkx.MultiDiGraph[str]:
-        import networkx
+        try:
+            import networkx
+        except ImportError:
+            raise ImportError("to_networkx() needs networkx: pip install 'mcpspec[networkx]'") from None
 
         graph: networkx.MultiDiGraph[str] = networkx.MultiDiGraph()
         for node in self.nodes.values():

@@ -19,7 +19,6 @@ from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, HostPath, LogSink,
 from mcpspec.spec.models import SpecModel, Workspace
 from mcpspec.spec.values import Destination
 
-FORMATS = ("json", "yaml")
 DEFAULT = "default"
 # Plan fields whose spec key differs (the rest are spelled as in the spec).
 _SPEC_KEY = {"identity.uid": "runtime.user", "identity.gid": "runtime.group", "read_only_root": "runtime.read_only_root"}
@@ -136,12 +135,11 @@ def secret_data(grant: SecretGrant, written: Mapping[str, set[str]]) -> dict[str
     return out
 
 
-def render(data: dict[str, Any], output_format: str) -> str:
-    """``json`` or ``yaml`` text of :func:`plan_data` (raises ValueError for another format)."""
-    if output_format == "json":
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    if output_format == "yaml":
-        import yaml
+def render_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
-        return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))
-    raise ValueError(f"unknown plan format {output_format!r}; choose from {', '.join(FORMATS)}")
+
+def render_yaml(data: dict[str, Any]) -> str:
+    import yaml
+
+    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000))

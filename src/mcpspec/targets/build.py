@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mcpspec import __version__
 from mcpspec.diagnostics import SpecPath, format_path
@@ -92,9 +92,23 @@ def build_plan(
     elsewhere = [name for name, sandbox in plan.servers.items() if not sandbox.runs_here]
     options = lint if lint is not None else LintOptions(inline_suppressions=inline_suppressions, today=today or datetime.date.today())
     risks = [r for r in lint_plan(plan, options) if not build_only(r.code)]
-    build = Build(target_name, dict(output.files), set(output.executable), outcome.results, elsewhere, risks, fail_on)
+    build = Build(target_name, dict(output.files), set(output.executable), _configured(outcome.results, options), elsewhere, risks, fail_on)
     build.files[MANIFEST] = _manifest(plan, target_name, output, build)
     return build
+
+
+# Only a waiver in the spec accepts a boundary the target cannot enforce or a value it cannot
+# write safely: select, ignore and severity in the config or the flags leave these as they are.
+UNCONFIGURABLE = ("TG001", "TG004")
+
+
+def _configured(results: list[Result], options: LintOptions) -> list[Result]:
+    """The target's findings under the rule options lint uses (the config's ignore: [TG003] holds here too)."""
+    return [
+        r if r.code in UNCONFIGURABLE else replace(r, severity=options.severity.get(r.code, r.severity))
+        for r in results
+        if r.code in UNCONFIGURABLE or options.enabled(r.code)
+    ]
 
 
 def _results(plan: Plan, target_name: str, output: BuildOutput) -> list[Result]:

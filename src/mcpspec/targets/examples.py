@@ -10,13 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from mcpspec.api import load
+from mcpspec.api import build_file
 from mcpspec.output import write_atomically
-from mcpspec.report import text
-from mcpspec.report.model import FileLint, LintReport
+from mcpspec.report import build_summary
 from mcpspec.targets import TARGET_NAMES, get_target
 from mcpspec.targets.base import CONTROLS
-from mcpspec.targets.build import build_plan
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -26,16 +24,12 @@ def example_specs(repo: Path = REPO) -> list[Path]:
 
 
 def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[str, str], set[str]]:
-    """(the text `mcpspec build` prints, the files, the executable ones) for one example."""
-    name = spec.relative_to(repo).as_posix()
-    plan = load(spec, name)
-    build = build_plan(plan, target)
-    report = LintReport([FileLint(name, build.findings, plan.source.text)])
-    printed = text.render(report) if report.active else ""
-    if build.blocked:
-        return printed + f"mcpspec: nothing built for {target}: the findings above stop the build\n", {}, set()
-    if build.elsewhere:
-        printed += f"not built (placement: external, they run elsewhere): {', '.join(build.elsewhere)}\n"
+    """(the text `mcpspec build` prints, the files, the executable ones) for one example, built with the built-in settings."""
+    outcome = build_file(spec, target, display_name=spec.relative_to(repo).as_posix())
+    printed = build_summary.render(outcome)
+    if outcome.stopped or outcome.build is None:
+        return printed, {}, set()
+    build = outcome.build
     return printed + f"built {len(build.files)} files for {target}\n", build.files, build.executable
 
 

@@ -1,0 +1,100 @@
+"""What a command runs with: the config file's choices under the command line's, decided once.
+
+Every command that reads a spec (lint, graph, build) takes its rule options from
+:func:`settings`, so `.mcpspec.yaml` / `[tool.mcpspec]` and the flags mean the
+same thing everywhere.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcpspec.config import ConfigError, LintConfig, find_config, load_config
+from mcpspec.rules.pipeline import LintOptions
+from mcpspec.rules.registry import expand
+
+FAIL_ON = ("critical", "high", "medium", "low", "info", "never")
+DEFAULT_FAIL_ON = "low"
+
+
+@dataclass(frozen=True)
+class Flags:
+    """The command line's choices; an empty or None field leaves the config's.
+
+    ``select`` and ``ignore`` take rule IDs, slugs or ID prefixes, comma-separated or not.
+    """
+
+    config: Path | None = None  # None: the config found upward from the start directory
+    select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+    fail_on: str | None = None
+    no_inline_suppressions: bool = False
+    baseline: Path | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Settings() are the built-in defaults: no config file, no flags."""
+
+    config: LintConfig = field(default_factory=LintConfig)
+    flags: Flags = field(default_factory=Flags)
+    today: datetime.date = field(default_factory=datetime.date.today)
+
+    @property
+    def fail_on(self) -> str:
+        """Lint's threshold: the flag, else the config, else ``low``."""
+        return self.flags.fail_on or self.config.fail_on or DEFAULT_FAIL_ON
+
+    @property
+    def inline_suppressions(self) -> bool:
+        return not (self.flags.no_inline_suppressions or self.config.no_inline_suppressions)
+
+    def baseline(self, writing: bool = False) -> Path | None:
+        """The baseline file: the flag, else the config's; writing one defaults to ``.mcpspec-baseline.json``."""
+        from mcpspec.rules.baseline import DEFAULT_BASELINE
+
+        return self.flags.baseline or self.config.baseline or (Path(DEFAULT_BASELINE) if writing else None)
+
+    def lint_options(self, file: str | Path) -> LintOptions:
+        """The rules that run on ``file`` and how they are judged; ConfigError names an unknown rule."""
+        wanted = _names(self.flags.select) or self.config.select
+        try:
+            per_file = _expand(self.config.ignored_for(str(file)))
+        except ConfigError as exc:
+            raise ConfigError(f"{self.config.path}: per-file-ignores: {exc}") from None
+        return LintOptions(
+            select=_expand(wanted) if wanted else None,
+            ignore=_expand(_names(self.flags.ignore) + self.config.ignore) | per_file,
+            severity={rule_id: level for name, level in self.config.severity.items() for rule_id in _expand([name])},
+            inline_suppressions=self.inline_suppressions,
+            today=self.today,
+        )
+
+
+def settings(flags: Flags | None = None, start: Path | None = None) -> Settings:
+    """Load the config (``flags.config``, else the nearest one at or above ``start``, default the
+    working directory) and check the flags; raises ConfigError for anything unusable."""
+    chosen = flags if flags is not None else Flags()
+    path = chosen.config if chosen.config is not None else find_config(start if start is not None else Path.cwd())
+    loaded = Settings(load_config(path), chosen)
+    if chosen.fail_on is not None and chosen.fail_on not in FAIL_ON:
+        raise ConfigError(f"--fail-on must be one of {', '.join(FAIL_ON)}")
+    # An unknown rule in the flags or the config is an error before any work.
+    loaded.lint_options("")
+    for pattern in loaded.config.per_file_ignores:
+        loaded.lint_options(pattern)
+    return loaded
+
+
+def _names(values: Sequence[str]) -> list[str]:
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+def _expand(names: list[str]) -> set[str]:
+    try:
+        return expand(names)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
