@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from mcpspec.diagnostics import SpecPath
 from mcpspec.targets.escape import Unrepresentable, unit_arg, unit_env, unit_path, unit_text
 
-_KEY = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+_KEY = re.compile(r"^[A-Z][A-Za-z0-9]*\Z")
 # Settings syntax a name may hold: path and list separators, and the specifiers this
 # target means (%i the instance, %t the runtime root, %d the credentials directory).
-_NAME = re.compile(r"^(?:[A-Za-z0-9_.@:/+,=-]|%[itd])+$")
+_NAME = re.compile(r"^(?:[A-Za-z0-9_.@:/+,=-]|%[itd])+\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 # (control, spec path): where a refused value is reported

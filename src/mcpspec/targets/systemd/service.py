@@ -56,7 +56,7 @@ _EXEC_PREFIXES = "-@:+!|"
 # Variables the dynamic loader and libc read: Environment= reaches the root audit
 # command (ExecStopPost=+) too, where one of these would load code a sandbox wrote.
 LOADER_VARIABLES = ("LD_", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "MALLOC_")
-_CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+_CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}\Z")
 
 
 def service(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:

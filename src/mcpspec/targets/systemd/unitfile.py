@@ -13,7 +13,7 @@ from mcpspec.targets.systemd.directive import Directive, Fixed, Refused, UnitBoo
 
 __all__ = ["Refused", "comments", "confinement", "describe", "embedded_python", "embedded_shell", "hardening", "render", "shell_template"]
 
-_TEMPLATE_VALUE = re.compile(r"^[A-Za-z0-9_./:-]+$")
+_TEMPLATE_VALUE = re.compile(r"^[A-Za-z0-9_./:-]+\Z")
 
 
 def package_text(name: str) -> str:
@@ -70,7 +70,8 @@ def render(head: list[str], sections: Iterable[tuple[str, Sequence[Directive]]])
 def describe(sandbox: EffectiveSandbox, what: str) -> UnitValue:
     """The server's description on one line; ``what`` is constant text (it may hold specifiers)."""
     text = " ".join("".join(c if ord(c) >= 0x20 and ord(c) != 0x7F else " " for c in sandbox.description).split())
-    return joined(UnitText(f"MCP server {sandbox.name}{': ' + text if text else ''}", ("identity", sandbox.origin("description"))), Fixed(f" ({what})"))
+    # The spec's text never ends the line: a final backslash there would continue it.
+    return joined(UnitText(f"MCP server {sandbox.name}{': ' + text if text else ''} ("), Fixed(f"{what})"))
 
 
 def hardening() -> list[Directive]:
