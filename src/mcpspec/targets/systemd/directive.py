@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
+from mcpspec.targets.base import Refused
 from mcpspec.targets.escape import Unrepresentable, unit_arg, unit_env, unit_path, unit_text
 
 _KEY = re.compile(r"^[A-Z][A-Za-z0-9]*\Z")
@@ -33,15 +34,6 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 # (control, spec path): where a refused value is reported
 Origin = tuple[str, SpecPath]
-
-
-class Refused(Exception):
-    """A value of one server that the target cannot represent (TG004)."""
-
-    def __init__(self, control: str, path: SpecPath, message: str) -> None:
-        super().__init__(message)
-        self.control = control
-        self.path = path
 
 
 class UnitValue:

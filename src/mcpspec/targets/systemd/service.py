@@ -9,12 +9,12 @@ import re
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
+from mcpspec.targets.base import Refused
 from mcpspec.targets.common import compact_json
 from mcpspec.targets.egress import METADATA_RANGES, PRIVATE_RANGES, EgressPlan
 from mcpspec.targets.systemd.directive import (
     Directive,
     Fixed,
-    Refused,
     UnitArg,
     UnitEnv,
     UnitInt,

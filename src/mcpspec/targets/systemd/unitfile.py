@@ -9,9 +9,9 @@ from importlib import resources
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.common import header
-from mcpspec.targets.systemd.directive import Directive, Fixed, Refused, UnitBool, UnitText, UnitValue, directive, fixed, joined
+from mcpspec.targets.systemd.directive import Directive, Fixed, UnitBool, UnitText, UnitValue, directive, fixed, joined
 
-__all__ = ["Refused", "comments", "confinement", "describe", "embedded_python", "embedded_shell", "hardening", "render", "shell_template"]
+__all__ = ["comments", "confinement", "describe", "embedded_python", "embedded_shell", "hardening", "render", "shell_template"]
 
 _TEMPLATE_VALUE = re.compile(r"^[A-Za-z0-9_./:-]+\Z")
 
