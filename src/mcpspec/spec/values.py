@@ -58,7 +58,7 @@ def parse_size(value: object) -> int:
 
 def check_name(value: str, what: str = "name") -> str:
     """Names of servers, agents, secrets and projects become file, unit and Kubernetes names."""
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise ValueError(
             f"{what} {value!r} is not allowed: use 1-40 lowercase letters, digits and '-', "
             "starting with a letter and not ending with '-' (it becomes file, unit and Kubernetes names)"
