@@ -11,6 +11,7 @@ it is.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -84,6 +85,21 @@ class EgressGrant:
     allow: frozenset[Endpoint] = frozenset()
     deny: frozenset[Endpoint] = frozenset()
     host_loopback: bool = False
+
+    def reaches(self, address: str) -> bool:
+        """Whether a connection to this literal address (any port) can get through."""
+        ip = ipaddress.ip_address(address)
+        if self.mode == "none":
+            return False
+        for endpoint in self.deny:
+            if endpoint.kind == "cidr" and endpoint.port is None and _contains(endpoint.host, ip):
+                return False
+        return any(e.kind == "any" or (e.kind == "cidr" and _contains(e.host, ip)) for e in self.allow)
+
+
+def _contains(network: str, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    net = ipaddress.ip_network(network)
+    return net.version == ip.version and ip in net
 
 
 @dataclass(frozen=True, slots=True)

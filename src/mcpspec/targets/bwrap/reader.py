@@ -22,7 +22,7 @@ _FALLBACK = re.compile(r"^FALLBACK_ID = (\d+)", re.MULTILINE)
 _PROXY_VARIABLES = re.compile(r'for name in \(((?:"[A-Za-z_]+", ?)+"[A-Za-z_]+")\):\n\s+self\.args \+= \["--setenv", name, ')
 _PROXY_PORT = re.compile(r"^PROXY_PORT_INSIDE = (\d+)", re.MULTILINE)
 _FIXED_BIND = re.compile(r'"--ro-bind", "(/[A-Za-z0-9/._-]+)", "(/[A-Za-z0-9/._-]+)"')
-_FIXED_ETC = re.compile(r'for name in \(((?:"[A-Za-z0-9/._-]+", ?)+)\):\n\s+args \+= \["--ro-bind-try", f"/etc/\{name\}", f"/etc/\{name\}"\]')
+_FIXED_ETC = re.compile(r'for name in \(((?:"[A-Za-z0-9/._-]+",? ?)+)\):\n\s+args \+= \["--ro-bind-try", f"/etc/\{name\}", f"/etc/\{name\}"\]')
 _PROVIDERS = {"env": "env", "file": "file", "home": "file", "credential": "systemd-credential"}
 
 
