@@ -343,7 +343,6 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     # Environment: declared names, secrets' variables, inherited names, the fixed set.
     env = sections["env"]
     declared = dict(env.get("set") or {})
-    secret_envs = {b["as"]["env"] for b in server.get("secrets", []) if "env" in b["as"]}
     inherit = env.get("inherit") or "none"
     inherited = set(inherit) if isinstance(inherit, list) else MINIMAL_ENV if inherit == "minimal" else set()
     fixed = (PROXY_ENV if proxied else set()) | ({"PATH"} if grants.target == "bwrap" else set())
@@ -412,11 +411,11 @@ def _check_egress(grants: Grants, egress: Mapping[str, Any], allow: list[str], d
                 problems.append(f"egress reaches {text}, which the spec denies")
     if levels.get("metadata-blocking") == "full" and any(granted.reaches(a) for a in METADATA):
         problems.append("metadata blocking is full but a metadata address is reachable")
-    if levels.get("egress-deny") == "full" and granted.default != "deny" and granted.mode != "none":
+    if levels.get("egress-deny") == "full" and egress["default"] == "deny" and granted.default != "deny" and granted.mode != "none":
         problems.append("egress deny is full but the artifact's default is allow")
     if levels.get("egress-allowlist") == "full":
         names = [t for t in allow if not _is_cidr(_split(t)[0])]
-        if granted.mode != "proxy" or granted.default != "deny":
+        if granted.mode != "proxy" or (granted.default != "deny" and egress["default"] == "deny"):
             problems.append(f"the egress allowlist is full but egress is {granted.mode}/{granted.default}")
         for text in names:
             host, port = _split(text)

@@ -11,14 +11,14 @@ terminal summary.
 from __future__ import annotations
 
 import os
-from collections import Counter
 
 import pytest
-from build_properties import READERS, build_all, check_build, dump, specs
 from hypothesis import HealthCheck, given, settings
 
+from build_properties import READERS, build_all, check_build, dump, specs
+from conftest import PROPERTY_EXAMPLES as COUNTS
+
 EXAMPLES = int(os.environ.get("MCPSPEC_PROPERTY_EXAMPLES", "300"))
-COUNTS: Counter[str] = Counter()
 
 
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -39,9 +39,9 @@ def test_every_target_has_a_reader() -> None:
     assert set(TARGET_NAMES) == set(READERS)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _report_counts(request: pytest.FixtureRequest) -> None:
-    request.config.stash[COUNTS_KEY] = COUNTS
-
-
-COUNTS_KEY = pytest.StashKey[Counter[str]]()
+@pytest.mark.xfail(strict=True, reason="bwrap's manifest records secrets: full for a vault secret it cannot hand in (issue 10: the shared skeleton lowers it)")
+def test_a_vault_secret_is_not_full_in_the_bwrap_manifest() -> None:
+    spec = {"version": 1, "project": "acme", "secrets": {"tok-a": {"provider": "vault", "ref": "kv/app#token"}},
+            "servers": {"alpha": {"command": ["/usr/bin/srv"], "secrets": [{"use": "tok-a", "as": {"file": "/run/secrets/tok-a"}}]}},
+            "waivers": [{"rule": "TG001", "at": "secrets.tok-a.provider", "reason": "accepted", "expires": "2099-01-01"}]}
+    assert check_build(spec, "bwrap", build_all(dump(spec))["bwrap"]) == []

@@ -228,7 +228,8 @@ def _secrets(unit: Unit, shim: list[str], credential_files: dict[str, list[str]]
             envs.setdefault(credential, []).append(variable)
     landings: list[SecretLanding] = []
     for ident, (provider, ref) in sources.items():
-        forms = [(v, None) for v in envs.get(ident, [])] + [(None, f) for f in credential_files.get(ident, [])]
+        forms: list[tuple[str | None, str | None]] = [(v, None) for v in envs.get(ident, [])]
+        forms += [(None, f) for f in credential_files.get(ident, [])]
         # Without a form, the value is still readable in $CREDENTIALS_DIRECTORY.
         landings += [SecretLanding(ident, provider, ref, env, file) for env, file in forms or [(None, None)]]
     return landings
@@ -284,7 +285,7 @@ def _egress(unit: Unit, squid: str | None) -> EgressGrant:
     deny_all = any(n.prefixlen == 0 for n in denied if n.version == 4) and any(n.prefixlen == 0 for n in denied if n.version == 6)
     allow = {Endpoint("cidr", str(n)) for n in allowed}
     loopback = [ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("::1/128")]
-    host_loopback = any(n.overlaps(lo) for n in allowed for lo in loopback if n.version == lo.version)  # type: ignore[arg-type]
+    host_loopback = any(n.overlaps(lo) for n in allowed for lo in loopback if n.version == lo.version)
     if not deny_all:
         allow.add(ANY)
         host_loopback = host_loopback or not any(lo.subnet_of(n) for n in denied for lo in loopback if n.version == lo.version)  # type: ignore[arg-type]
@@ -301,7 +302,7 @@ def _carve(denied: list[ipaddress.IPv4Network | ipaddress.IPv6Network],
     for hole in allowed:
         carved: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
         for piece in pieces:
-            if piece.version != hole.version or not piece.overlaps(hole):  # type: ignore[arg-type]
+            if piece.version != hole.version or not piece.overlaps(hole):
                 carved.append(piece)
             elif not piece.subnet_of(hole):  # type: ignore[arg-type]
                 carved.extend(piece.address_exclude(hole))  # type: ignore[arg-type]
