@@ -19,6 +19,8 @@ from pathlib import Path
 
 from generate import generate
 
+from mcpspec.targets import TARGET_NAMES
+
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "benchmarks" / "generated"
 SCHEMA = ROOT / "schemas" / "mcp-sandbox.schema.json"
@@ -135,7 +137,7 @@ def main() -> None:
         results[f"graph_json_{servers}_s"] = wall([mcpspec, "graph", str(path), "--format", "json"], runs)
         results[f"graph_json_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "graph", str(path), "--format", "json"])
         if servers == 1000:
-            for target in ("bwrap", "systemd"):
+            for target in TARGET_NAMES:
                 results[f"build_{target}_{servers}_s"] = build_seconds(mcpspec, path, target, runs)
 
     ratios = {
@@ -150,7 +152,7 @@ def main() -> None:
         "graph build + graph rules 10k / 1k (target <= 11)": results["graph_rules_10000_s"] / results["graph_rules_1000_s"],
         "graph --format json 10k / 1k (target <= 11)": results["graph_json_10000_s"] / results["graph_json_1000_s"],
     }
-    for target in ("bwrap", "systemd"):
+    for target in TARGET_NAMES:
         print(f"{'build --target ' + target + ' of 1k servers, s (target <= 3)':55} {results[f'build_{target}_1000_s']:6.2f}")
     for name, value in results.items():
         print(f"{name:32} {value:9.3f}")

@@ -1,20 +1,29 @@
-"""Compilers from the Plan to runnable artifacts, one package per target."""
+"""Compilers from the Plan to runnable artifacts, one package per target.
+
+``REGISTRY`` is the one table of targets: the CLI, the build, the benchmark and
+the ``targets/`` generator all read it. Adding a target is its package (a
+module-level ``TARGET`` that follows ``targets.base.Target``), its line here,
+and its tests.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from mcpspec.targets.base import Target
 
-TARGET_NAMES = ("bwrap", "systemd")
+# name -> the package that holds its TARGET (imported on first use: `lint` never pays for a target)
+REGISTRY: dict[str, str] = {
+    "bwrap": "mcpspec.targets.bwrap",
+    "systemd": "mcpspec.targets.systemd",
+}
+TARGET_NAMES = tuple(REGISTRY)
 
 
 def get_target(name: str) -> Target:
-    """The target called ``name``; imported on first use."""
-    if name == "bwrap":
-        from mcpspec.targets.bwrap import TARGET as bwrap
-
-        return bwrap
-    if name == "systemd":
-        from mcpspec.targets.systemd import TARGET as systemd
-
-        return systemd
-    raise ValueError(f"unknown target {name!r}; choose from {', '.join(TARGET_NAMES)}")
+    """The target called ``name``; raises ValueError for an unknown one."""
+    module = REGISTRY.get(name)
+    if module is None:
+        raise ValueError(f"unknown target {name!r}; choose from {', '.join(TARGET_NAMES)}")
+    target: Target = importlib.import_module(module).TARGET
+    return target

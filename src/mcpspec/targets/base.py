@@ -9,12 +9,12 @@ so nothing the spec asks for is dropped silently.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import Plan
+from mcpspec.ir.plan import EffectiveSandbox, Plan
 
 Level = Literal["full", "partial", "none"]
 ControlKind = Literal["boundary", "policy"]
@@ -91,6 +91,24 @@ class Gap:
     server: str = ""  # the server it concerns, when the path is a shared one (defaults)
 
 
+class Refused(Exception):
+    """A value of one server that the target cannot write safely: the skeleton makes it a TG004
+    finding at ``path`` and builds nothing for that server."""
+
+    def __init__(self, control: str, path: SpecPath, message: str) -> None:
+        super().__init__(message)
+        self.control = control
+        self.path = path
+
+
+@dataclass
+class Emitted:
+    """Files a target writes for one server (or for the whole project), by relative path."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    executable: set[str] = field(default_factory=set)
+
+
 @dataclass
 class BuildOutput:
     """What a target emits for one spec: files by relative path, and its gaps."""
@@ -98,11 +116,18 @@ class BuildOutput:
     files: dict[str, str] = field(default_factory=dict)
     executable: set[str] = field(default_factory=set)
     gaps: list[Gap] = field(default_factory=list)
-    # server name -> control id -> level actually enforced for it
+    # server name -> control id -> level actually enforced for it (only servers whose files were written)
     enforcement: dict[str, dict[str, Level]] = field(default_factory=dict)
 
 
+# control id -> (level, what the target does instead) for one server
+Overrides = dict[str, tuple[Level, str]]
+
+
 class Target(Protocol):
+    """One compiler Plan -> files. The skeleton (``targets.skeleton``) runs the per-server loop;
+    a target supplies only what differs: its matrix, its data-dependent gaps and its files."""
+
     @property
     def name(self) -> str: ...
 
@@ -110,7 +135,22 @@ class Target(Protocol):
     def description(self) -> str: ...
 
     @property
+    def usage(self) -> str:
+        """How to install and run the output (Markdown, shown in ``targets/<name>/README.md``)."""
+        ...
+
+    @property
     def capabilities(self) -> Mapping[str, Capability]: ...
 
-    def build(self, plan: Plan) -> BuildOutput: ...
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+        """What this server asks for that the target cannot give it beyond its matrix: gaps of their
+        own, and a lower level (with the reason) for controls of the matrix."""
+        ...
 
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+        """The files of one server; raises ``Refused`` (or ``Unrepresentable``) for a value it cannot write."""
+        ...
+
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+        """Files the built servers share (a compose file, a proxy config); empty for most targets."""
+        ...

@@ -24,10 +24,9 @@ from mcpspec.rules.engine import Result
 from mcpspec.rules.pipeline import LintOptions, build_only, lint_plan
 from mcpspec.rules.registry import find
 from mcpspec.rules.suppress import apply_suppressions
-from mcpspec.targets import get_target
+from mcpspec.targets import get_target, skeleton
 from mcpspec.targets.base import CONTROL_BY_ID, CONTROLS, BuildOutput, Gap
 from mcpspec.targets.common import spec_name
-from mcpspec.targets.escape import Unrepresentable
 
 MANIFEST = ".mcpspec-build.json"
 
@@ -87,11 +86,7 @@ def build_plan(
     """Build ``plan`` for one target; ``lint`` chooses the risk rules (default: all, as lint runs them)."""
     if fail_on not in FAIL_ORDER[1:]:
         raise ValueError(f"fail_on must be one of {', '.join(FAIL_ORDER[1:])}")
-    target = get_target(target_name)
-    try:
-        output = target.build(plan)
-    except Unrepresentable as exc:  # a target's last check: still a finding, never an internal error
-        output = BuildOutput(gaps=[Gap("mounts", "none", (), str(exc), unrepresentable=True)])
+    output = skeleton.build(get_target(target_name), plan)
     results = _results(plan, target_name, output)
     outcome = apply_suppressions(plan, results, today or datetime.date.today(), inline_suppressions)
     elsewhere = [name for name, sandbox in plan.servers.items() if not sandbox.runs_here]

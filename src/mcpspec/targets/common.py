@@ -1,35 +1,13 @@
-"""Helpers every target shares: gaps from the capability matrix, headers, JSON."""
+"""Helpers every target shares: headers and JSON."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 from mcpspec import __version__
-from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.base import CONTROL_BY_ID, Capability, Gap, Level
+from mcpspec.ir.plan import Plan
 from mcpspec.targets.comments import comment_line
-from mcpspec.targets.requests import requested_controls
-
-# control id -> (level, what the target does instead) for this one server
-Overrides = dict[str, tuple[Level, str]]
-
-
-def matrix_gaps(
-    sandbox: EffectiveSandbox, capabilities: Mapping[str, Capability], overrides: Overrides
-) -> tuple[list[Gap], dict[str, Level]]:
-    """A Gap for every control the server asks for that is not fully enforced here,
-    and the level each asked-for control gets."""
-    gaps: list[Gap] = []
-    levels: dict[str, Level] = {}
-    for control, path in requested_controls(sandbox).items():
-        level, how = overrides.get(control) or (capabilities[control].level, capabilities[control].how)
-        levels[control] = level
-        if level != "full":
-            title = CONTROL_BY_ID[control].title
-            gaps.append(Gap(control, level, path, f"{title}: {how}", server=sandbox.name))
-    return gaps, levels
 
 
 def spec_name(plan: Plan) -> str:

@@ -42,8 +42,7 @@ def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[
 def readme(target_name: str, built: dict[str, int], repo: Path = REPO) -> str:
     """The target's README; ``built`` maps each example's stem to the number of files it built (0: not built)."""
     target = get_target(target_name)
-    module = sys.modules[type(target).__module__]
-    usage = getattr(module, "USAGE", "").strip()
+    usage = target.usage.strip()
     lines = [
         f"# The `{target_name}` target",
         "",

@@ -1,22 +1,23 @@
 """The bubblewrap target: one launcher script per server, usable directly as an
 MCP client's stdio command, plus a squid allowlist for servers with egress.
 
-The launcher is a generated head (quoted assignments and a ``declare_sandbox``
-function that lists mounts, secrets and environment) followed by a constant
-runtime (``runtime.sh``) that builds the bwrap command line, starts and stops
-the egress proxy, enforces limits and writes the audit line.
+The launcher is a Python program: a generated head (a comment header and a
+``CONFIG`` literal of every value the spec sets) followed by the constant runtime
+(``runtime.py``) that prepares the workspace, builds the bwrap command line,
+starts and stops the egress proxy, enforces limits and writes the audit line.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from importlib import resources
 
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
-from mcpspec.targets.base import BuildOutput, Capability, Gap
+from mcpspec.targets.base import Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
-from mcpspec.targets.common import Overrides, header, header_text, matrix_gaps
+from mcpspec.targets.common import header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
 
@@ -181,33 +182,28 @@ CAPABILITIES: dict[str, Capability] = {
 class BwrapTarget:
     name = "bwrap"
     description = "bubblewrap launcher scripts (stdio), with a squid egress proxy"
+    usage = USAGE
     capabilities = CAPABILITIES
 
-    def build(self, plan: Plan) -> BuildOutput:
-        output = BuildOutput()
-        runtime = resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
-        for name, sandbox in plan.servers.items():
-            if not sandbox.runs_here:
-                continue
-            gaps, overrides = _server_gaps(sandbox)
-            matrix, levels = matrix_gaps(sandbox, CAPABILITIES, overrides)
-            gaps.extend(matrix)
-            output.enforcement[name] = levels
-            egress = egress_plan(sandbox)
-            try:
-                launcher = _launcher(plan, sandbox, egress, runtime)
-            except Unrepresentable as exc:
-                gaps.append(Gap("mounts", "none", sandbox.path, str(exc), unrepresentable=True))
-                launcher = None
-            output.gaps.extend(gaps)
-            if launcher is None:
-                continue
-            output.files[f"{name}.py"] = launcher
-            output.executable.add(f"{name}.py")
-            if egress.mode == "proxy":
-                text = header_text(plan, f"egress allowlist of server {name}; the launcher adds the port and file lines")
-                output.files[f"{name}.squid.conf"] = squid_config(egress, text, [])
-        return output
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+        return _server_gaps(sandbox)
+
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+        egress = egress_plan(sandbox)
+        launcher = f"{sandbox.name}.py"
+        emitted = Emitted({launcher: _launcher(plan, sandbox, egress, _runtime_text())}, {launcher})
+        if egress.mode == "proxy":
+            text = header_text(plan, f"egress allowlist of server {sandbox.name}; the launcher adds the port and file lines")
+            emitted.files[f"{sandbox.name}.squid.conf"] = squid_config(egress, text, [])
+        return emitted
+
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+        return Emitted()
+
+
+@functools.cache
+def _runtime_text() -> str:
+    return resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
 
 
 def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
@@ -240,9 +236,9 @@ def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
 def _launcher(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, runtime_text: str) -> str:
     """The launcher: a shebang, a comment header, CONFIG as a Python literal, then the constant runtime."""
     if sandbox.command_is_shell:
-        raise Unrepresentable("a command given as one string is run by a shell; give it as a list of words")
+        raise Refused("process-policy", (*sandbox.path, "command"), "a command given as one string is run by a shell; give it as a list of words")
     if not sandbox.command:
-        raise Unrepresentable(f"server {sandbox.name!r} has no command to launch")
+        raise Refused("process-policy", sandbox.path, f"server {sandbox.name!r} has no command to launch")
     config = _config(plan, sandbox, egress)
     lines = [
         "#!/usr/bin/python3 -IS",

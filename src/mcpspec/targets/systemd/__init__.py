@@ -23,15 +23,15 @@ python3). Every value taken from the spec goes through ``mcpspec.targets.escape`
 
 from __future__ import annotations
 
-from mcpspec.ir.plan import Plan
-from mcpspec.targets.base import BuildOutput, Capability, Gap, Level
-from mcpspec.targets.common import matrix_gaps
+from collections.abc import Sequence
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.targets.base import Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.egress import egress_plan
 from mcpspec.targets.systemd.gaps import server_gaps
 from mcpspec.targets.systemd.helpers import helper_files
 from mcpspec.targets.systemd.names import BadName, names, run_id_room
 from mcpspec.targets.systemd.service import PROXY_PORT, SHIM, service
-from mcpspec.targets.systemd.unitfile import Refused
 
 __all__ = ["CAPABILITIES", "PROXY_PORT", "SHIM", "TARGET", "USAGE", "SystemdTarget"]
 
@@ -126,39 +126,25 @@ where `/bin/sh` is bash, denying `sh` also hides bash and the server does not st
 """
 
 
-_RANK: dict[Level, int] = {"none": 0, "partial": 1, "full": 2}
-
-
 class SystemdTarget:
     name = "systemd"
     description = "hardened systemd template units (stdio through socket activation, or HTTP on loopback), with a squid egress proxy"
+    usage = USAGE
     capabilities = CAPABILITIES
 
-    def build(self, plan: Plan) -> BuildOutput:
-        output = BuildOutput()
-        for name, sandbox in plan.servers.items():
-            if not sandbox.runs_here:
-                continue
-            gaps, overrides = server_gaps(plan, sandbox)
-            matrix, levels = matrix_gaps(sandbox, CAPABILITIES, overrides)
-            for gap in gaps:  # a data-dependent gap lowers what the manifest reports
-                if gap.control in levels and _RANK[gap.level] < _RANK[levels[gap.control]]:
-                    levels[gap.control] = gap.level
-            gaps.extend(matrix)
-            output.enforcement[name] = levels
-            try:
-                server = names(plan.project, name)
-                egress = egress_plan(sandbox)
-                files = {server.service: service(plan, sandbox, server, egress), **helper_files(plan, sandbox, server, egress)}
-            except BadName as exc:
-                gaps.append(Gap("identity", "none", (*sandbox.path,), str(exc), unrepresentable=True))
-                files = {}
-            except Refused as exc:
-                gaps.append(Gap(exc.control, "none", exc.path, str(exc), unrepresentable=True))
-                files = {}
-            output.gaps.extend(gaps)
-            output.files.update(files)
-        return output
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+        return server_gaps(plan, sandbox)
+
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+        try:
+            server = names(plan.project, sandbox.name)
+        except BadName as exc:
+            raise Refused("identity", sandbox.path, str(exc)) from None
+        egress = egress_plan(sandbox)
+        return Emitted({server.service: service(plan, sandbox, server, egress), **helper_files(plan, sandbox, server, egress)})
+
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+        return Emitted()
 
 
 TARGET = SystemdTarget()

@@ -6,8 +6,7 @@ import ipaddress
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
-from mcpspec.targets.base import Gap
-from mcpspec.targets.common import Overrides
+from mcpspec.targets.base import Gap, Overrides
 from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, egress_plan
 
 # What the shim runs inside the sandbox: never masked.
@@ -59,7 +58,7 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
             gaps.append(Gap("workspace-lifecycle", "partial", mount.path,
                             f"workspace.{mount.workspace_dir} is read-only and starts empty in every instance: nothing fills it before the server starts"))
     sink = sandbox.logging.sink or "stderr"
-    holders = [f"server {server}" for server, source in _writable_sources(plan) if sink.startswith("/") and _within(sink, source)]
+    holders = [f"server {server}" for server in _writers_of(plan, sink)] if sink.startswith("/") else []
     if sandbox.logging.audit and holders:
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink} lies in a directory that {', '.join(sorted(set(holders)))} can write: a sandbox can rename or delete "
@@ -98,7 +97,6 @@ def _direct_gaps(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool, gaps
 
 
 def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None:
-    writable = _writable_sources(plan)
     for grant in sandbox.secrets:
         if grant.provider in ("env", "vault", "k8s-secret"):
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
@@ -107,7 +105,7 @@ def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
                             f"secret {grant.name!r}: a system unit has no invoking user, so {grant.ref} cannot be resolved; give an absolute path"))
         elif grant.provider == "file":
-            inside = [f"server {server}" for server, source in writable if _within(grant.ref, source)]
+            inside = [f"server {server}" for server in _writers_of(plan, grant.ref)]
             if grant.ref.startswith(f"/run/mcp-{plan.project}/") or grant.ref.startswith(f"/run/mcp-{plan.project}_"):
                 inside.append("the instances' runtime directories")
             if inside:
@@ -115,18 +113,32 @@ def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None
                                 f"secret {grant.name!r}: {grant.ref} lies in a directory that {', '.join(sorted(set(inside)))} can write, and the service manager reads it as root following links: a sandbox could swap it for a link to any host file; keep secrets outside writable mounts"))
 
 
-def _writable_sources(plan: Plan) -> list[tuple[str, str]]:
-    """(server, host path) of every writable host mount of the project's servers that run here."""
-    return [
-        (name, mount.source)
-        for name, sandbox in plan.servers.items() if sandbox.runs_here
-        for mount in sandbox.mounts
-        if mount.writable and mount.workspace_dir is None and not mount.tmpfs and not is_home(mount.source)
-    ]
+def _writers_of(plan: Plan, path: str) -> list[str]:
+    """The servers (that run here) with a writable host mount at ``path`` or at a directory above it."""
+    index = _writable_index(plan)
+    found: list[str] = []
+    parts = path.rstrip("/").split("/")
+    for end in range(1, len(parts) + 1):
+        found.extend(index.get("/".join(parts[:end]) or "/", ()))
+    return found
 
 
-def _within(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
+_INDEX: list[tuple[Plan, dict[str, list[str]]]] = []
+
+
+def _writable_index(plan: Plan) -> dict[str, list[str]]:
+    """Host path -> servers that mount it writable; made once per plan (every server's gaps ask)."""
+    if _INDEX and _INDEX[0][0] is plan:
+        return _INDEX[0][1]
+    index: dict[str, list[str]] = {}
+    for name, sandbox in plan.servers.items():
+        if not sandbox.runs_here:
+            continue
+        for mount in sandbox.mounts:
+            if mount.writable and mount.workspace_dir is None and not mount.tmpfs and not is_home(mount.source):
+                index.setdefault(mount.source.rstrip("/") or "/", []).append(name)
+    _INDEX[:] = [(plan, index)]
+    return index
 
 
 def _is_loopback(address: str) -> bool:

@@ -9,12 +9,13 @@ import re
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
+from mcpspec.targets.base import Refused
 from mcpspec.targets.common import compact_json
 from mcpspec.targets.egress import METADATA_RANGES, PRIVATE_RANGES, EgressPlan
 from mcpspec.targets.escape import Unrepresentable, unit_arg, unit_env
 from mcpspec.targets.systemd.gaps import is_home, shim_tools
 from mcpspec.targets.systemd.names import Names
-from mcpspec.targets.systemd.unitfile import Refused, comments, confinement, describe, embedded_python, embedded_shell, hardening, path, render
+from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, embedded_shell, hardening, path, render
 
 # Runtimes that compile code at run time and so need writable executable memory:
 # their servers run without MemoryDenyWriteExecute=yes.

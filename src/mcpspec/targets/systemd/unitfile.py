@@ -8,17 +8,9 @@ from importlib import resources
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.targets.base import Refused
 from mcpspec.targets.common import header
 from mcpspec.targets.escape import Unrepresentable, unit_path, unit_text
-
-
-class Refused(Exception):
-    """A value of one server that the target cannot represent (TG004)."""
-
-    def __init__(self, control: str, path: SpecPath, message: str) -> None:
-        super().__init__(message)
-        self.control = control
-        self.path = path
 
 
 def package_text(name: str) -> str:

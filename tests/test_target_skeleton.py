@@ -1,0 +1,159 @@
+"""The loop every target shares (targets/skeleton.py) and the table of targets.
+
+A target supplies its capability matrix, its data-dependent gaps and its files;
+the skeleton decides levels, TG findings and what is written. These tests hold
+the skeleton to that with a target written here, and every registered target to
+the manifest it writes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Sequence
+from typing import ClassVar
+
+import pytest
+
+from mcpspec.api import load_text
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.targets import REGISTRY, TARGET_NAMES, get_target, skeleton
+from mcpspec.targets.base import CONTROLS, Capability, Emitted, Gap, Overrides, Refused
+from mcpspec.targets.build import MANIFEST, build_plan
+
+TODAY = datetime.date(2026, 12, 1)
+
+VAULT_WAIVED = """\
+version: 1
+project: acme
+secrets:
+  deploy: {provider: vault, ref: kv/deploy#token}
+servers:
+  ops:
+    kind: deploy
+    trust: vetted
+    placement: dedicated
+    command: [/usr/bin/true]
+    secrets:
+      - {use: deploy, as: {file: /run/secrets/deploy}}
+waivers:
+  - {rule: TG001, at: secrets.deploy.provider, reason: the vault agent writes the file on this host, expires: 2999-01-01}
+"""
+
+
+def _manifest(build_files: dict[str, str]) -> dict[str, object]:
+    data = json.loads(build_files[MANIFEST])
+    assert isinstance(data, dict)
+    return data
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_a_waived_gap_still_lowers_the_level_in_the_manifest(target: str) -> None:
+    """A waiver accepts a risk; it never makes the manifest claim a control is enforced."""
+    build = build_plan(load_text(VAULT_WAIVED, "waived.yaml"), target, today=TODAY)
+    tg001 = [r for r in build.results if r.code == "TG001"]
+    assert tg001 and all(r.suppression is not None for r in tg001), [r.message for r in build.results]
+    assert not build.blocked
+    servers = _manifest(build.files)["servers"]
+    assert isinstance(servers, dict)
+    assert servers["ops"]["built"] is True
+    assert servers["ops"]["controls"]["secrets"] == "none"
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_a_refused_value_is_tg004_at_the_value_and_its_server_gets_no_files(target: str) -> None:
+    spec = """\
+version: 1
+project: acme
+servers:
+  good:
+    kind: other
+    trust: first-party
+    placement: dedicated
+    command: [/usr/bin/true]
+  bad:
+    kind: other
+    trust: first-party
+    placement: dedicated
+    command: "true && true"
+"""
+    build = build_plan(load_text(spec, "refused.yaml"), target, today=TODAY)
+    tg004 = [r for r in build.results if r.code == "TG004"]
+    assert len(tg004) == 1 and tg004[0].path == ("servers", "bad", "command")
+    assert (tg004[0].span.line, tg004[0].span.col) == (13, 14)
+    assert build.blocked
+    assert not any("bad" in name for name in build.files), sorted(build.files)
+    assert any("good" in name for name in build.files), sorted(build.files)
+    servers = _manifest(build.files)["servers"]
+    assert isinstance(servers, dict)
+    assert servers["bad"]["built"] is False and servers["good"]["built"] is True
+
+
+class _Toy:
+    """A target of a few lines: everything partial, a refusal on request, one shared file."""
+
+    name = "toy"
+    description = "a target written in the test"
+    usage = "Run it."
+    capabilities: ClassVar[dict[str, Capability]] = {control.id: Capability("partial", "in part") for control in CONTROLS}
+
+    def __init__(self) -> None:
+        self.shared_with: list[str] = []
+
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+        own = [Gap("secrets", "none", sandbox.path, "toy keeps no secrets", server=sandbox.name)]
+        return own, {"identity": ("none", "toy runs everything as root")}
+
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+        if sandbox.name == "refused":
+            raise Refused("env", (*sandbox.path, "command"), "toy refuses this server")
+        return Emitted({f"{sandbox.name}.toy": "x\n", f"{sandbox.name}.sh": "#!/bin/sh\n"}, {f"{sandbox.name}.sh"})
+
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+        self.shared_with = [s.name for s in built]
+        return Emitted({"all.toy": ",".join(self.shared_with)})
+
+
+TOY_SPEC = """\
+version: 1
+project: acme
+servers:
+  one: {kind: other, trust: first-party, placement: dedicated, command: [/bin/a]}
+  refused: {kind: other, trust: first-party, placement: dedicated, command: [/bin/b]}
+  far: {kind: search, trust: third-party, placement: external, transport: {type: http, url: "https://mcp.example.com/"}}
+"""
+
+
+def test_the_skeleton_runs_a_new_target_from_its_matrix_gaps_and_files_alone() -> None:
+    toy = _Toy()
+    output = skeleton.build(toy, load_text(TOY_SPEC, "toy.yaml"))
+    assert output.files == {"one.toy": "x\n", "one.sh": "#!/bin/sh\n", "all.toy": "one"}
+    assert output.executable == {"one.sh"}
+    assert toy.shared_with == ["one"]  # neither the refused server nor the external one
+    assert set(output.enforcement) == {"one"}
+    levels = output.enforcement["one"]
+    assert levels["identity"] == "none" and levels["hidden-paths"] == "partial"
+    assert levels["secrets"] == "none"  # a gap of a control the matrix did not list is recorded too
+    refused = [g for g in output.gaps if g.unrepresentable]
+    assert [(g.server, g.path) for g in refused] == [("refused", ("servers", "refused", "command"))]
+    assert {g.server for g in output.gaps if not g.unrepresentable} == {"one", "refused"}
+
+
+def test_a_level_is_the_weakest_of_the_matrix_and_every_gap() -> None:
+    levels: dict[str, skeleton.Level] = {"mounts": "full", "secrets": "partial"}
+    skeleton.lower(levels, [Gap("mounts", "partial", (), "a"), Gap("secrets", "none", (), "b"), Gap("mounts", "none", (), "c"), Gap("memory", "partial", (), "d")])
+    assert levels == {"mounts": "none", "secrets": "none", "memory": "partial"}
+
+
+@pytest.mark.parametrize("name", TARGET_NAMES)
+def test_every_registered_target_is_complete(name: str) -> None:
+    target = get_target(name)
+    assert target.name == name
+    assert target.description and target.usage.strip()
+    assert set(target.capabilities) == {control.id for control in CONTROLS}
+
+
+def test_the_registry_is_the_one_table_the_commands_read() -> None:
+    assert tuple(REGISTRY) == TARGET_NAMES
+    with pytest.raises(ValueError, match="unknown target 'nope'; choose from bwrap, systemd"):
+        get_target("nope")
