@@ -1,6 +1,6 @@
 """Run the build properties of tests/test_build_property.py with many more examples.
 
-    python benchmarks/property_build.py --examples 5000 [--known-bugs]
+    python benchmarks/property_build.py --examples 5000
 
 Prints how many examples each target built and checked, the time, and the first
 failing spec (hypothesis shrinks it) if a property breaks.
@@ -9,7 +9,6 @@ failing spec (hypothesis shrinks it) if a property breaks.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections import Counter
@@ -21,11 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=5000)
-    parser.add_argument("--known-bugs", action="store_true", help="also generate the inputs of bugs main has not fixed yet")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    if args.known_bugs:
-        os.environ["MCPSPEC_PROPERTY_KNOWN_BUGS"] = "1"
     from hypothesis import HealthCheck, given, seed, settings
 
     from build_properties import build_all, check_build, dump, specs

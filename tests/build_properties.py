@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -27,10 +26,6 @@ from mcpspec.targets.grants import Endpoint, Grants
 from mcpspec.targets.systemd.reader import read_build as read_systemd
 from mcpspec.targets.writer import OutputError, write_build
 
-# Bugs the properties found that main has not fixed yet: their inputs stay out of the normal run
-# (tests/test_build_property.py pins each with a minimal spec, marked xfail) and come back with
-# MCPSPEC_PROPERTY_KNOWN_BUGS=1 or benchmarks/property_build.py --known-bugs.
-KNOWN_BUGS = os.environ.get("MCPSPEC_PROPERTY_KNOWN_BUGS") == "1"
 READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {"bwrap": read_bwrap, "systemd": read_systemd}
 TODAY = datetime.date(2026, 1, 1)
 
@@ -122,9 +117,7 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         spec["workspace"] = {"root": draw(st.sampled_from(["/srv/mcp/ws", "~/mcp-ws"])), "per_agent": draw(st.booleans()), "dirs": dirs}
     secrets: dict[str, dict[str, str]] = {}
     for name in draw(st.lists(st.sampled_from(["tok-a", "tok-b", "tok-c"]), max_size=3, unique=True)):
-        # bwrap's manifest calls a vault secret's control full (the skeleton of issue 10 fixes it).
-        providers = ["env", "file", "file", "systemd-credential", "systemd-credential"] + (["vault"] if KNOWN_BUGS else [])
-        provider = draw(st.sampled_from(providers))
+        provider = draw(st.sampled_from(["env", "file", "file", "systemd-credential", "systemd-credential", "vault"]))
         secrets[name] = {"provider": provider, "ref": draw(st.sampled_from(SECRET_REFS[provider]))}
     if secrets:
         spec["secrets"] = secrets
