@@ -10,7 +10,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("value", [15, "15", "15 minutes", "m", "", "1.5h", True, None])
+@pytest.mark.parametrize("value", [15, "15", "15 minutes", "m", "", "1.5h", True, None, "0s", "0m0s"])
 def test_bad_durations(value: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(value)

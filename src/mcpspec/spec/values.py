@@ -37,7 +37,10 @@ def parse_duration(value: object) -> float:
     text = value.strip()
     if not text or _DURATION_PART.sub("", text):
         raise ValueError(f"{value!r} is not a duration; write e.g. '30s', '15m', '1h30m', '7d'")
-    return float(sum(int(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART.findall(text)))
+    seconds = float(sum(int(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART.findall(text)))
+    if seconds <= 0:  # a limit of no time would read as "no limit" to every target that rounds it
+        raise ValueError(f"{value!r} is no time at all; leave the field out for no limit")
+    return seconds
 
 
 def parse_size(value: object) -> int:
