@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import NoReturn
 
@@ -94,3 +95,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
+
+
+# Examples the build property ran per target (tests/test_build_property.py), shown at the end of the run.
+PROPERTY_EXAMPLES: Counter[str] = Counter()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if PROPERTY_EXAMPLES:
+        counts = ", ".join(f"{target} {count}" for target, count in sorted(PROPERTY_EXAMPLES.items()))
+        terminalreporter.write_line(f"build property examples per target: {counts}")

@@ -120,6 +120,8 @@ def test_agents_shell_commands_and_http_bind_are_resolved() -> None:
         (("port: 8080}", "bind: 0.0.0.0}"), "spec.yaml:35:5: SC006 server 'web' serves HTTP: give the 'port'"),
         (("tmp: {mode: rw, tmpfs: true, size: 64Mi}", "tmp: {mode: rw, size: 64Mi}"), "spec.yaml:15:21: SC006 workspace.dirs.tmp.size: only a tmpfs directory"),
         (("ref: TOKEN,", "ref: 'not a var',"), "spec.yaml:17:31: SC004 secrets.token.ref: provider env needs an environment variable name"),
+        # Python's `$` also matches before a final newline: every reference pattern must match the whole value.
+        (("ref: TOKEN,", "ref: \"TOKEN\\n\","), "spec.yaml:17:31: SC004 secrets.token.ref: provider env needs an environment variable name"),
         (("    command: [python, -m, repo]\n", ""), "spec.yaml:21:3: SC006 server 'repo' needs 'command'"),
     ],
 )

@@ -10,7 +10,7 @@ def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == seconds
 
 
-@pytest.mark.parametrize("value", [15, "15", "15 minutes", "m", "", "1.5h", True, None])
+@pytest.mark.parametrize("value", [15, "15", "15 minutes", "m", "", "1.5h", True, None, "0s", "0m0s"])
 def test_bad_durations(value: object) -> None:
     with pytest.raises(ValueError):
         parse_duration(value)
@@ -61,7 +61,7 @@ def test_good_names(name: str) -> None:
     assert check_name(name) == name
 
 
-@pytest.mark.parametrize("name", ["Fetch", "-a", "a-", "a_b", "1a", "a" * 41, "$(x)", "a b", "a\nb", "a%i", "..", ""])
+@pytest.mark.parametrize("name", ["Fetch", "-a", "a-", "a_b", "1a", "a" * 41, "$(x)", "a b", "a\nb", "a%i", "..", "", "a\n"])
 def test_names_that_would_break_file_unit_or_k8s_names_are_refused(name: str) -> None:
     with pytest.raises(ValueError):
         check_name(name)

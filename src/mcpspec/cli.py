@@ -15,6 +15,7 @@ import typer
 
 from mcpspec import __version__
 from mcpspec.report.renderers import GRAPH_FORMATS, LINT_FORMATS, PLAN_FORMATS
+from mcpspec.targets import TARGET_NAMES
 
 if TYPE_CHECKING:
     from mcpspec.settings import Flags, Settings
@@ -171,7 +172,7 @@ def schema() -> None:
 @app.command()
 def build(
     file: Annotated[Path, typer.Argument(help="The spec file to compile.", show_default=False)],
-    target: Annotated[str, typer.Option("--target", "-t", help="The target to build for, such as bwrap or systemd (an unknown name lists them all).", show_default=False)],
+    target: Annotated[str, typer.Option("--target", "-t", help=f"The target to build for: {', '.join(TARGET_NAMES)}.", show_default=False)],
     out: Annotated[Path | None, typer.Option("--out", help="Output directory (default: build/<target>).")] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 with a diff when the directory differs from the build.")] = False,
     fail_on: Annotated[str, typer.Option("--fail-on", help="Lowest severity of a finding (a risk rule's or the target's) that stops the build: high (default), medium, low, info.")] = "high",

@@ -106,7 +106,7 @@ class _Resolver:
                     self.error(INVALID_VALUE, path, f"{format_path(path)}: {exc}")
                 continue
             pattern, hint = _SECRET_REF[secret.provider]
-            if not pattern.match(secret.ref):
+            if not pattern.fullmatch(secret.ref):
                 self.error(INVALID_VALUE, path, f"{format_path(path)}: provider {secret.provider} needs {hint}, got {secret.ref!r}")
 
     def check_workspace(self) -> None:

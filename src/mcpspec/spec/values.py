@@ -37,7 +37,10 @@ def parse_duration(value: object) -> float:
     text = value.strip()
     if not text or _DURATION_PART.sub("", text):
         raise ValueError(f"{value!r} is not a duration; write e.g. '30s', '15m', '1h30m', '7d'")
-    return float(sum(int(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART.findall(text)))
+    seconds = float(sum(int(n) * _DURATION_UNITS[unit] for n, unit in _DURATION_PART.findall(text)))
+    if seconds <= 0:  # a limit of no time would read as "no limit" to every target that rounds it
+        raise ValueError(f"{value!r} is no time at all; leave the field out for no limit")
+    return seconds
 
 
 def parse_size(value: object) -> int:
@@ -58,7 +61,7 @@ def parse_size(value: object) -> int:
 
 def check_name(value: str, what: str = "name") -> str:
     """Names of servers, agents, secrets and projects become file, unit and Kubernetes names."""
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise ValueError(
             f"{what} {value!r} is not allowed: use 1-40 lowercase letters, digits and '-', "
             "starting with a letter and not ending with '-' (it becomes file, unit and Kubernetes names)"

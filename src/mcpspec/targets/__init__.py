@@ -9,8 +9,10 @@ and its tests.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from mcpspec.targets.base import Target
+if TYPE_CHECKING:  # the table stays cheap to import: `--help` lists it without loading the Plan
+    from mcpspec.targets.base import Target
 
 # name -> the package that holds its TARGET (imported on first use: `lint` never pays for a target)
 REGISTRY: dict[str, str] = {

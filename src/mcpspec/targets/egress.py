@@ -42,8 +42,8 @@ SQUID_NEVER = squid_form(NEVER_NETWORKS)
 SQUID_REFUSED = squid_form(REFUSED_NETWORKS)
 # squid reads a configuration file in pieces of BUFSIZ (8192) bytes, newline included.
 SQUID_LINE_MAX = 8000
-_DOMAIN_TEXT = re.compile(r"^[a-z0-9.-]+$")
-_SQUID_WORD = re.compile(r"^[A-Za-z0-9_@+=:,./-]{1,4000}$")
+_DOMAIN_TEXT = re.compile(r"^[a-z0-9.-]+\Z")  # \Z: "$" would also match before a final newline
+_SQUID_WORD = re.compile(r"^[A-Za-z0-9_@+=:,./-]{1,4000}\Z")
 
 
 def squid_word(value: str) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
-_UNIT_PATH_SAFE = re.compile(r"^/[A-Za-z0-9_@+=,./-]*$")
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")  # \Z: "$" would also match before a final newline
+_UNIT_PATH_SAFE = re.compile(r"^/[A-Za-z0-9_@+=,./-]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _ENV_ARG = str.maketrans({"\\": "\\\\", '"': '\\"', "%": "%%", **{chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}})
 _ARG = {**_ENV_ARG, ord("$"): "$$"}
@@ -34,9 +34,20 @@ def sh_words(values: list[str] | tuple[str, ...]) -> str:
 
 
 def unit_text(value: str) -> str:
-    """Free text in a unit setting (Description=): specifiers and line breaks neutralized."""
+    """Free text in a unit setting (Description=): specifiers and line breaks neutralized.
+
+    The setting is not unquoted, so what it cannot say is refused: a control character,
+    spaces at either end (systemd strips them) and a final backslash (systemd would
+    continue the line with the next one, swallowing the setting that follows).
+    """
     if _CONTROL.search(value):
         raise Unrepresentable("a control character (newline, tab) cannot appear in a unit setting")
+    if not value:
+        raise Unrepresentable("an empty setting resets it")
+    if value != value.strip(" "):
+        raise Unrepresentable("systemd drops spaces at either end of a unit setting")
+    if value.endswith("\\"):
+        raise Unrepresentable("a backslash at the end of a unit line continues it on the next line")
     return value.replace("%", "%%")
 
 
@@ -66,4 +77,8 @@ def unit_path(value: str) -> str:
         raise Unrepresentable(
             f"path {value!r} has characters a systemd path list cannot carry safely (only letters, digits and _@+=,./- are allowed)"
         )
+    # systemd ignores a path that is not normalized (with a warning): InaccessiblePaths=
+    # would then hide nothing.
+    if value != "/" and (value.endswith("/") or any(part in (".", "..") for part in value.split("/"))):
+        raise Unrepresentable(f"path {value!r} is not normalized (a . or .. component, or a final /); systemd would ignore it")
     return value.replace("%", "%%")

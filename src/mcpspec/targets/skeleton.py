@@ -16,6 +16,7 @@ matrix, the gaps and the files; it never repeats this loop.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
@@ -34,6 +35,8 @@ def build(target: Target, plan: Plan) -> BuildOutput:
         if not sandbox.runs_here:
             continue
         own, overrides = target.server_gaps(plan, sandbox)
+        # A gap at a shared path (defaults) names no server by its path: its finding must still name this one.
+        own = [gap if gap.server else dataclasses.replace(gap, server=name) for gap in own]
         matrix, levels = matrix_gaps(sandbox, target.capabilities, overrides)
         gaps = [*own, *matrix]
         lower(levels, gaps)

@@ -34,7 +34,7 @@ def _previous_files(out: Path) -> set[str]:
     except (OSError, ValueError, KeyError, TypeError):
         return set()
     # Only plain names this generator could have written: a tampered manifest cannot reach outside.
-    return {name for name in listed if isinstance(name, str) and _OWN_NAME.match(name)} if isinstance(listed, list) else set()
+    return {name for name in listed if isinstance(name, str) and _OWN_NAME.fullmatch(name)} if isinstance(listed, list) else set()
 
 
 def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:

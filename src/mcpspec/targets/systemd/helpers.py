@@ -7,9 +7,9 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.common import header_text
 from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, squid_config
-from mcpspec.targets.escape import unit_arg, unit_text
+from mcpspec.targets.systemd.directive import Directive, Fixed, UnitArg, UnitInt, UnitName, UnitNetwork, UnitPath, UnitText, directive, fixed, joined
 from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names
-from mcpspec.targets.systemd.unitfile import comments, confinement, describe, hardening, render
+from mcpspec.targets.systemd.unitfile import comments, confinement, describe, hardening, render, shell_template
 
 SOCKET_PROXYD = "/usr/lib/systemd/systemd-socket-proxyd"
 SQUID = "/usr/sbin/squid"
@@ -32,15 +32,12 @@ def helper_files(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Eg
 
 def _socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     head = comments(plan, f"the stdio endpoint of MCP server {sandbox.name}: each connection starts one {names.service} instance")
-    unit = [f"Description={describe(sandbox, 'stdio socket')}"]
+    unit = [directive("Description", describe(sandbox, "stdio socket"))]
     socket = [
-        f"ListenStream={names.listen_path}",
-        "SocketMode=0600",
-        "DirectoryMode=0755",
-        "Accept=yes",
-        "RemoveOnStop=yes",
+        directive("ListenStream", UnitPath(names.listen_path)),
+        *(fixed(line) for line in ("SocketMode=0600", "DirectoryMode=0755", "Accept=yes", "RemoveOnStop=yes")),
     ]
-    return render(head, [("Unit", unit), ("Socket", socket), ("Install", ["WantedBy=sockets.target"])])
+    return render(head, [("Unit", unit), ("Socket", socket), ("Install", [fixed("WantedBy=sockets.target")])])
 
 
 def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:
@@ -59,8 +56,8 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
     return body + f"access_log stdio:/var/log/{names.squid_dir}/access.log mcpspec\n"
 
 
-def _helper_hardening() -> list[str]:
-    return ["DynamicUser=yes", *confinement("@privileged"), *hardening()]
+def _helper_hardening() -> list[Directive]:
+    return [fixed("DynamicUser=yes"), *confinement("@privileged"), *hardening()]
 
 
 def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
@@ -68,34 +65,28 @@ def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     head = comments(plan, f"the egress proxy of MCP server {sandbox.name}: squid on 127.0.0.1:{port}")
     head.append(f"# Port {port} = {SQUID_PORT_BASE} + crc32(\"{names.project}/{names.server}\") mod {SQUID_PORT_SPAN}.")
     unit = [
-        f"Description={unit_text(f'egress proxy (squid) of MCP server {sandbox.name}')}",
-        "Wants=network-online.target",
-        "After=network-online.target",
+        directive("Description", UnitText(f"egress proxy (squid) of MCP server {sandbox.name}")),
+        fixed("Wants=network-online.target"),
+        fixed("After=network-online.target"),
     ]
-    # Ready once this squid says it listens on its port: its own log, emptied before it starts. Anything
-    # else listening there (another project's squid whose port hashes alike) must not pass for it.
     log = f"/var/log/{names.squid_dir}/cache.log"
-    ready = (
-        f"for _ in {{1..300}}; do /bin/grep -q FATAL {log} && break; "
-        f"/bin/grep -q 'Accepting HTTP Socket connections at .* local=127.0.0.1:{port} ' {log} && exit 0; /bin/sleep 0.1; done; "
-        f"echo 'squid did not start listening on 127.0.0.1:{port}' >&2; exit 1"
-    )
+    bash = Fixed("/bin/bash -c")
     service = [
-        "Type=simple",
-        f"ExecStartPre=/bin/bash -c {unit_arg(f': > {log}')}",
-        f"ExecStart={SQUID} -n {names.squid_name} -N -f {names.squid_conf_path}",
-        f"ExecStartPost=/bin/bash -c {unit_arg(ready)}",
-        f"RuntimeDirectory={names.squid_dir}",
-        "RuntimeDirectoryMode=0700",
-        f"LogsDirectory={names.squid_dir}",
-        "LogsDirectoryMode=0750",
-        "LimitNOFILE=65536",
-        f"SyslogIdentifier={names.squid_dir}",
-        "Restart=on-failure",
+        fixed("Type=simple"),
+        directive("ExecStartPre", bash, UnitArg(shell_template("squid-log.sh", log=log))),
+        directive("ExecStart", Fixed(SQUID), Fixed("-n"), UnitName(names.squid_name), Fixed("-N -f"), UnitPath(names.squid_conf_path)),
+        directive("ExecStartPost", bash, UnitArg(shell_template("squid-ready.sh", log=log, port=port))),
+        directive("RuntimeDirectory", UnitName(names.squid_dir)),
+        fixed("RuntimeDirectoryMode=0700"),
+        directive("LogsDirectory", UnitName(names.squid_dir)),
+        fixed("LogsDirectoryMode=0750"),
+        fixed("LimitNOFILE=65536"),
+        directive("SyslogIdentifier", UnitName(names.squid_dir)),
+        fixed("Restart=on-failure"),
         *_helper_hardening(),
-        "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6",
+        fixed("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"),
         # squid refuses these after resolution; the IP rule is a second wall.
-        f"IPAddressDeny={' '.join(METADATA_RANGES)}",
+        directive("IPAddressDeny", *(UnitNetwork(network) for network in METADATA_RANGES)),
     ]
     return render(head, [("Unit", unit), ("Service", service)])
 
@@ -104,31 +95,26 @@ def _egress_socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     head = comments(plan, f"the egress socket of MCP server {sandbox.name}, bound into each instance")
     head.append("# Mode 0666 lets the server's transient user connect through its bind mount;")
     head.append("# the directory (0700 root) keeps every other user out.")
-    unit = [f"Description={unit_text(f'egress socket of MCP server {sandbox.name}')}"]
+    unit = [directive("Description", UnitText(f"egress socket of MCP server {sandbox.name}"))]
     socket = [
-        f"ListenStream={names.egress_path}",
-        "SocketMode=0666",
-        "DirectoryMode=0700",
-        "RemoveOnStop=yes",
+        directive("ListenStream", UnitPath(names.egress_path)),
+        *(fixed(line) for line in ("SocketMode=0666", "DirectoryMode=0700", "RemoveOnStop=yes")),
     ]
-    return render(head, [("Unit", unit), ("Socket", socket), ("Install", ["WantedBy=sockets.target"])])
+    return render(head, [("Unit", unit), ("Socket", socket), ("Install", [fixed("WantedBy=sockets.target")])])
 
 
 def _egress_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     head = comments(plan, f"relays the egress socket of MCP server {sandbox.name} to its squid")
+    needs = (UnitName(names.squid_service), UnitName(names.egress_socket))
     unit = [
-        f"Description={unit_text(f'egress relay of MCP server {sandbox.name}')}",
-        f"Requires={names.squid_service} {names.egress_socket}",
-        f"After={names.squid_service} {names.egress_socket}",
+        directive("Description", UnitText(f"egress relay of MCP server {sandbox.name}")),
+        directive("Requires", *needs),
+        directive("After", *needs),
     ]
     service = [
-        f"ExecStart={SOCKET_PROXYD} 127.0.0.1:{names.squid_port}",
-        f"SyslogIdentifier={names.stem}_egress",
+        directive("ExecStart", Fixed(SOCKET_PROXYD), joined(Fixed("127.0.0.1:"), UnitInt(names.squid_port))),
+        directive("SyslogIdentifier", UnitName(f"{names.stem}_egress")),
         *_helper_hardening(),
-        "PrivateNetwork=no",
-        "RestrictAddressFamilies=AF_UNIX AF_INET",
-        "IPAddressDeny=any",
-        "IPAddressAllow=localhost",
-        "SocketBindDeny=any",
+        *(fixed(line) for line in ("PrivateNetwork=no", "RestrictAddressFamilies=AF_UNIX AF_INET", "IPAddressDeny=any", "IPAddressAllow=localhost", "SocketBindDeny=any")),
     ]
     return render(head, [("Unit", unit), ("Service", service)])

@@ -17,7 +17,7 @@ SQUID_PORT_SPAN = 20000
 UNIT_NAME_MAX = 255  # systemd's limit, including the suffix
 USER_NAME_MAX = 31  # a DynamicUser= name must be a valid user name in the strict sense
 # What a unit name's prefix may hold, and the names the spec models allow.
-_UNIT_PART = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_UNIT_PART = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 
 
 class BadName(ValueError):

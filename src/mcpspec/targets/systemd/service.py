@@ -12,10 +12,24 @@ from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.base import Refused
 from mcpspec.targets.common import compact_json
 from mcpspec.targets.egress import METADATA_RANGES, PRIVATE_RANGES, EgressPlan
-from mcpspec.targets.escape import Unrepresentable, unit_arg, unit_env
+from mcpspec.targets.systemd.directive import (
+    Directive,
+    Fixed,
+    UnitArg,
+    UnitEnv,
+    UnitInt,
+    UnitName,
+    UnitNetwork,
+    UnitPath,
+    UnitPercent,
+    UnitValue,
+    directive,
+    fixed,
+    joined,
+)
 from mcpspec.targets.systemd.gaps import shim_tools
 from mcpspec.targets.systemd.names import Names
-from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, embedded_shell, hardening, path, render
+from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, embedded_shell, hardening, render
 
 # Runtimes that compile code at run time and so need writable executable memory:
 # their servers run without MemoryDenyWriteExecute=yes.
@@ -32,8 +46,8 @@ COMMAND_DIRS = ("/usr/local/bin", "/usr/local/sbin", "/usr/bin", "/usr/sbin", "/
 # /run, seen from inside: an empty tmpfs only root may write, where systemd binds back
 # the instance's runtime directory and credentials, and the target binds the egress
 # socket. D-Bus, journald, systemd-resolved and every other socket there are gone.
-PRIVATE_RUN = "TemporaryFileSystem=/run:mode=0755,size=1m,nosuid,nodev,noexec"
-PRIVATE_SHM = "TemporaryFileSystem=/dev/shm:mode=1777,size=16m,nosuid,nodev,noexec"
+PRIVATE_RUN = fixed("TemporaryFileSystem=/run:mode=0755,size=1m,nosuid,nodev,noexec")
+PRIVATE_SHM = fixed("TemporaryFileSystem=/dev/shm:mode=1777,size=16m,nosuid,nodev,noexec")
 EGRESS_SOCKET = "/run/mcpspec/egress.sock"
 SHIM = embedded_shell("shim.sh")
 AUDIT = embedded_python("audit.py")
@@ -41,32 +55,30 @@ _EXEC_PREFIXES = "-@:+!|"
 # Variables the dynamic loader and libc read: Environment= reaches the root audit
 # command (ExecStopPost=+) too, where one of these would load code a sandbox wrote.
 LOADER_VARIABLES = ("LD_", "GCONV_PATH", "GLIBC_TUNABLES", "LOCPATH", "NLSPATH", "MALLOC_")
-_CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}$")
+_CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}\Z")
 
 
 def service(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:
     http = isinstance(sandbox.transport, HttpTransport)
     proxied_stdio = egress.mode == "proxy" and not http
-    unit = [f"Description={describe(sandbox, 'run %i')}", "CollectMode=inactive-or-failed"]
-    needs: list[str] = []
+    unit = [directive("Description", describe(sandbox, "run %i")), fixed("CollectMode=inactive-or-failed")]
+    needs: list[UnitValue] = []
     if egress.mode == "proxy":
-        needs.append(names.squid_service)
+        needs.append(UnitName(names.squid_service))
         if proxied_stdio:
-            needs.append(names.egress_socket)
+            needs.append(UnitName(names.egress_socket))
     if needs:
-        unit += [f"Requires={' '.join(needs)}", f"After={' '.join(needs)}"]
+        unit += [directive("Requires", *needs), directive("After", *needs)]
     if http or egress.mode == "direct-open":
-        unit += ["Wants=network-online.target", "After=network-online.target"]
+        unit += [fixed("Wants=network-online.target"), fixed("After=network-online.target")]
 
-    body: list[str] = ["Type=simple"]
+    body: list[Directive] = [fixed("Type=simple")]
     body += _exec_start(sandbox, egress, proxied_stdio)
-    if http:
-        body += ["StandardInput=null", "StandardOutput=journal", "StandardError=journal"]
-    else:
-        body += ["StandardInput=socket", "StandardOutput=socket", "StandardError=journal"]
-    body.append(f"SyslogIdentifier={names.identifier}")
+    streams = ("null", "journal", "journal") if http else ("socket", "socket", "journal")
+    body += [directive(key, Fixed(value)) for key, value in zip(("StandardInput", "StandardOutput", "StandardError"), streams, strict=True)]
+    body.append(directive("SyslogIdentifier", UnitName(names.identifier)))
     if sandbox.workdir is not None:
-        body.append(f"WorkingDirectory={path(sandbox.workdir, 'mounts', sandbox.origin('workdir'))}")
+        body.append(directive("WorkingDirectory", UnitPath(sandbox.workdir, ("mounts", sandbox.origin("workdir")))))
     body += _environment(sandbox, names, egress, http)
     body += _identity(sandbox, names)
     body += _network(sandbox, egress, http)
@@ -83,7 +95,7 @@ def service(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressP
     return render(head, [("Unit", unit), ("Service", body)])
 
 
-def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied_stdio: bool) -> list[str]:
+def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied_stdio: bool) -> list[Directive]:
     spec_path: SpecPath = (*sandbox.path, "command")
     if sandbox.command_is_shell:
         raise Refused("process-policy", spec_path, "a command given as one string is run by a shell; give it as a list of words")
@@ -92,18 +104,16 @@ def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied_stdio: bo
     program = sandbox.command[0]
     if program[:1] in _EXEC_PREFIXES or ("/" in program and not program.startswith("/")):
         raise Refused("process-policy", spec_path, f"command {program!r}: ExecStart= needs an absolute path or a plain program name, not starting with one of {_EXEC_PREFIXES}")
-    try:
-        words = [unit_arg(word) for word in sandbox.command]
-    except Unrepresentable as exc:
-        raise Refused("process-policy", spec_path, str(exc)) from None
+    words: list[UnitValue] = [UnitArg(word, ("process-policy", spec_path)) for word in sandbox.command]
     if shim_tools(sandbox, egress):
         # Names only (validated: a variable and a secret name), never a value.
         options = (["egress"] if proxied_stdio else []) + [f"{g.env}={g.name}" for g in sandbox.secrets if g.env is not None]
-        words = ["/bin/bash", "--noprofile", "--norc", "-c", unit_arg(SHIM), "mcpspec-shim", *options, "--", *words]
-    return [f"ExecStart={' '.join(words)}"]
+        shim = [Fixed("/bin/bash --noprofile --norc -c"), UnitArg(SHIM), Fixed("mcpspec-shim"), *(UnitName(option) for option in options), Fixed("--")]
+        words = [*shim, *words]
+    return [directive("ExecStart", *words)]
 
 
-def _environment(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, http: bool) -> list[str]:
+def _environment(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, http: bool) -> list[Directive]:
     declared = dict(sandbox.env.set)
     if egress.mode == "proxy":
         proxy = f"http://127.0.0.1:{names.squid_port if http else PROXY_PORT}"
@@ -114,51 +124,48 @@ def _environment(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, ht
         if sandbox.logging.audit and name.startswith(LOADER_VARIABLES):
             raise Refused("env", (*sandbox.origin("env.set"), name),
                           f"env.set {name}: Environment= also reaches the root audit command (ExecStopPost=+), where the dynamic loader would act on it; drop it or turn logging.audit off")
-        try:
-            lines.append(f"Environment={unit_env(name, value)}")
-        except Unrepresentable as exc:
-            raise Refused("env", (*sandbox.origin("env.set"), name), str(exc)) from None
+        lines.append(directive("Environment", UnitEnv(name, value, ("env", (*sandbox.origin("env.set"), name)))))
     return lines
 
 
-def _identity(sandbox: EffectiveSandbox, names: Names) -> list[str]:
+def _identity(sandbox: EffectiveSandbox, names: Names) -> list[Directive]:
     program = sandbox.command[0].rsplit("/", 1)[-1] if sandbox.command else ""
     jit = program in JIT_RUNTIMES or re.sub(r"[0-9.]+$", "", program) in JIT_RUNTIMES
     # One transient user per instance: concurrent runs of a server cannot read each
     # other's workspaces or /proc/<pid>/environ, nor signal each other.
-    return ["DynamicUser=yes", f"User={names.user}", *confinement("@privileged @resources", write_execute=jit)]
+    return [fixed("DynamicUser=yes"), directive("User", UnitName(names.user)), *confinement("@privileged @resources", write_execute=jit)]
 
 
-def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[str]:
+def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[Directive]:
     listeners = sandbox.process.listeners
     if not http and egress.mode == "none":
         # The stdio connection arrives as a file descriptor: no socket of its own is needed.
         if not listeners:
-            return ["PrivateNetwork=yes", "RestrictAddressFamilies=none", "IPAddressDeny=any", "SocketBindDeny=any"]
-        return ["PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX", "IPAddressDeny=any"]
+            return [fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=none", "IPAddressDeny=any", "SocketBindDeny=any")]
+        return [fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX", "IPAddressDeny=any")]
     if not http and egress.mode == "proxy":
         # Only the instance's own loopback exists: the shim's socat and the server talk over it.
-        lines = ["PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "IPAddressDeny=any", "IPAddressAllow=localhost"]
-        return lines if listeners else [*lines, f"SocketBindAllow=ipv4:tcp:{PROXY_PORT}", "SocketBindDeny=any"]
-    lines = ["PrivateNetwork=no", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"]
+        lines = [fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "IPAddressDeny=any", "IPAddressAllow=localhost")]
+        return lines if listeners else [*lines, directive("SocketBindAllow", joined(Fixed("ipv4:tcp:"), UnitInt(PROXY_PORT))), fixed("SocketBindDeny=any")]
+    lines = [fixed("PrivateNetwork=no"), fixed("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6")]
     # 127.0.0.1 and ::1, not all of loopback: 127.0.0.53 and .54 are systemd-resolved's stubs.
     allow = ["127.0.0.1", "::1"] if http else []
     if egress.mode == "direct-open":
         allow += _allowed_networks(egress)
         if egress.default == "allow":
             denied = [*METADATA_RANGES, *PRIVATE_RANGES, *(_cidr(d.host) for d in egress.deny if d.kind == "cidr")]
-            lines.append(f"IPAddressDeny={' '.join(dict.fromkeys(denied))}")
+            lines.append(directive("IPAddressDeny", *(UnitNetwork(network) for network in dict.fromkeys(denied))))
         else:
-            lines.append("IPAddressDeny=any")
+            lines.append(fixed("IPAddressDeny=any"))
     else:
-        lines.append("IPAddressDeny=any")
+        lines.append(fixed("IPAddressDeny=any"))
     if allow:
-        lines.append(f"IPAddressAllow={' '.join(allow)}")
+        lines.append(directive("IPAddressAllow", *(UnitNetwork(network) for network in allow)))
     if not listeners:
         transport = sandbox.transport
         if isinstance(transport, HttpTransport) and transport.port is not None:
-            lines.append(f"SocketBindAllow=tcp:{int(transport.port)}")
-        lines.append("SocketBindDeny=any")
+            lines.append(directive("SocketBindAllow", joined(Fixed("tcp:"), UnitInt(int(transport.port)))))
+        lines.append(fixed("SocketBindDeny=any"))
     return lines
 
 
@@ -180,11 +187,11 @@ def _cidr(host: str) -> str:
     return str(ipaddress.ip_network(host, strict=False))
 
 
-def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, proxied_stdio: bool) -> list[str]:
+def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, proxied_stdio: bool) -> list[Directive]:
     lines = hardening()
     runtime_dirs: list[str] = []
-    binds: list[str] = []
-    temporary: list[str] = []
+    binds: list[Directive] = []
+    temporary: list[Directive] = []
     kept: list[str] = []  # paths the server needs, which no hiding may cover
     if egress.mode != "direct-open":
         temporary.append(PRIVATE_RUN)
@@ -192,11 +199,12 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
     # server would share it (a server without egress could hand data to one with egress).
     temporary.append(PRIVATE_SHM)
     for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target)):
-        target = path(mount.target, "mounts", (*mount.path, "to"))
+        target = UnitPath(mount.target, ("mounts", (*mount.path, "to")))
+        target.rendered()  # refused here, before any other setting of this mount
         kept.append(mount.target)
         if mount.kind == "tmpfs":
-            options = f"size={mount.size},mode=1777" + (",ro" if mount.mode == "ro" else "")
-            temporary.append(f"TemporaryFileSystem={target}:{options}")
+            options = joined(Fixed(":size="), UnitInt(mount.size), Fixed(",mode=1777" + (",ro" if mount.mode == "ro" else "")))
+            temporary.append(directive("TemporaryFileSystem", joined(target, options)))
             continue
         setting = "BindPaths" if mount.writable else "BindReadOnlyPaths"
         if mount.workspace_dir is not None:
@@ -204,15 +212,15 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
                 runtime_dirs.append(names.run_dir)
             relative = f"{names.run_dir}/{mount.workspace_dir}"  # a validated dir name
             runtime_dirs.append(relative)
-            binds.append(f"{setting}=%t/{relative}:{target}")
+            binds.append(directive(setting, joined(Fixed("%t/"), UnitName(relative), Fixed(":"), target)))
         elif mount.kind == "home":
             continue  # a TG001 gap already stops the build
         else:
-            binds.append(f"{setting}={path(mount.source, 'mounts', (*mount.path, 'from'))}:{target}")
+            binds.append(directive(setting, joined(UnitPath(mount.source, ("mounts", (*mount.path, "from"))), Fixed(":"), target)))
     if runtime_dirs:
-        lines += [f"RuntimeDirectory={' '.join(runtime_dirs)}", "RuntimeDirectoryMode=0700"]
+        lines += [directive("RuntimeDirectory", *(UnitName(d) for d in runtime_dirs)), fixed("RuntimeDirectoryMode=0700")]
     if proxied_stdio:
-        binds.append(f"BindPaths={names.egress_path}:{EGRESS_SOCKET}")
+        binds.append(directive("BindPaths", joined(UnitPath(names.egress_path), Fixed(":"), UnitPath(EGRESS_SOCKET))))
         kept.append(EGRESS_SOCKET)
     lines += binds + temporary
     if sandbox.workdir is not None:
@@ -222,73 +230,73 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
     kept.extend(grant.file for grant in sandbox.secrets if grant.file is not None)
     hidden = [d for d in HIDDEN_DIRS if not any(_overlaps(d, p) for p in kept)]
     if hidden:
-        lines.append("InaccessiblePaths=" + " ".join(f"-{d}" for d in hidden))
+        lines.append(directive("InaccessiblePaths", *(_optional(UnitPath(d)) for d in hidden)))
     lines += _masks(sandbox, shim_tools(sandbox, egress))
     return lines
+
+
+def _optional(path: UnitPath) -> UnitValue:
+    """A path of InaccessiblePaths= that may be missing on the host ("-")."""
+    return joined(Fixed("-"), path)
 
 
 def _overlaps(a: str, b: str) -> bool:
     return a == b or b.startswith(a.rstrip("/") + "/") or a.startswith(b.rstrip("/") + "/")
 
 
-def _masks(sandbox: EffectiveSandbox, shim: frozenset[str]) -> list[str]:
+def _masks(sandbox: EffectiveSandbox, shim: frozenset[str]) -> list[Directive]:
     lines = []
-    spec_path = sandbox.origin("process.deny")
+    origin = ("process-policy", sandbox.origin("process.deny"))
     for command in sorted(dict.fromkeys(sandbox.process.deny)):
         if "/" in command:
             if command.startswith("/"):
-                lines.append(f"InaccessiblePaths=-{path(command, 'process-policy', spec_path)}")
+                lines.append(directive("InaccessiblePaths", _optional(UnitPath(command, origin))))
             continue
         if command in shim:
             continue
-        lines.append("InaccessiblePaths=" + " ".join(f"-{path(f'{d}/{command}', 'process-policy', spec_path)}" for d in COMMAND_DIRS))
+        lines.append(directive("InaccessiblePaths", *(_optional(UnitPath(f"{d}/{command}", origin)) for d in COMMAND_DIRS)))
     return lines
 
 
-def _secrets(sandbox: EffectiveSandbox) -> list[str]:
-    loads: dict[str, str] = {}
-    binds: list[str] = []
+def _secrets(sandbox: EffectiveSandbox) -> list[Directive]:
+    loads: dict[str, Directive] = {}
+    binds: list[Directive] = []
     for grant in sandbox.secrets:
+        name = UnitName(grant.name)  # a validated secret name
         if grant.source is not None:
             if grant.source.in_home:
                 continue  # TG001
-            loads.setdefault(grant.name, f"LoadCredential={grant.name}:{path(grant.source.path, 'secrets', (*grant.secret_path, 'ref'))}")
+            source: UnitValue = UnitPath(grant.source.path, ("secrets", (*grant.secret_path, "ref")))
         elif grant.provider == "systemd-credential":
             if not _CREDENTIAL_NAME.match(grant.ref) or grant.ref in (".", ".."):
                 raise Refused("secrets", (*grant.secret_path, "ref"), f"secret {grant.name!r}: {grant.ref!r} is not a credential name")
             # A relative source: the credential the service manager itself was given under that name.
-            loads.setdefault(grant.name, f"LoadCredential={grant.name}:{grant.ref}")
+            source = UnitName(grant.ref)
         else:
             continue  # TG001
+        loads.setdefault(grant.name, directive("LoadCredential", joined(name, Fixed(":"), source)))
         if grant.file is not None:
-            binds.append(f"BindReadOnlyPaths=%d/{grant.name}:{path(grant.file, 'secrets', (*grant.path, 'as', 'file'))}")
+            binds.append(directive("BindReadOnlyPaths", joined(Fixed("%d/"), name, Fixed(":"), UnitPath(grant.file, ("secrets", (*grant.path, "as", "file"))))))
     return [*loads.values(), *binds]
 
 
-def _limits(sandbox: EffectiveSandbox) -> list[str]:
+def _limits(sandbox: EffectiveSandbox) -> list[Directive]:
     runtime = sandbox.resources
     lines = []
     if runtime.memory is not None:
-        lines += [f"MemoryMax={int(runtime.memory)}", "MemorySwapMax=0"]
+        lines += [directive("MemoryMax", UnitInt(int(runtime.memory))), fixed("MemorySwapMax=0")]
     if runtime.pids is not None:
-        lines.append(f"TasksMax={int(runtime.pids)}")
+        lines.append(directive("TasksMax", UnitInt(int(runtime.pids))))
     if runtime.cpus is not None:
-        lines.append(f"CPUQuota={_percent(runtime.cpus)}")
+        lines.append(directive("CPUQuota", UnitPercent(runtime.cpus)))
     lifetime = sandbox.lifecycle.max_lifetime
     if lifetime is not None:
-        lines.append(f"RuntimeMaxSec={max(1, math.ceil(lifetime))}")
-    lines.append("TimeoutStopSec=5")
+        lines.append(directive("RuntimeMaxSec", UnitInt(max(1, math.ceil(lifetime)))))
+    lines.append(fixed("TimeoutStopSec=5"))
     return lines
 
 
-def _percent(cpus: float) -> str:
-    """cpus as a CPUQuota= percentage with at most two decimals, never 0."""
-    hundredths = max(1, round(cpus * 10000))
-    whole, part = divmod(hundredths, 100)
-    return f"{whole}%" if not part else f"{whole}.{part:02d}".rstrip("0") + "%"
-
-
-def _audit(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> list[str]:
+def _audit(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> list[Directive]:
     """The audit line at stop: the helper runs as root outside the sandbox ("+"), with an
     empty environment (env -i), from values systemd fills in; it never follows a link."""
     logging = sandbox.logging
@@ -301,7 +309,7 @@ def _audit(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> list[
     elif file.in_home:
         sink = "journal"  # a gap says so
     else:
-        sink = path(file.path, "audit-log", sandbox.origin("logging.sink"))
+        sink = UnitPath(file.path, ("audit-log", sandbox.origin("logging.sink"))).rendered()  # a plain absolute path, or refused
     mounts = [
         {"from": "tmpfs" if m.tmpfs else _audit_source(m, names), "to": m.target, "mode": m.mode}
         for m in sandbox.mounts
@@ -310,11 +318,11 @@ def _audit(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> list[
     if egress.mode == "proxy":
         policy["log"] = f"/var/log/{names.squid_dir}/access.log"
     words = [
-        "+/usr/bin/env", "-i", "/usr/bin/python3", "-I", "-S", "-c", unit_arg(AUDIT), "mcpspec-audit",
-        unit_arg(names.project), unit_arg(names.server), '"%i"', '"${SERVICE_RESULT}"', '"${EXIT_CODE}"', '"${EXIT_STATUS}"',
-        unit_arg(sink), unit_arg(compact_json(mounts)), unit_arg(compact_json(policy)),
+        Fixed("+/usr/bin/env -i /usr/bin/python3 -I -S -c"), UnitArg(AUDIT), Fixed("mcpspec-audit"),
+        UnitArg(names.project), UnitArg(names.server), Fixed('"%i" "${SERVICE_RESULT}" "${EXIT_CODE}" "${EXIT_STATUS}"'),
+        UnitArg(sink), UnitArg(compact_json(mounts)), UnitArg(compact_json(policy)),
     ]
-    return [f"ExecStopPost={' '.join(words)}"]
+    return [directive("ExecStopPost", *words)]
 
 
 def _audit_source(mount: EffectiveMount, names: Names) -> str:

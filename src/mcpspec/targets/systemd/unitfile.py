@@ -1,16 +1,19 @@
-"""Writing unit files: comments, sections, refused values and the hardening every unit shares."""
+"""Writing unit files: comments, sections of typed directives, shipped scripts and the hardening every unit shares."""
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from importlib import resources
 
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.base import Refused
 from mcpspec.targets.common import header
-from mcpspec.targets.escape import Unrepresentable, unit_path, unit_text
+from mcpspec.targets.systemd.directive import Directive, Fixed, UnitBool, UnitText, UnitValue, directive, fixed, joined
+
+__all__ = ["comments", "confinement", "describe", "embedded_python", "embedded_shell", "hardening", "render", "shell_template"]
+
+_TEMPLATE_VALUE = re.compile(r"^[A-Za-z0-9_./:-]+\Z")
 
 
 def package_text(name: str) -> str:
@@ -22,6 +25,22 @@ def embedded_shell(name: str) -> str:
     """A shipped shell script as a unit carries it: without its comment lines."""
     lines = package_text(name).splitlines()
     return "\n".join(line for line in lines if line.strip() and not line.lstrip().startswith("#")) + "\n"
+
+
+def shell_template(name: str, **values: str | int) -> str:
+    """A shipped one-line shell script with its ``@NAME@`` placeholders filled in.
+
+    Only names this target built and numbers fill them (checked here: letters, digits
+    and ``_./:-``, which need no quoting in a word or inside single quotes).
+    """
+    text = embedded_shell(name).rstrip("\n")
+    for key, value in values.items():
+        if not _TEMPLATE_VALUE.match(str(value)):
+            raise ValueError(f"{value!r} cannot fill @{key.upper()}@ of {name}")
+        text = text.replace(f"@{key.upper()}@", str(value))
+    if re.search(r"@[A-Z_]+@", text):
+        raise ValueError(f"{name}: a placeholder is left unfilled")
+    return text
 
 
 def embedded_python(name: str) -> str:
@@ -40,29 +59,24 @@ def comments(plan: Plan, what: str) -> list[str]:
     return header(plan, what)
 
 
-def render(head: list[str], sections: Iterable[tuple[str, list[str]]]) -> str:
+def render(head: list[str], sections: Iterable[tuple[str, Sequence[Directive]]]) -> str:
+    """A unit file: the comment head, then each section's directives (nothing else reaches a unit line)."""
     out = list(head)
     for title, lines in sections:
-        out.extend(["", f"[{title}]", *lines])
+        out.extend(["", f"[{title}]", *(str(line) for line in lines)])
     return "\n".join(out) + "\n"
 
 
-def describe(sandbox: EffectiveSandbox, what: str) -> str:
+def describe(sandbox: EffectiveSandbox, what: str) -> UnitValue:
     """The server's description on one line; ``what`` is constant text (it may hold specifiers)."""
     text = " ".join("".join(c if ord(c) >= 0x20 and ord(c) != 0x7F else " " for c in sandbox.description).split())
-    return unit_text(f"MCP server {sandbox.name}{': ' + text if text else ''}") + f" ({what})"
+    # The spec's text never ends the line: a final backslash there would continue it.
+    return joined(UnitText(f"MCP server {sandbox.name}{': ' + text if text else ''} ("), Fixed(f"{what})"))
 
 
-def path(value: str, control: str, spec_path: SpecPath) -> str:
-    try:
-        return unit_path(value)
-    except Unrepresentable as exc:
-        raise Refused(control, spec_path, str(exc)) from None
-
-
-def hardening() -> list[str]:
+def hardening() -> list[Directive]:
     """What every unit of this target sets about the host it runs on."""
-    return [
+    return [fixed(line) for line in (
         "ProtectSystem=strict",
         "ProtectHome=yes",
         "PrivateTmp=yes",
@@ -78,26 +92,30 @@ def hardening() -> list[str]:
         "ProtectHostname=yes",
         "ProtectProc=invisible",
         "ProcSubset=pid",
-    ]
+    )]
 
 
-def confinement(system_calls: str, write_execute: bool = False) -> list[str]:
+def confinement(system_calls: str, write_execute: bool = False) -> list[Directive]:
     """Privileges, system calls and kernel features every unit of this target gives up."""
     return [
-        "NoNewPrivileges=yes",
-        "CapabilityBoundingSet=",
-        "AmbientCapabilities=",
-        "PrivateUsers=yes",
-        "SystemCallFilter=@system-service",
-        f"SystemCallFilter=~{system_calls}",
-        "SystemCallArchitectures=native",
-        "SystemCallErrorNumber=EPERM",
-        "LockPersonality=yes",
-        f"MemoryDenyWriteExecute={'no' if write_execute else 'yes'}",
-        "RestrictNamespaces=yes",
-        "RestrictRealtime=yes",
-        "RestrictSUIDSGID=yes",
-        "RemoveIPC=yes",
-        "KeyringMode=private",
-        "UMask=0077",
+        *(fixed(line) for line in (
+            "NoNewPrivileges=yes",
+            "CapabilityBoundingSet=",
+            "AmbientCapabilities=",
+            "PrivateUsers=yes",
+            "SystemCallFilter=@system-service",
+            f"SystemCallFilter=~{system_calls}",
+            "SystemCallArchitectures=native",
+            "SystemCallErrorNumber=EPERM",
+            "LockPersonality=yes",
+        )),
+        directive("MemoryDenyWriteExecute", UnitBool(not write_execute)),
+        *(fixed(line) for line in (
+            "RestrictNamespaces=yes",
+            "RestrictRealtime=yes",
+            "RestrictSUIDSGID=yes",
+            "RemoveIPC=yes",
+            "KeyringMode=private",
+            "UMask=0077",
+        )),
     ]
