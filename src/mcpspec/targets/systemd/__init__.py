@@ -16,9 +16,12 @@ secrets given ``as: {env: ...}`` from ``$CREDENTIALS_DIRECTORY``.
 
 Modules: ``names`` (unit, user and path names), ``gaps`` (what cannot be enforced),
 ``service`` (the template), ``helpers`` (socket, squid and relay units),
-``unitfile`` (rendering), ``audit.py`` (the stop-time audit helper, run by the host's
-python3). Every value taken from the spec goes through ``mcpspec.targets.escape``
-(or is an int or a validated name); a value it refuses stops the server's build (TG004).
+``directive`` (one typed value per setting: its type picks the escaping),
+``unitfile`` (rendering), ``unitparse`` and ``reader`` (what built units grant, read
+back), ``audit.py`` (the stop-time audit helper, run by the host's python3), and the
+shell the units run (``shim.sh``, ``squid-log.sh``, ``squid-ready.sh``). Every value
+taken from the spec reaches a unit through a typed directive; a value its escaping
+refuses stops the server's build (TG004).
 """
 
 from __future__ import annotations
