@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -18,7 +19,7 @@ import pytest
 from mcpspec.api import load_text
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets import REGISTRY, TARGET_NAMES, get_target, skeleton
-from mcpspec.targets.base import CONTROLS, Capability, Emitted, Gap, Overrides, Refused
+from mcpspec.targets.base import CONTROLS, BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.build import MANIFEST, build_plan
 
 TODAY = datetime.date(2026, 12, 1)
@@ -95,23 +96,24 @@ class _Toy:
     name = "toy"
     description = "a target written in the test"
     usage = "Run it."
+    options = frozenset({"proxy_image"})
     capabilities: ClassVar[dict[str, Capability]] = {control.id: Capability("partial", "in part") for control in CONTROLS}
 
     def __init__(self) -> None:
         self.shared_with: list[str] = []
 
-    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         own = [Gap("secrets", "none", sandbox.path, "toy keeps no secrets", server=sandbox.name)]
         return own, {"identity": ("none", "toy runs everything as root")}
 
-    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         if sandbox.name == "refused":
             raise Refused("env", (*sandbox.path, "command"), "toy refuses this server")
         return Emitted({f"{sandbox.name}.toy": "x\n", f"{sandbox.name}.sh": "#!/bin/sh\n"}, {f"{sandbox.name}.sh"})
 
-    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
         self.shared_with = [s.name for s in built]
-        return Emitted({"all.toy": ",".join(self.shared_with)})
+        return Emitted({"all.toy": ",".join(self.shared_with) + f" via {options.proxy_image}"})
 
 
 TOY_SPEC = """\
@@ -127,7 +129,7 @@ servers:
 def test_the_skeleton_runs_a_new_target_from_its_matrix_gaps_and_files_alone() -> None:
     toy = _Toy()
     output = skeleton.build(toy, load_text(TOY_SPEC, "toy.yaml"))
-    assert output.files == {"one.toy": "x\n", "one.sh": "#!/bin/sh\n", "all.toy": "one"}
+    assert output.files == {"one.toy": "x\n", "one.sh": "#!/bin/sh\n", "all.toy": "one via None"}
     assert output.executable == {"one.sh"}
     assert toy.shared_with == ["one"]  # neither the refused server nor the external one
     assert set(output.enforcement) == {"one"}
@@ -157,3 +159,24 @@ def test_the_registry_is_the_one_table_the_commands_read() -> None:
     assert tuple(REGISTRY) == TARGET_NAMES
     with pytest.raises(ValueError, match="unknown target 'nope'; choose from bwrap, systemd"):
         get_target("nope")
+
+
+def test_a_build_option_reaches_the_target_that_takes_it_and_is_refused_by_one_that_would_ignore_it() -> None:
+    plan = load_text(TOY_SPEC, "toy.yaml")
+    output = skeleton.build(_Toy(), plan, BuildOptions(proxy_image="localhost/squid@sha256:" + "a" * 64))
+    assert output.files["all.toy"] == "one via localhost/squid@sha256:" + "a" * 64
+    with pytest.raises(ValueError, match="the toy target takes no --secret-store"):
+        skeleton.build(_Toy(), plan, BuildOptions(secret_store="vault"))
+
+
+@pytest.mark.parametrize("target", TARGET_NAMES)
+def test_no_option_looks_applied_to_a_target_that_ignores_it(target: str, tmp_path: Path) -> None:
+    from conftest import REPO, run_cli
+
+    for flag, value in (("--proxy-image", "localhost/squid@sha256:" + "a" * 64), ("--egress", "cilium"), ("--secret-store", "vault")):
+        name = flag.removeprefix("--").replace("-", "_")
+        if name in get_target(target).options:
+            continue
+        done = run_cli("build", str(REPO / "examples" / "coding-agent.yaml"), "--target", target, "--out", str(tmp_path / "out"), flag, value)
+        assert done.returncode == 2 and f"the {target} target takes no {flag}" in done.stderr, done.stderr
+        assert not (tmp_path / "out").exists()

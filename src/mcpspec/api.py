@@ -23,6 +23,7 @@ from mcpspec.rules.pipeline import LintOptions
 from mcpspec.settings import Settings
 from mcpspec.source.loader import load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
+from mcpspec.targets.base import BuildOptions
 
 if TYPE_CHECKING:
     from mcpspec.report.graph.view_model import GraphView
@@ -246,6 +247,7 @@ def build_file(
     settings: Settings | None = None,
     fail_on: str = "high",
     display_name: str | None = None,
+    build_options: BuildOptions | None = None,
 ) -> BuildOutcome:
     """Build one file for one target.
 
@@ -253,15 +255,18 @@ def build_file(
     severity and suppressions apply to the target's own TG002 and TG003 findings too; only a
     waiver accepts a TG001 or TG004); a finding at or above ``fail_on`` blocks the build
     (``BuildOutcome.stopped``), and a blocked build is never written. The config's fail-on is
-    lint's, not the build's. Raises ``UsageError`` when the file cannot be read and ConfigError
-    for an unknown target or ``fail_on``.
+    lint's, not the build's. ``build_options`` are build inputs that are not in the spec (a proxy
+    image...). Raises ``UsageError`` when the file cannot be read and ConfigError for an unknown
+    target, ``fail_on``, or an option the target does not take.
     """
     from mcpspec.targets import get_target
     from mcpspec.targets.build import build_plan
+    from mcpspec.targets.skeleton import refuse_unused
 
     chosen = settings if settings is not None else Settings()
+    chosen_options = build_options if build_options is not None else BuildOptions()
     try:
-        get_target(target)
+        refuse_unused(get_target(target), chosen_options)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if fail_on not in BUILD_FAIL_ON:
@@ -271,5 +276,5 @@ def build_file(
         return BuildOutcome(errors, None, target)
     options = chosen.lint_options(errors.file)
     with gc_paused():
-        build = build_plan(plan, target, today=chosen.today, inline_suppressions=options.inline_suppressions, lint=options, fail_on=fail_on)
+        build = build_plan(plan, target, today=chosen.today, inline_suppressions=options.inline_suppressions, lint=options, fail_on=fail_on, options=chosen_options)
     return BuildOutcome(FileLint(errors.file, build.findings, plan.source.text), build, target)

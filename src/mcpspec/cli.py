@@ -178,17 +178,24 @@ def build(
     fail_on: Annotated[str, typer.Option("--fail-on", help="Lowest severity of a finding (a risk rule's or the target's) that stops the build: high (default), medium, low, info.")] = "high",
     no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " Its fail-on is lint's, not the build's.")] = None,
+    proxy_image: Annotated[str | None, typer.Option("--proxy-image", help="Container targets: the egress proxy's image, pinned by digest (NAME@sha256:...).")] = None,
+    egress: Annotated[str, typer.Option("--egress", help="k8s: how an allowlist by name is enforced: proxy (default) or cilium (toFQDNs).")] = "proxy",
+    secret_store: Annotated[str | None, typer.Option("--secret-store", help="k8s: the external-secrets SecretStore that vault secrets come from.")] = None,
 ) -> None:
     """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced
     and no risk rule finds something at or above --fail-on, unless waived)."""
     from mcpspec import api
     from mcpspec.report import build_summary
     from mcpspec.settings import Flags
+    from mcpspec.targets.base import BuildOptions
     from mcpspec.targets.writer import drift, write_build
 
     chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions))
+    if egress not in ("proxy", "cilium"):
+        _usage("--egress must be proxy or cilium")
+    options = BuildOptions(proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store)
     try:
-        outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file))
+        outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file), build_options=options)
     except _usage_errors() as exc:
         _usage(str(exc))
     sys.stderr.write(build_summary.render(outcome, colour=_colour(sys.stderr)))

@@ -124,6 +124,24 @@ class BuildOutput:
 Overrides = dict[str, tuple[Level, str]]
 
 
+@dataclass(frozen=True, slots=True)
+class BuildOptions:
+    """Build inputs that are not in the spec (``mcpspec build --proxy-image ...``).
+
+    A target lists the ones it reads in ``Target.options``; the build refuses an option set
+    for a target that would ignore it, so no flag ever looks applied when it is not.
+    """
+
+    proxy_image: str | None = None  # the egress proxy's image, pinned by digest (container targets)
+    egress: Literal["proxy", "cilium"] = "proxy"  # how an allowlist by name is enforced (k8s)
+    secret_store: str | None = None  # the external-secrets store vault secrets come from (k8s)
+
+    def given(self) -> dict[str, str]:
+        """The options set to something other than their default, by name."""
+        default = BuildOptions()
+        return {name: str(getattr(self, name)) for name in self.__slots__ if getattr(self, name) != getattr(default, name)}
+
+
 class Target(Protocol):
     """One compiler Plan -> files. The skeleton (``targets.skeleton``) runs the per-server loop;
     a target supplies only what differs: its matrix, its data-dependent gaps and its files."""
@@ -142,15 +160,20 @@ class Target(Protocol):
     @property
     def capabilities(self) -> Mapping[str, Capability]: ...
 
-    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+    @property
+    def options(self) -> frozenset[str]:
+        """The ``BuildOptions`` fields this target reads (empty for most)."""
+        ...
+
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         """What this server asks for that the target cannot give it beyond its matrix: gaps of their
         own, and a lower level (with the reason) for controls of the matrix."""
         ...
 
-    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         """The files of one server; raises ``Refused`` (or ``Unrepresentable``) for a value it cannot write."""
         ...
 
-    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
         """Files the built servers share (a compose file, a proxy config); empty for most targets."""
         ...

@@ -25,7 +25,7 @@ from mcpspec.rules.pipeline import LintOptions, build_only, lint_plan
 from mcpspec.rules.registry import find
 from mcpspec.rules.suppress import apply_suppressions
 from mcpspec.targets import get_target, skeleton
-from mcpspec.targets.base import CONTROL_BY_ID, CONTROLS, BuildOutput, Gap
+from mcpspec.targets.base import CONTROL_BY_ID, CONTROLS, BuildOptions, BuildOutput, Gap
 from mcpspec.targets.common import spec_name
 
 MANIFEST = ".mcpspec-build.json"
@@ -82,18 +82,21 @@ def build_plan(
     inline_suppressions: bool = True,
     lint: LintOptions | None = None,
     fail_on: str = "high",
+    options: BuildOptions | None = None,
 ) -> Build:
-    """Build ``plan`` for one target; ``lint`` chooses the risk rules (default: all, as lint runs them)."""
+    """Build ``plan`` for one target; ``lint`` chooses the risk rules (default: all, as lint runs them),
+    ``options`` the build inputs that are not in the spec."""
     if fail_on not in FAIL_ORDER[1:]:
         raise ValueError(f"fail_on must be one of {', '.join(FAIL_ORDER[1:])}")
-    output = skeleton.build(get_target(target_name), plan)
+    given = options if options is not None else BuildOptions()
+    output = skeleton.build(get_target(target_name), plan, given)
     results = _results(plan, target_name, output)
     outcome = apply_suppressions(plan, results, today or datetime.date.today(), inline_suppressions)
     elsewhere = [name for name, sandbox in plan.servers.items() if not sandbox.runs_here]
-    options = lint if lint is not None else LintOptions(inline_suppressions=inline_suppressions, today=today or datetime.date.today())
-    risks = [r for r in lint_plan(plan, options) if not build_only(r.code)]
-    build = Build(target_name, dict(output.files), set(output.executable), _configured(outcome.results, options), elsewhere, risks, fail_on)
-    build.files[MANIFEST] = _manifest(plan, target_name, output, build)
+    rules = lint if lint is not None else LintOptions(inline_suppressions=inline_suppressions, today=today or datetime.date.today())
+    risks = [r for r in lint_plan(plan, rules) if not build_only(r.code)]
+    build = Build(target_name, dict(output.files), set(output.executable), _configured(outcome.results, rules), elsewhere, risks, fail_on)
+    build.files[MANIFEST] = _manifest(plan, target_name, output, build, given)
     return build
 
 
@@ -143,13 +146,14 @@ def _servers(gaps: list[Gap]) -> list[str]:
     return list(names)
 
 
-def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build) -> str:
+def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build, options: BuildOptions) -> str:
     """What was built and how far each control is enforced per server; --check covers it too."""
     data = {
         "generator": f"mcpspec {__version__}",
         "spec": spec_name(plan),
         "project": plan.project,
         "target": target_name,
+        **({"options": options.given()} if options.given() else {}),
         "files": sorted([*output.files, MANIFEST]),
         "servers": {
             server: {

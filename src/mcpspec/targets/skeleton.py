@@ -20,28 +20,30 @@ import dataclasses
 from collections.abc import Mapping
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.base import CONTROL_BY_ID, BuildOutput, Capability, Emitted, Gap, Level, Overrides, Refused, Target
+from mcpspec.targets.base import CONTROL_BY_ID, BuildOptions, BuildOutput, Capability, Emitted, Gap, Level, Overrides, Refused, Target
 from mcpspec.targets.escape import Unrepresentable
 from mcpspec.targets.requests import requested_controls
 
 _RANK: dict[Level, int] = {"none": 0, "partial": 1, "full": 2}
 
 
-def build(target: Target, plan: Plan) -> BuildOutput:
+def build(target: Target, plan: Plan, options: BuildOptions | None = None) -> BuildOutput:
     """Run ``target`` over every server of ``plan`` that runs here."""
+    options = options if options is not None else BuildOptions()
+    refuse_unused(target, options)
     output = BuildOutput()
     built: list[EffectiveSandbox] = []
     for name, sandbox in plan.servers.items():
         if not sandbox.runs_here:
             continue
-        own, overrides = target.server_gaps(plan, sandbox)
+        own, overrides = target.server_gaps(plan, sandbox, options)
         # A gap at a shared path (defaults) names no server by its path: its finding must still name this one.
         own = [gap if gap.server else dataclasses.replace(gap, server=name) for gap in own]
         matrix, levels = matrix_gaps(sandbox, target.capabilities, overrides)
         gaps = [*own, *matrix]
         lower(levels, gaps)
         try:
-            emitted = target.server_files(plan, sandbox)
+            emitted = target.server_files(plan, sandbox, options)
         except Refused as exc:
             gaps.append(Gap(exc.control, "none", exc.path, str(exc), unrepresentable=True, server=name))
         except Unrepresentable as exc:
@@ -52,10 +54,17 @@ def build(target: Target, plan: Plan) -> BuildOutput:
             built.append(sandbox)
         output.gaps.extend(gaps)
     try:
-        _add(output, target.project_files(plan, built))
+        _add(output, target.project_files(plan, built, options))
     except Refused as exc:
         output.gaps.append(Gap(exc.control, "none", exc.path, str(exc), unrepresentable=True))
     return output
+
+
+def refuse_unused(target: Target, options: BuildOptions) -> None:
+    """Raise ValueError for an option set for a target that would ignore it."""
+    unused = sorted(set(options.given()) - target.options)
+    if unused:
+        raise ValueError(f"the {target.name} target takes no {', '.join('--' + name.replace('_', '-') for name in unused)}")
 
 
 def matrix_gaps(sandbox: EffectiveSandbox, capabilities: Mapping[str, Capability], overrides: Overrides) -> tuple[list[Gap], dict[str, Level]]:

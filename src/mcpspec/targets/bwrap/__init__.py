@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
-from mcpspec.targets.base import Capability, Emitted, Gap, Overrides, Refused
+from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
@@ -184,11 +184,12 @@ class BwrapTarget:
     description = "bubblewrap launcher scripts (stdio), with a squid egress proxy"
     usage = USAGE
     capabilities = CAPABILITIES
+    options: frozenset[str] = frozenset()
 
-    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         return _server_gaps(sandbox)
 
-    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         egress = egress_plan(sandbox)
         launcher = f"{sandbox.name}.py"
         emitted = Emitted({launcher: _launcher(plan, sandbox, egress, _runtime_text())}, {launcher})
@@ -197,7 +198,7 @@ class BwrapTarget:
             emitted.files[f"{sandbox.name}.squid.conf"] = squid_config(egress, text, [])
         return emitted
 
-    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
         return Emitted()
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.base import Capability, Emitted, Gap, Overrides, Refused
+from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.egress import egress_plan
 from mcpspec.targets.systemd.gaps import server_gaps
 from mcpspec.targets.systemd.helpers import helper_files
@@ -134,11 +134,12 @@ class SystemdTarget:
     description = "hardened systemd template units (stdio through socket activation, or HTTP on loopback), with a squid egress proxy"
     usage = USAGE
     capabilities = CAPABILITIES
+    options: frozenset[str] = frozenset()
 
-    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
+    def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         return server_gaps(plan, sandbox)
 
-    def server_files(self, plan: Plan, sandbox: EffectiveSandbox) -> Emitted:
+    def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         try:
             server = names(plan.project, sandbox.name)
         except BadName as exc:
@@ -146,7 +147,7 @@ class SystemdTarget:
         egress = egress_plan(sandbox)
         return Emitted({server.service: service(plan, sandbox, server, egress), **helper_files(plan, sandbox, server, egress)})
 
-    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox]) -> Emitted:
+    def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
         return Emitted()
 
 
