@@ -884,6 +884,8 @@ class Launcher:
         if relay is not None:
             relay.finish(lambda: bool(self.stop_signal))
         os.close(pidfd)
+        if not self.ended_by and self.stop_signal:  # the signal and the sandbox's end came in one wake-up
+            self.status, self.ended_by = 128 + self.stop_signal, "signal"
         if not self.ended_by:
             self.status = code if code >= 0 else 128 - code
 
