@@ -23,7 +23,7 @@ from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrid
 from mcpspec.targets.common import header_text
 from mcpspec.targets.compose.document import compose_file, shim_text
 from mcpspec.targets.compose.gaps import server_gaps
-from mcpspec.targets.compose.service import SHIM_FILE, has_proxy, names, service, shim_args, squid_runtime
+from mcpspec.targets.compose.service import SHIM_FILE, SQUID_LOG, has_proxy, names, service, shim_args, squid_runtime
 from mcpspec.targets.egress import egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
 
@@ -114,7 +114,7 @@ class ComposeTarget:
             return Emitted()
         header = header_text(plan, f"the egress allowlist of server {sandbox.name}")
         try:
-            return Emitted({names(sandbox.name).squid_file: squid_config(egress_plan(sandbox), header, squid_runtime())})
+            return Emitted({names(sandbox.name).squid_file: squid_config(egress_plan(sandbox), header, squid_runtime()) + SQUID_LOG})
         except Unrepresentable as exc:
             raise Refused("egress-allowlist", sandbox.origin("egress.allow"), str(exc)) from None
 

@@ -251,12 +251,15 @@ def proxy_service(plan: Plan, sandbox: EffectiveSandbox, image: str) -> dict[str
     }
 
 
+# access_log names the logformat that the base of the configuration defines, so it comes last.
+SQUID_LOG = "access_log stdio:/dev/stdout mcpspec\n"
+
+
 def squid_runtime() -> list[str]:
     """The lines of the proxy's squid.conf that place it in its container."""
     return [
         f"http_port {PROXY_PORT}",
         "pid_filename none",
         "cache_log stdio:/dev/stderr",
-        "access_log stdio:/dev/stdout mcpspec",
         "coredump_dir /tmp",
     ]
