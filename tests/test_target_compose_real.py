@@ -32,7 +32,7 @@ from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
-from harness import call_tools, copy_mcp_closure, sandbox_python_matches  # noqa: E402
+from harness import call_tools, copy_mcp_closure, sandbox_python_matches
 
 MMDEBSTRAP = ["--variant=minbase", "--include=python3,squid", "bookworm"]
 TAG = "localhost/mcpspec-compose-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from mcpspec.targets.grants import ANY, EgressGrant, Grants, Identity, Limits, MountGrant, SecretLanding
+from mcpspec.targets.grants import ANY, EgressGrant, Grants, Identity, Limits, Mode, MountGrant, SecretLanding
 from mcpspec.targets.squid_reader import read_squid
 
 _HOME = re.compile(r"^\$\{HOME(:?\?[^}]*)?\}")
@@ -100,9 +100,9 @@ def _host(source: str) -> str:
 def _mount(volume: Any) -> MountGrant:
     if isinstance(volume, str):  # short syntax: read as the widest it can be
         source, _, rest = volume.partition(":")
-        target, _, mode = rest.partition(":")
-        return MountGrant(target or source, "host", source, "ro" if mode.split(",")[0] == "ro" else "rw")
-    mode = "ro" if volume.get("read_only") else "rw"
+        target, _, options = rest.partition(":")
+        return MountGrant(target or source, "host", source, "ro" if options.split(",")[0] == "ro" else "rw")
+    mode: Mode = "ro" if volume.get("read_only") else "rw"
     target = _text(str(volume["target"]))
     if volume.get("type") == "tmpfs":
         size = (volume.get("tmpfs") or {}).get("size")
@@ -134,7 +134,7 @@ def _egress(svc: Mapping[str, Any], services: Mapping[str, Any], networks: Mappi
     if any(not (networks.get(name) or {}).get("internal") for name in joined):
         return EgressGrant("direct", "allow", frozenset({ANY}))
     # Internal networks only: a way out exists only through another member that reaches out.
-    for name, other in services.items():
+    for other in services.values():
         if other is svc:
             continue
         theirs = other.get("networks") or ["default"]
