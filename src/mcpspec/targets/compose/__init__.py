@@ -87,6 +87,10 @@ docker compose -p "$run" -f build/compose/compose.yaml down
 podman-compose -p "$run" -f build/compose/compose.yaml down
 ```
 
+A server finds its proxy by name (`mcpspec-egress`) on its internal network: podman needs
+the netavark network backend with aardvark-dns for that (`[network] network_backend =
+"netavark"` in containers.conf where CNI was used before); docker's networks resolve names.
+
 The file sets `x-podman: {in_pod: false}`: podman-compose would otherwise put every
 service in one pod, sharing one network namespace.
 

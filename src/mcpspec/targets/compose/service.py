@@ -99,6 +99,8 @@ def service(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> dic
     """The server's service; raises Refused for a value compose cannot carry."""
     if sandbox.image is None:
         raise Refused("image", (*sandbox.path, "image"), f"server {sandbox.name!r} names no image: a compose service runs an image (give one, pinned by digest)")
+    if sandbox.command_is_shell:
+        raise Refused("process-policy", (*sandbox.path, "command"), "a command given as one string is run by a shell; give it as a list of words")
     identity = sandbox.identity
     if identity.uid == 0 or identity.gid == 0:
         raise Refused("identity", sandbox.origin("runtime.user"),
