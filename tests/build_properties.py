@@ -20,13 +20,19 @@ import yaml
 from hypothesis import strategies as st
 
 from mcpspec.api import load_text
+from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import MANIFEST, Build, build_plan
 from mcpspec.targets.bwrap.reader import read_build as read_bwrap
+from mcpspec.targets.compose.reader import read_build as read_compose
 from mcpspec.targets.grants import Endpoint, Grants
 from mcpspec.targets.systemd.reader import read_build as read_systemd
 from mcpspec.targets.writer import OutputError, write_build
 
-READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {"bwrap": read_bwrap, "systemd": read_systemd}
+READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {"bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose}
+# Build inputs per target: the compose target needs an egress proxy image for allowlists.
+OPTIONS = {"compose": BuildOptions(proxy_image="localhost/squid@sha256:" + "0" * 64)}
+# Images a server may name (container targets run them; the others report them as a policy left to another layer).
+IMAGES = [None, "localhost/srv@sha256:" + "1" * 64, "localhost/srv@sha256:" + "1" * 64, "ghcr.io/acme/srv:1.0"]
 TODAY = datetime.date(2026, 1, 1)
 
 SIZES = {"64Mi": 64 * 2**20, "256Mi": 256 * 2**20, "1Gi": 2**30, "500M": 500 * 10**6}
@@ -127,6 +133,9 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     servers: dict[str, dict[str, Any]] = {}
     for index, name in enumerate(draw(st.lists(st.sampled_from(["alpha", "beta", "gamma"]), min_size=1, max_size=3, unique=True))):
         server: dict[str, Any] = {"command": draw(st.sampled_from([["/usr/bin/srv", "--x"], ["mcp-server", "a b"], ["node", "s.js"]]))}
+        image = draw(st.sampled_from(IMAGES))
+        if image is not None:
+            server["image"] = image
         if draw(st.integers(0, 4)) == 0:
             server["transport"] = {"type": "http", "port": 8100 + index}
         mounts = []
@@ -380,6 +389,9 @@ def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], proxied_std
     if target == "bwrap":
         return mount.kind == "host" and mount.mode == "ro" and mount.source == mount.target and (
             mount.target == "/usr" or mount.target.startswith("/etc/"))
+    if target == "compose":  # the scratch tmpfs at /tmp, and the entrypoint shim the file mounts beside it
+        return (mount.kind == "tmpfs" and mount.target == "/tmp") or (
+            mount.kind == "host" and mount.mode == "ro" and mount.target == "/mcpspec/entrypoint.sh" and mount.source == "./mcpspec-entrypoint.sh")
     if mount.target == "/":
         return mount.mode == "ro" and levels.get("hidden-paths") != "full"
     if mount.kind == "tmpfs" and mount.target in ("/run", "/dev/shm"):
@@ -441,7 +453,7 @@ def _check_limits(grants: Grants, sections: Mapping[str, Mapping[str, Any]], lev
 
 def build_all(text: str) -> dict[str, Build]:
     plan = load_text(text, "mcp-sandbox.yaml")
-    return {target: build_plan(plan, target, today=TODAY) for target in READERS}
+    return {target: build_plan(plan, target, today=TODAY, options=OPTIONS.get(target)) for target in READERS}
 
 
 def dump(spec: Mapping[str, Any]) -> str:

@@ -35,6 +35,7 @@ servers:
     trust: vetted
     placement: dedicated
     command: [/usr/bin/true]
+    image: localhost/ops@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc  # container targets run an image
     secrets:
       - {use: deploy, as: {file: /run/secrets/deploy}}
 waivers:
@@ -72,19 +73,22 @@ servers:
     trust: first-party
     placement: dedicated
     command: [/usr/bin/true]
+    image: localhost/ops@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
   bad:
     kind: other
     trust: first-party
     placement: dedicated
     command: "true && true"
+    image: localhost/ops@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
 """
     build = build_plan(load_text(spec, "refused.yaml"), target, today=TODAY)
     tg004 = [r for r in build.results if r.code == "TG004"]
     assert len(tg004) == 1 and tg004[0].path == ("servers", "bad", "command")
-    assert (tg004[0].span.line, tg004[0].span.col) == (13, 14)
+    assert (tg004[0].span.line, tg004[0].span.col) == (14, 14)
     assert build.blocked
-    assert not any("bad" in name for name in build.files), sorted(build.files)
-    assert any("good" in name for name in build.files), sorted(build.files)
+    shared = build.files.get("compose.yaml", "")  # one file for every server: its services say who was built
+    assert not any("bad" in name for name in build.files) and "\n  bad:" not in shared, sorted(build.files)
+    assert any("good" in name for name in build.files) or "\n  good:" in shared, sorted(build.files)
     servers = _manifest(build.files)["servers"]
     assert isinstance(servers, dict)
     assert servers["bad"]["built"] is False and servers["good"]["built"] is True

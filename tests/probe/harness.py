@@ -27,12 +27,14 @@ PROBE = Path(__file__).with_name("probe_server.py")
 SANDBOX_PYTHON = "/usr/bin/python3"
 
 
-def _requirement_names(dist: importlib.metadata.Distribution) -> list[str]:
+def _requirement_names(dist: importlib.metadata.Distribution, extras: frozenset[str] = frozenset()) -> list[str]:
+    """The names ``dist`` requires, with the extras it is asked for (``pyjwt[crypto]`` brings cryptography)."""
     names = []
     for requirement in dist.requires or []:
-        if "extra ==" in requirement:
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        if extra and extra.group(1) not in extras:
             continue
-        match = re.match(r"[A-Za-z0-9_.-]+", requirement)
+        match = re.match(r"[A-Za-z0-9_.-]+(\[[^\]]*\])?", requirement)
         if match:
             names.append(match.group(0))
     return names
@@ -47,8 +49,9 @@ def copy_mcp_closure(target: Path) -> None:
     seen: set[str] = set()
     todo = ["mcp"]
     while todo:
-        name = todo.pop()
-        key = name.lower().replace("_", "-")
+        name, _, wanted = todo.pop().partition("[")
+        extras = frozenset(e.strip() for e in wanted.rstrip("]").split(",") if e.strip())
+        key = name.lower().replace("_", "-") + str(sorted(extras))
         if key in seen:
             continue
         seen.add(key)
@@ -63,7 +66,7 @@ def copy_mcp_closure(target: Path) -> None:
             destination = target / file
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, destination)
-        todo.extend(_requirement_names(dist))
+        todo.extend(_requirement_names(dist, extras))
 
 
 class Sandbox:

@@ -1,0 +1,40 @@
+"""The compose file: every built server's services, networks and secrets, dumped by PyYAML."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.targets.base import BuildOptions
+from mcpspec.targets.common import header
+from mcpspec.targets.compose.service import delivered, has_proxy, names, networks, proxy_service, secret_declaration, service
+
+
+def compose_file(plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> str:
+    services: dict[str, Any] = {}
+    nets: dict[str, Any] = {}
+    secrets: dict[str, Any] = {}
+    for sandbox in built:
+        services[sandbox.name] = service(plan, sandbox, options)
+        if has_proxy(sandbox, options):
+            assert options.proxy_image is not None
+            services[names(sandbox.name).proxy] = proxy_service(plan, sandbox, options.proxy_image)
+        nets.update(networks(sandbox, options))
+        for grant in delivered(sandbox):
+            secrets[grant.name] = secret_declaration(grant)
+    document: dict[str, Any] = {"services": services}
+    if nets:
+        document["networks"] = nets
+    if secrets:
+        document["secrets"] = secrets
+    document["x-podman"] = {"in_pod": False}
+    text = yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=False, width=2**16)
+    return "\n".join(header(plan, "a compose file (docker compose, podman-compose)")) + "\n" + text
+
+
+def shim_text() -> str:
+    return resources.files(__package__).joinpath("entrypoint.sh").read_text(encoding="utf-8")

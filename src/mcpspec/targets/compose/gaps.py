@@ -1,0 +1,70 @@
+"""What a server asks for that the compose target cannot give it, beyond the capability matrix."""
+
+from __future__ import annotations
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.targets.base import BuildOptions, Gap, Overrides
+from mcpspec.targets.compose.service import PROVIDERS
+from mcpspec.targets.egress import egress_plan
+
+_DIGEST = "@sha256:"
+
+
+def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
+    gaps: list[Gap] = []
+    overrides: Overrides = {}
+    image = (*sandbox.path, "image")
+    if sandbox.image is not None and _DIGEST not in sandbox.image:
+        # The boundary comes from the compose file (user, capabilities, mounts, network), not from the
+        # image; what runs inside is the supply chain's policy, reported as such.
+        gaps.append(Gap("image", "none", image, f"image {sandbox.image} is not pinned by digest: the engine runs whatever the tag names when it pulls"))
+    egress = egress_plan(sandbox)
+    if egress.mode == "proxy":
+        _proxy_gaps(sandbox, options, gaps, overrides)
+    elif egress.mode == "direct-open":
+        _direct_gaps(sandbox, overrides)
+    for grant in sandbox.secrets:
+        if grant.provider not in PROVIDERS:
+            gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
+                            f"secret {grant.name!r}: compose reads secrets from a file or from its own environment, not from {grant.provider}; it is not handed over"))
+        elif grant.provider == "env":
+            gaps.append(Gap("secrets", "partial", (*grant.secret_path, "provider"),
+                            f"secret {grant.name!r} comes from compose's own environment ({grant.ref}): docker compose hands it over as a file, podman-compose refuses to start the service"))
+        elif grant.source is not None and not grant.source.in_home and _under_writable(plan, grant.source.path):
+            gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
+                            f"secret {grant.name!r}: {grant.ref} lies in a directory a server of this spec can write, and the engine reads it as root following links: "
+                            "a sandbox could swap it for a link to any host file; keep secrets outside writable mounts"))
+    return gaps, overrides
+
+
+def _proxy_gaps(sandbox: EffectiveSandbox, options: BuildOptions, gaps: list[Gap], overrides: Overrides) -> None:
+    if options.proxy_image is None:
+        reason = "no egress proxy image was given (--proxy-image NAME@sha256:...): the server gets no network at all"
+        overrides["egress-allowlist"] = ("none", reason)
+        gaps.append(Gap("egress-allowlist", "none", sandbox.origin("egress.allow"), f"egress allowlist by name: {reason}"))
+    elif _DIGEST not in options.proxy_image:
+        overrides["egress-allowlist"] = ("partial", f"the egress proxy image {options.proxy_image} is not pinned by digest: what enforces the allowlist can change under it")
+
+
+def _direct_gaps(sandbox: EffectiveSandbox, overrides: Overrides) -> None:
+    egress = egress_plan(sandbox)
+    if egress.default == "deny" or egress.deny:
+        overrides["egress-deny"] = ("none", "egress.via: direct gives the server its own bridge network with every address open: compose has no IP rules; set egress.via: proxy")
+    if egress.allow and any(d.kind != "cidr" for d in egress.allow):
+        overrides["egress-allowlist"] = ("none", "egress.via: direct cannot filter by name; set egress.via: proxy")
+    overrides["metadata-blocking"] = ("none", "egress.via: direct: compose cannot refuse metadata or private addresses; set egress.via: proxy")
+    if not sandbox.process.listeners:
+        overrides["listeners"] = ("partial", "a bridge network: a listener is reachable from the host through the container's address (ports are published on 127.0.0.1 only)")
+
+
+def _under_writable(plan: Plan, path: str) -> bool:
+    """Whether a server that runs here mounts ``path``, or a directory above it, writable from the host."""
+    for sandbox in plan.servers.values():
+        if not sandbox.runs_here:
+            continue
+        for mount in sandbox.mounts:
+            if mount.kind == "host" and mount.writable:
+                top = mount.source.rstrip("/")
+                if path == top or path.startswith(top + "/") or top == "":
+                    return True
+    return False

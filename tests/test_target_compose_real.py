@@ -1,0 +1,250 @@
+"""The compose target's file, run for real with podman-compose, and attacked from inside by the probe server.
+
+The image is a Debian rootfs (python3 and squid) built by mmdebstrap and imported once under a
+tag derived from what it holds; the spec pins it by the digest podman gives it. The `mcp` SDK
+and the probe are bind-mounted read-only (declared mounts of the spec). The MCP client talks
+to the probe through `podman-compose run -T`, the command an agent would use.
+
+Network: the egress proxy's outer network is created by the test before compose runs, as an
+`internal` network with its own subnet: the only destination on it is a test container at
+`allowed.test`, and no packet can leave it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import require_tool
+from mcpspec.api import load_text
+from mcpspec.targets.base import BuildOptions
+from mcpspec.targets.build import build_plan
+
+sys.path.insert(0, str(Path(__file__).parent / "probe"))
+from harness import call_tools, copy_mcp_closure, sandbox_python_matches
+
+MMDEBSTRAP = ["--variant=minbase", "--include=python3,squid", "bookworm"]
+TAG = "localhost/mcpspec-compose-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]
+CONTAINERS_CONF = Path(__file__).parent / "containers.conf"
+PROBE = Path(__file__).parent / "probe" / "probe_server.py"
+SUBNET = "44.1.2.0/24"  # inside the test's own internal network only
+TARGET_IP = "44.1.2.10"
+TOKEN = "file-secret-7e1f0a"
+ENV_TOKEN = "env-secret-3b9c27"
+
+SPEC = """\
+version: 1
+project: creal
+workspace:
+  root: /srv/creal
+  dirs:
+    output: {{mode: rw}}
+    input: {{mode: ro}}
+secrets:
+  token: {{provider: file, ref: {base}/token}}
+  gh: {{provider: file, ref: {base}/gh}}
+defaults:
+  runtime: {{user: 65532, pids: 32, memory: 256Mi}}
+  env: {{set: {{PYTHONPATH: /opt/site}}}}
+servers:
+  probe:
+    image: {image}
+    command: [/usr/bin/python3, /opt/probe/probe_server.py]
+    env: {{set: {{PYTHONPATH: /opt/site, MODE: "a $HOME b"}}}}
+    mounts:
+      - {{from: {base}/site, to: /opt/site}}
+      - {{from: {base}/probe, to: /opt/probe}}
+      - {{from: workspace.output, to: /out}}
+      - {{from: workspace.input, to: /in}}
+    secrets:
+      - {{use: token, as: {{file: /run/secrets/token}}}}
+      - {{use: gh, as: {{env: GH_TOKEN}}}}
+    lifecycle: {{max_lifetime: 1h}}
+  fetch:
+    image: {image}
+    command: [/usr/bin/python3, /opt/probe/probe_server.py]
+    mounts:
+      - {{from: {base}/site, to: /opt/site}}
+      - {{from: {base}/probe, to: /opt/probe}}
+    egress: {{allow: ["allowed.test:80"]}}
+  brief:
+    image: {image}
+    command: [/usr/bin/python3, /opt/probe/probe_server.py]
+    mounts:
+      - {{from: {base}/site, to: /opt/site}}
+      - {{from: {base}/probe, to: /opt/probe}}
+    lifecycle: {{max_lifetime: 4s}}
+"""
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
+
+
+def _run(*command: str, check: bool = True, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or _env(), check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def _image(podman: str) -> str:
+    """The test image, built once and kept in podman's store; returns NAME@sha256:..."""
+    if _run(podman, "image", "exists", TAG, check=False).returncode != 0:
+        mmdebstrap = require_tool("mmdebstrap")
+        with tempfile.TemporaryDirectory() as tmp:
+            tarball = Path(tmp) / "rootfs.tar"
+            _run(mmdebstrap, "--quiet", *MMDEBSTRAP, str(tarball), timeout=900)
+            _run(podman, "import", str(tarball), TAG, timeout=300)
+    digest = _run(podman, "image", "inspect", "--format", "{{.Digest}}", TAG).stdout.strip()
+    assert digest.startswith("sha256:")
+    return f"{TAG.rsplit(':', 1)[0]}@{digest}"
+
+
+class Stack:
+    """One run of the generated compose file: its own project name, run directory and files."""
+
+    def __init__(self, podman: str, compose: str, base: Path, files: dict[str, str]) -> None:
+        self.podman, self.compose, self.base = podman, compose, base
+        self.project = f"creal{uuid.uuid4().hex[:8]}"
+        self.dir = base / "build"
+        self.dir.mkdir()
+        for name, text in files.items():
+            (self.dir / name).write_text(text, encoding="utf-8")
+        self.run_dir = base / "run"
+        for sub in ("output", "input"):
+            (self.run_dir / sub).mkdir(parents=True)
+            (self.run_dir / sub).chmod(0o777)
+        (self.run_dir / "input" / "data.txt").write_text("input\n")
+
+    def env(self) -> dict[str, str]:
+        return {**_env(), "MCPSPEC_RUN_DIR": str(self.run_dir)}
+
+    def args(self, *rest: str) -> list[str]:
+        return ["-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
+
+    def up(self, service: str) -> None:
+        _run(self.compose, *self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
+
+    def call(self, service: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        launcher = self.base / f"{service}.sh"
+        words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", "--no-deps", service)])
+        launcher.write_text(f"#!/bin/sh\nexec {words} 2>>{self.base}/compose-stderr.log\n")
+        launcher.chmod(0o755)
+        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "HOME", "PATH")}, timeout=120)
+
+    def down(self) -> None:
+        _run(self.compose, *self.args("down", "-t", "0"), env=self.env(), check=False, timeout=180)
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    podman = require_tool("podman")
+    compose = require_tool("podman-compose")
+    if not sandbox_python_matches():
+        pytest.skip("the SDK's compiled dependencies need the image's python3 to be this python's minor version")
+    image = _image(podman)
+    base = Path(tempfile.mkdtemp(prefix="mcpspec-compose-", dir="/tmp"))
+    base.chmod(0o755)
+    copy_mcp_closure(base / "site")
+    (base / "probe").mkdir()
+    shutil.copy(PROBE, base / "probe" / "probe_server.py")
+    (base / "token").write_text(TOKEN + "\n")
+    (base / "gh").write_text(ENV_TOKEN + "\n")
+    for path in (base / "site", base / "probe"):
+        for sub in [path, *path.rglob("*")]:
+            sub.chmod(0o755 if sub.is_dir() else 0o644)
+    plan = load_text(SPEC.format(image=image, base=base), "mcp-sandbox.yaml")
+    build = build_plan(plan, "compose", options=BuildOptions(proxy_image=image))
+    assert not build.blocked, [r.message for r in build.active]
+    box = Stack(podman, compose, base, {k: v for k, v in build.files.items() if not k.startswith(".")})
+    # The proxy's outer network, made before compose so compose uses it: internal, own subnet, one test host on it.
+    outer = f"{box.project}_fetch_out"
+    _run(podman, "network", "create", "--internal", "--subnet", SUBNET, outer)
+    target = f"{box.project}-allowed"
+    serve = "import http.server as h\nclass H(h.BaseHTTPRequestHandler):\n def do_GET(s):\n  s.send_response(200); s.end_headers(); s.wfile.write(b'reached')\nh.HTTPServer(('0.0.0.0', 80), H).serve_forever()"
+    _run(podman, "run", "-d", "--name", target, "--network", f"{outer}:ip={TARGET_IP},alias=allowed.test", image, "/usr/bin/python3", "-c", serve)
+    try:
+        yield box
+    finally:
+        box.down()
+        _run(podman, "rm", "-f", "-t", "0", target, check=False)
+        _run(podman, "network", "rm", "-f", outer, check=False)
+        if not os.environ.get("MCPSPEC_KEEP_COMPOSE_RUN"):
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def test_host_is_invisible_and_mounts_hold(stack: Stack) -> None:
+    who, shadow, root_write, tmp_write, ro_write, rw_write, ro_read, env = stack.call("probe", [
+        ("identity", {}), ("read_path", {"path": "/etc/shadow"}), ("write_path", {"path": "/pwned", "data": "x"}),
+        ("write_path", {"path": "/tmp/scratch", "data": "x"}), ("write_path", {"path": "/in/x", "data": "x"}),
+        ("write_path", {"path": "/out/result", "data": "done"}), ("read_path", {"path": "/in/data.txt"}), ("environment", {}),
+    ])
+    assert (who["uid"], who["gid"]) == (65532, 65532)
+    assert all(int(who["caps"][key], 16) == 0 for key in ("CapEff", "CapPrm", "CapBnd", "CapAmb")), who["caps"]
+    assert not shadow["ok"]  # the image's own /etc/shadow is root's 0640; the host's is not there at all
+    assert not root_write["ok"] and root_write["error"] in ("OSError", "PermissionError")
+    assert tmp_write["ok"] and not ro_write["ok"] and rw_write["ok"] and ro_read["data"] == "input\n"
+    assert (stack.run_dir / "output" / "result").read_text() == "done"
+    listing = stack.call("probe", [("list_dir", {"path": "/opt"}), ("read_path", {"path": str(stack.base / "token")})])
+    assert listing[0]["entries"] == ["probe", "site"] and not listing[1]["ok"]  # host paths not mounted are absent
+    names = set(env["env"])
+    declared = {"PYTHONPATH", "MODE", "GH_TOKEN"}
+    engine = {"PATH", "HOSTNAME", "HOME", "container", "TERM", "PWD", "LC_CTYPE"}
+    assert declared <= names and names <= declared | engine, names - declared - engine
+    assert env["env"]["MODE"] == "a $HOME b"  # $ reaches the server as written: compose interpolated nothing
+
+
+def test_secrets_land_only_as_declared(stack: Stack) -> None:
+    token, env, other = stack.call("probe", [("read_path", {"path": "/run/secrets/token"}), ("environment", {}), ("list_dir", {"path": "/run/secrets"})])
+    assert token["data"] == TOKEN + "\n" and env["env"]["GH_TOKEN"] == ENV_TOKEN
+    assert sorted(other["entries"]) == ["mcpspec-env", "token"]
+    compose = (stack.dir / "compose.yaml").read_text()
+    assert TOKEN not in compose and ENV_TOKEN not in compose
+    fetch_env, fetch_secrets = stack.call("fetch", [("environment", {}), ("list_dir", {"path": "/run/secrets"})])
+    assert "GH_TOKEN" not in fetch_env["env"] and not fetch_secrets["ok"]
+
+
+def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:
+    loopback, test_host, listen, interfaces = stack.call("probe", [
+        ("connect", {"host": "127.0.0.2", "port": 80}), ("connect", {"host": TARGET_IP, "port": 80}), ("listen", {"port": 8080}),
+        ("read_path", {"path": "/proc/net/dev"})])
+    assert not loopback["ok"] and not test_host["ok"]
+    assert test_host["errno"] in (101, 113)  # ENETUNREACH, EHOSTUNREACH: network_mode none has no route at all
+    assert listen["ok"]  # a listener, but in a namespace whose only interface is its own loopback: nothing can reach it
+    devices = [line.split(":")[0].strip() for line in interfaces["data"].splitlines()[2:]]
+    assert devices == ["lo"], devices
+
+
+def test_only_the_allowlisted_name_goes_through_the_proxy(stack: Stack) -> None:
+    stack.up("fetch_egress")
+    allowed, denied, metadata, unlisted_literal, direct = stack.call("fetch", [
+        ("http_get", {"url": "http://allowed.test/"}), ("http_get", {"url": "http://denied.test/"}),
+        ("http_get", {"url": "http://169.254.169.254/latest/meta-data/"}), ("http_get", {"url": f"http://{TARGET_IP}/"}),
+        ("connect", {"host": TARGET_IP, "port": 80}),
+    ])
+    assert allowed == {"ok": True, "status": 200, "body": "reached"}, allowed
+    assert denied["status"] == 403 and metadata["status"] == 403 and unlisted_literal["status"] == 403
+    assert not direct["ok"]  # without the proxy the internal network leads nowhere
+    log = _run(stack.podman, "logs", f"{stack.project}_fetch_egress_1", check=False)
+    assert "denied.test" in log.stdout + log.stderr or "TCP_DENIED" in log.stdout + log.stderr
+
+
+def test_limits_hold(stack: Stack) -> None:
+    forks, = stack.call("probe", [("fork_many", {"count": 64})])
+    assert forks["started"] < 32 and forks["error"], forks
+    started = time.monotonic()
+    with pytest.raises(AssertionError):  # the shim ends the server at max_lifetime, mid-call
+        stack.call("brief", [("pause", {"seconds": 30})])
+    assert time.monotonic() - started < 25
