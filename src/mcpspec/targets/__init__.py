@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the table stays cheap to import: `--help` lists it without 
 REGISTRY: dict[str, str] = {
     "bwrap": "mcpspec.targets.bwrap",
     "systemd": "mcpspec.targets.systemd",
+    "k8s": "mcpspec.targets.k8s",
 }
 TARGET_NAMES = tuple(REGISTRY)
 
