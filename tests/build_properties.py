@@ -20,13 +20,18 @@ import yaml
 from hypothesis import strategies as st
 
 from mcpspec.api import load_text
+from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import MANIFEST, Build, build_plan
 from mcpspec.targets.bwrap.reader import read_build as read_bwrap
 from mcpspec.targets.grants import Endpoint, Grants
+from mcpspec.targets.k8s.reader import read_build as read_k8s
 from mcpspec.targets.systemd.reader import read_build as read_systemd
 from mcpspec.targets.writer import OutputError, write_build
 
-READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {"bwrap": read_bwrap, "systemd": read_systemd}
+READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {"bwrap": read_bwrap, "systemd": read_systemd, "k8s": read_k8s}
+# Build inputs that are not in the spec: k8s gets a proxy image and a secret store (so allowlists and
+# vault secrets are built), and Cilium's toFQDNs instead of the proxy for one of the projects.
+PROXY_IMAGE = "localhost/mcpspec-egress@sha256:" + "0" * 64
 TODAY = datetime.date(2026, 1, 1)
 
 SIZES = {"64Mi": 64 * 2**20, "256Mi": 256 * 2**20, "1Gi": 2**30, "500M": 500 * 10**6}
@@ -35,6 +40,7 @@ HOST_PATHS = ["/srv/data", "/srv/data/sub", "/opt/tools", "/var/lib/app", "~/not
 TARGETS = ["/data", "/data/sub", "/data/sub/deep", "/work", "/work/a", "/tools", "/notes", "/srv/data"]
 ALLOW = ["pypi.org:443", "*.example.com:443", "api.example.org:*", "10.1.2.0/24", "192.0.2.10:5432",
          "[2001:db8::1]:443", "203.0.113.0/24:8443", "169.254.0.0/16", "0.0.0.0/0:443", "docs.python.org:443"]
+IMAGES = ["localhost/srv@sha256:" + "a" * 64, "localhost/srv:1.2"]
 DENY = ["169.254.169.254/32", "10.0.0.0/8", "bad.example.com:443", "198.51.100.7/32"]
 SECRET_REFS = {
     "env": ["TOKEN_SRC_A", "TOKEN_SRC_B"],
@@ -129,6 +135,8 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
         server: dict[str, Any] = {"command": draw(st.sampled_from([["/usr/bin/srv", "--x"], ["mcp-server", "a b"], ["node", "s.js"]]))}
         if draw(st.integers(0, 4)) == 0:
             server["transport"] = {"type": "http", "port": 8100 + index}
+        if draw(st.integers(0, 3)):  # a container target runs an image; the others ignore it
+            server["image"] = draw(st.sampled_from(IMAGES))
         mounts = []
         for target in draw(st.lists(st.sampled_from(TARGETS), max_size=4, unique=True)):
             if dirs and draw(st.booleans()):
@@ -380,6 +388,8 @@ def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], proxied_std
     if target == "bwrap":
         return mount.kind == "host" and mount.mode == "ro" and mount.source == mount.target and (
             mount.target == "/usr" or mount.target.startswith("/etc/"))
+    if target == "k8s":  # every pod's scratch /tmp (an emptyDir with a size limit)
+        return mount.kind == "tmpfs" and mount.target == "/tmp" and mount.size is not None
     if mount.target == "/":
         return mount.mode == "ro" and levels.get("hidden-paths") != "full"
     if mount.kind == "tmpfs" and mount.target in ("/run", "/dev/shm"):
@@ -441,7 +451,13 @@ def _check_limits(grants: Grants, sections: Mapping[str, Mapping[str, Any]], lev
 
 def build_all(text: str) -> dict[str, Build]:
     plan = load_text(text, "mcp-sandbox.yaml")
-    return {target: build_plan(plan, target, today=TODAY) for target in READERS}
+    return {target: build_plan(plan, target, today=TODAY, options=options(target, plan.project)) for target in READERS}
+
+
+def options(target: str, project: str) -> BuildOptions | None:
+    if target != "k8s":
+        return None
+    return BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", egress="cilium" if project == "p1" else "proxy")
 
 
 def dump(spec: Mapping[str, Any]) -> str:

@@ -51,8 +51,9 @@ def _claims(plan: Plan, built: Sequence[EffectiveSandbox]) -> list[dict[str, Any
     dirs = sorted({m.source for s in built for m in s.mounts if m.kind == "workspace"})
     out = []
     for directory in dirs:
-        own = labels(plan, claim_name(directory), "workspace") | {WORKSPACE_DIR: directory.replace("_", ".")}
-        out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": metadata(claim_name(directory), own, ("workspace", "dirs", directory)),
+        meta = metadata(claim_name(directory), labels(plan, claim_name(directory), "workspace"), ("workspace", "dirs", directory))
+        meta["annotations"][WORKSPACE_DIR] = directory  # a label value may not end with '-' or '_', a dir name may
+        out.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
                     "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": CLAIM_SIZE}}}})
     return out
 
