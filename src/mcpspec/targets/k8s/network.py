@@ -162,7 +162,12 @@ def cilium_policy(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> 
             rule["toPorts"] = [{"ports": [{"port": str(destination.port), "protocol": "TCP"}]}]
         rules.append(rule)
     named = [ipaddress.ip_network(d.host, strict=False) for d in egress.allow if d.kind == "cidr"]
-    denied = [n for n in NEVER_NETWORKS] + [n for n in REFUSED_NETWORKS if not any(_within(x, n) or _within(n, x) for x in named)]
+    denied: list[dict[str, Any]] = [{"cidr": str(n)} for n in (*NEVER_NETWORKS, *denied_networks(egress))]
+    for refused in REFUSED_NETWORKS:  # a name may resolve anywhere: refuse these ranges but the parts the spec lists
+        if refused in named:
+            continue
+        inside = sorted({str(x) for x in named if _within(x, refused)})
+        denied.append({"cidr": str(refused), **({"except": inside} if inside else {})})
     name = f"{sandbox.name}-fqdn"
     return {
         "apiVersion": "cilium.io/v2",
@@ -171,7 +176,7 @@ def cilium_policy(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> 
         "spec": {
             "endpointSelector": {"matchLabels": {SERVER_LABEL: sandbox.name, ROLE_LABEL: "server"}},
             "egress": rules,
-            "egressDeny": [{"toCIDRSet": [{"cidr": str(n)} for n in denied]}],
+            "egressDeny": [{"toCIDRSet": denied}],
         },
     }
 

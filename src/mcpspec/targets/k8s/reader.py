@@ -16,13 +16,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from mcpspec.targets.grants import ANY, EgressGrant, Endpoint, Grants, Identity, Limits, MountGrant, SecretLanding
+from mcpspec.targets.grants import ANY, EgressGrant, Endpoint, EndpointKind, Grants, Identity, Limits, Mode, MountGrant, SecretLanding
 from mcpspec.targets.k8s.manifest import load
 from mcpspec.targets.k8s.names import ROLE_LABEL, SECRET_NAMES, SERVER_LABEL, WORKSPACE_DIR, kubelet_value
 from mcpspec.targets.squid_reader import read_squid
 
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "": 1}
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T|)$")
+IPNet = ipaddress.IPv4Network | ipaddress.IPv6Network
 _OPEN = EgressGrant("direct", "allow", frozenset({ANY}), host_loopback=True)
 
 
@@ -68,7 +69,7 @@ def _grants(server: str, template: Mapping[str, Any], claims: Mapping[str, str],
     enforced = {"mounts"}
     for mount in container.get("volumeMounts", []):
         volume = volumes.get(mount["name"], {})
-        mode = "ro" if mount.get("readOnly") else "rw"
+        mode: Mode = "ro" if mount.get("readOnly") else "rw"
         target = mount["mountPath"]
         if "emptyDir" in volume:
             mounts.append(MountGrant(target, "tmpfs", "", mode, quantity(volume["emptyDir"].get("sizeLimit"))))
@@ -153,7 +154,7 @@ def _selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 def _egress(docs: list[dict[str, Any]], labels: Mapping[str, str], files: Mapping[str, str]) -> EgressGrant:
     restricted = False
     allow: set[Endpoint] = set()
-    carved: set[str] = set()
+    carved: list[tuple[IPNet, list[IPNet]]] = []  # each ipBlock: its range and what it carves out
     proxies: list[EgressGrant] = []
     deny: set[Endpoint] = set()
     for doc in docs:
@@ -172,18 +173,16 @@ def _egress(docs: list[dict[str, Any]], labels: Mapping[str, str], files: Mappin
                     continue  # DNS through kube-dns
                 for fqdn in rule.get("toFQDNs", []):
                     name = fqdn.get("matchName") or fqdn.get("matchPattern", "*")
-                    kind_ = "wildcard" if name.startswith("*.") else "domain" if "*" not in name else "any"
+                    kind_: EndpointKind = "wildcard" if name.startswith("*.") else "domain" if "*" not in name else "any"
                     allow.update(Endpoint(kind_, name if kind_ != "any" else "*", p if kind_ != "any" else None) for p in ports)
                 if not rule.get("toFQDNs"):
                     allow.add(ANY)
             for rule in doc["spec"].get("egressDeny", []):
-                deny.update(Endpoint("cidr", str(ipaddress.ip_network(c["cidr"])), None) for c in rule.get("toCIDRSet", []))
+                for entry in rule.get("toCIDRSet", []):
+                    deny.update(Endpoint("cidr", str(n), None) for n in _minus(ipaddress.ip_network(entry["cidr"]), entry.get("except", [])))
     if not restricted:
         return _OPEN
-    for text in carved:  # a carved-out range is refused unless another rule opens part of it
-        net = ipaddress.ip_network(text)
-        if not any(e.kind == "any" or (e.kind == "cidr" and ipaddress.ip_network(e.host).version == net.version and ipaddress.ip_network(e.host).overlaps(net)) for e in allow):  # type: ignore[arg-type]
-            deny.add(Endpoint("cidr", text, None))
+    deny.update(_refused(carved, allow))
     if proxies:
         squid = proxies[0]
         return EgressGrant("proxy", squid.default, frozenset(allow | set().union(*(p.allow for p in proxies))), frozenset(deny | set(squid.deny)))
@@ -192,12 +191,44 @@ def _egress(docs: list[dict[str, Any]], labels: Mapping[str, str], files: Mappin
     return EgressGrant("direct", "allow" if ANY in allow else "deny", frozenset(allow), frozenset(deny))
 
 
+def _refused(blocks: list[tuple[IPNet, list[IPNet]]], allow: set[Endpoint]) -> set[Endpoint]:
+    """The carved-out ranges no rule opens: every block that overlaps one carves it out too
+    (a rule that opens anything but an ipBlock opens them all)."""
+    if any(e.kind != "cidr" for e in allow):
+        return set()
+    out: set[Endpoint] = set()
+    for index, (_cidr, excepts) in enumerate(blocks):
+        for carved in excepts:
+            # the parts of it that no other block opens (one that carves it out too opens none of it)
+            opening = [str(o) for i, (o, o_except) in enumerate(blocks) if i != index and _overlaps(o, carved) and not any(_within(carved, x) for x in o_except)]
+            out.update(Endpoint("cidr", str(n), None) for n in _minus(carved, opening))
+    return out
+
+
+def _minus(network: IPNet, excepts: list[str]) -> list[IPNet]:
+    """``network`` without the ``excepts`` inside it, as networks."""
+    pieces = [network]
+    for text in excepts:
+        cut = ipaddress.ip_network(text, strict=False)
+        pieces = [q for p in pieces for q in ((p.address_exclude(cut) if _within(cut, p) else [p]) if not _within(p, cut) else [])]  # type: ignore[arg-type]
+    return pieces
+
+
+def _overlaps(a: IPNet, b: IPNet) -> bool:
+    return a.version == b.version and a.overlaps(b)
+
+
+def _within(a: IPNet, b: IPNet) -> bool:
+    return a.version == b.version and a.subnet_of(b)  # type: ignore[arg-type]
+
+
 def _peer(peer: Mapping[str, Any], ports: list[Any], docs: list[dict[str, Any]], files: Mapping[str, str],
-          allow: set[Endpoint], carved: set[str], proxies: list[EgressGrant]) -> None:
+          allow: set[Endpoint], carved: list[tuple[IPNet, list[IPNet]]], proxies: list[EgressGrant]) -> None:
     if "ipBlock" in peer:
         block = peer["ipBlock"]
-        allow.update(Endpoint("cidr", str(ipaddress.ip_network(block["cidr"], strict=False)), p) for p in ports)
-        carved.update(str(ipaddress.ip_network(e, strict=False)) for e in block.get("except", []))
+        cidr = ipaddress.ip_network(block["cidr"], strict=False)
+        allow.update(Endpoint("cidr", str(cidr), p) for p in ports)
+        carved.append((cidr, [ipaddress.ip_network(e, strict=False) for e in block.get("except", [])]))
         return
     selector = peer.get("podSelector", {}).get("matchLabels", {})
     if peer.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name") == "kube-system" and selector.get("k8s-app") == "kube-dns":
