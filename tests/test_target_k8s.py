@@ -235,3 +235,17 @@ def test_hostile_values_stay_values(tmp_path: Path) -> None:
     docs = load_yaml(build.files["web.yaml"])
     assert [d["kind"] for d in docs].count("Pod") == 0
     assert dict(read_build(build.files)["web"].env_set)["MODE"] == "x\n---\nkind: Pod\n# \u2028 \x85 end"
+
+
+def test_squid_reads_the_proxy_configuration(tmp_path: Path) -> None:
+    import subprocess
+
+    from conftest import require_tool
+
+    squid = require_tool("squid")
+    conf = tmp_path / "squid.conf"
+    conf.write_text(BUILDS["kube/proxy"].files["web.squid.conf"], encoding="utf-8")
+    parsed = subprocess.run([squid, "-k", "parse", "-f", str(conf)], capture_output=True, text=True, timeout=60, check=False)
+    assert parsed.returncode == 0 and "WARNING" not in parsed.stderr, parsed.stderr[-2000:]
+    kustomization = load_yaml(BUILDS["kube/proxy"].files["kustomization.yaml"])[0]
+    assert {"name": "web-egress", "files": ["squid.conf=web.squid.conf"]} in kustomization["configMapGenerator"]
