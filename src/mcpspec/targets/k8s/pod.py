@@ -87,8 +87,11 @@ def server_container(plan: Plan, sandbox: EffectiveSandbox, secrets: dict[str, S
     """The server's container. ``secrets`` maps each bound secret to its Secret (unbound ones are left out);
     ``proxied`` sets the proxy variables; ``bridge`` (host, port) runs a stdio command behind the stdio-to-HTTP bridge."""
     name = sandbox.name
-    mounts: list[dict[str, Any]] = [{"name": "scratch", "mountPath": SCRATCH}]
-    volumes: list[dict[str, Any]] = [{"name": "scratch", "emptyDir": {"sizeLimit": SCRATCH_SIZE}}]
+    mounts: list[dict[str, Any]] = []
+    volumes: list[dict[str, Any]] = []
+    if all(mount.target != SCRATCH for mount in sandbox.mounts):  # two volumes at one mountPath make an invalid pod
+        mounts.append({"name": "scratch", "mountPath": SCRATCH})
+        volumes.append({"name": "scratch", "emptyDir": {"sizeLimit": SCRATCH_SIZE}})
     for index, mount in enumerate(sandbox.mounts):
         volume = f"{name}-m{index}"
         if mount.kind == "tmpfs":
