@@ -9,6 +9,7 @@ import yaml
 
 from mcpspec.ir.plan import Plan
 from mcpspec.targets.common import header
+from mcpspec.targets.k8s.names import namespace
 
 
 class _Dumper(yaml.SafeDumper):
@@ -24,10 +25,23 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+# Objects that live in no namespace (and kustomize's own file).
+UNNAMESPACED = frozenset({"Namespace", "Kustomization"})
+
+
 def dump(plan: Plan, what: str, documents: Sequence[dict[str, Any]]) -> str:
-    """A multi-document YAML file of ``documents`` under the generated header."""
+    """A multi-document YAML file of ``documents`` under the generated header; every namespaced
+    object names the project's namespace (an overlay's ``namespace:`` replaces it)."""
+    documents = [_in_namespace(doc, namespace(plan)) for doc in documents]
     body = yaml.dump_all(list(documents), Dumper=_Dumper, sort_keys=False, explicit_start=True, allow_unicode=False, width=2**16)
     return "\n".join(header(plan, what)) + "\n" + body
+
+
+def _in_namespace(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    if doc.get("kind") in UNNAMESPACED or "metadata" not in doc:
+        return doc
+    meta = doc["metadata"]
+    return {**doc, "metadata": {"name": meta["name"], "namespace": name, **{k: v for k, v in meta.items() if k != "name"}}}
 
 
 def load(text: str) -> list[dict[str, Any]]:

@@ -140,6 +140,10 @@ def server_container(plan: Plan, sandbox: EffectiveSandbox, secrets: dict[str, S
         container["env"] = env
     if ports:
         container["ports"] = ports
+        if sandbox.placement != "agent":  # the kubelet reaches a pod's address, not its loopback
+            port = ports[0]["containerPort"]
+            container["readinessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 10}
+            container["livenessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 20, "failureThreshold": 3}
     container["resources"] = resources(sandbox)
     container["securityContext"] = container_security(sandbox)
     container["volumeMounts"] = mounts

@@ -114,6 +114,8 @@ def proxy_objects(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, ima
     container = {
         "name": "squid", "image": image, "imagePullPolicy": "IfNotPresent", "command": ["squid", "-N", "-f", SQUID_CONF],
         "ports": [{"name": "proxy", "containerPort": PROXY_PORT, "protocol": "TCP"}],
+        "readinessProbe": {"tcpSocket": {"port": PROXY_PORT}, "periodSeconds": 10},
+        "livenessProbe": {"tcpSocket": {"port": PROXY_PORT}, "periodSeconds": 20, "failureThreshold": 3},
         "resources": {"limits": {"memory": "128Mi", "cpu": "200m"}, "requests": {"memory": "128Mi", "cpu": "200m"}},
         "securityContext": container_security(sandbox) | {"runAsUser": 65532, "runAsGroup": 65532},
         "volumeMounts": [{"name": "config", "mountPath": "/etc/mcpspec-squid", "readOnly": True}, {"name": "scratch", "mountPath": "/tmp"}],
