@@ -403,6 +403,47 @@ def test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_runni
     assert _squid_segments() <= segments, "killed launchers left squid's shared memory in /dev/shm"
 
 
+FAKE_BWRAP = """#!/usr/bin/python3
+import os, sys, time
+# Stands in for bwrap between its clone and its report: a child exists (with no parent-death
+# signal of its own yet) and nobody has been told its pid.
+if os.fork() == 0:
+    os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)", "MARKER"])
+time.sleep(120)
+"""
+
+
+def test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Seen in CI under load: a SIGKILL of the launcher 0.26 s into the start left bwrap's child
+    (the sandbox's pid 1 to be) blocked forever. bwrap's child arms its parent-death signal a moment
+    after it exists and bwrap reports its pid later still; a launcher killed in between took bwrap
+    with it (its parent-death signal) and left the child reported to nobody. A stand-in bwrap,
+    bound over the real one in a mount namespace of the test's own, holds that moment open."""
+    require_tool("unshare")
+    marker = f"mcpspec-unreported-{os.getpid()}"
+    fake = tmp_path / "bwrap"
+    fake.write_text(FAKE_BWRAP.replace("MARKER", marker), encoding="utf-8")
+    fake.chmod(0o755)
+    real = subprocess.run(["sh", "-c", "command -v bwrap"], capture_output=True, text=True, check=True).stdout.strip()
+    launcher = sandbox.build(sandbox.spec("unreported", "    env: {set: {PYTHONPATH: /opt/site}}"))
+    script = 'mount --bind "$1" "$2" && exec "$3"'
+    process = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", str(fake), real, str(launcher)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "unreported"})
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not leftovers(marker):
+            time.sleep(0.02)
+        assert leftovers(marker), "the stand-in bwrap never started its child"
+        process.kill()
+        process.wait(timeout=10)
+        assert wait_gone(marker) == [], "a child bwrap never reported outlived the killed launcher"
+    finally:
+        for line in leftovers(marker):
+            with contextlib.suppress(OSError):
+                os.kill(int(line.split(":")[0]), signal.SIGKILL)
+
+
 def test_sigterm_at_any_moment_stops_everything_and_still_audits(sandbox: Sandbox, listener: Listener) -> None:
     spec = sandbox.spec("sigterm", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["127.0.0.1:{listener.port}"]}}\n    logging: {{audit: true, sink: stderr}}')
     launcher = sandbox.build(spec)

@@ -184,9 +184,15 @@ def close_inherited_fds() -> None:
                 os.close(fd)
 
 
-def child_setup(parent: int, identity: tuple[int, int, list[int]] | None, limits: list[tuple[int, int]], no_new_privs: bool) -> Callable[[], None]:
+def child_setup(
+    parent: int, identity: tuple[int, int, list[int]] | None, limits: list[tuple[int, int]], no_new_privs: bool, announce: int = -1
+) -> Callable[[], None]:
     """A preexec function: limits, the identity change, then a parent-death signal checked against
-    a parent that may already be gone (an identity change clears the signal, so it comes last)."""
+    a parent that may already be gone (an identity change clears the signal, so it comes last).
+
+    With ``announce`` (the guardian's control pipe), the child instead tells the guardian its pid
+    before it runs anything, and gets no parent-death signal: the guardian, which then always
+    knows it, stops it and its children when the launcher dies (see ``guard``)."""
 
     def setup() -> None:
         import resource
@@ -203,7 +209,10 @@ def child_setup(parent: int, identity: tuple[int, int, list[int]] | None, limits
             os.setresuid(uid, uid, uid)
         if no_new_privs:
             _prctl(PR_SET_NO_NEW_PRIVS, 1)
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if announce >= 0:
+            os.write(announce, f"bwrap {os.getpid()}\n".encode())
+        else:
+            _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:
             os._exit(REFUSED)
 
@@ -761,8 +770,8 @@ class Launcher:
         self.sandbox = subprocess.Popen(
             [self.tools["bwrap"], "--info-fd", str(info_w), "--args", str(args_fd), "--", *inner],
             stdin=subprocess.PIPE if relay else None, stdout=subprocess.PIPE if relay else None,
-            env={"PATH": SAFE_PATH}, pass_fds=self.fds, preexec_fn=child_setup(os.getpid(), identity, limits, False))
-        os.write(self.guardian_control, f"bwrap {self.sandbox.pid}\n".encode())
+            env={"PATH": SAFE_PATH}, pass_fds=self.fds,
+            preexec_fn=child_setup(os.getpid(), identity, limits, False, announce=self.guardian_control))
         for fd in self.fds:
             os.close(fd)
         self.fds = []
@@ -875,6 +884,8 @@ class Launcher:
         if relay is not None:
             relay.finish(lambda: bool(self.stop_signal))
         os.close(pidfd)
+        if not self.ended_by and self.stop_signal:  # the signal and the sandbox's end came in one wake-up
+            self.status, self.ended_by = 128 + self.stop_signal, "signal"
         if not self.ended_by:
             self.status = code if code >= 0 else 128 - code
 
@@ -1173,15 +1184,17 @@ def guard(info_r: int, control_r: int, report_w: int) -> None:
                 elif b"done\n" in control:
                     return
                 else:
-                    deadline = time.monotonic() + 5  # the launcher died: learn the pid 1 if bwrap is about to say it
+                    deadline = time.monotonic()  # the launcher died: bwrap, stopped, names its children
         for line in control.split(b"\n"):
             if line.startswith(b"bwrap ") and not bwrap:
                 bwrap = int(line.split()[1])
-                pidfds.append(pidfd_of(bwrap))
+                pidfds.insert(0, pidfd_of(bwrap))
         if control_r not in open_fds and info_r not in open_fds:
             break
     if b"done\n" in control:
         return
+    if bwrap:
+        pidfds.extend(stopped_children(bwrap, pidfds[0] if pidfds else -1))
     for pidfd in pidfds:  # a pidfd names the process itself, never a later one with its number
         if pidfd >= 0:
             with contextlib.suppress(OSError):
@@ -1193,6 +1206,46 @@ def guard(info_r: int, control_r: int, report_w: int) -> None:
             shutil.rmtree(value, ignore_errors=True)
         elif kind == "shm" and re.fullmatch(r"mcpspec[0-9a-f]{16}-", value):
             remove_shared_memory(value)
+
+
+def stopped_children(pid: int, pidfd: int) -> list[int]:
+    """Stop bwrap and return pidfds of its children.
+
+    bwrap's child (the sandbox's pid 1 to be) arms its own parent-death signal a moment after it
+    exists, and bwrap reports its pid later still: a launcher killed in between left that child
+    blocked forever, reported to nobody. bwrap gets no parent-death signal of ours, so it is
+    still here: stopped, it forks no more, and its children are read from /proc while its pidfd
+    proves the number still names it."""
+    if pidfd < 0:
+        return []
+    with contextlib.suppress(OSError):
+        signal.pidfd_send_signal(pidfd, signal.SIGSTOP)
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:  # the stop takes effect when bwrap next leaves the kernel
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+                state = handle.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            return []
+        if state in ("T", "t", "Z", "X"):
+            break
+        time.sleep(0.002)
+    children: list[int] = []
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as handle:
+                children += [int(word) for word in handle.read().split()]
+    except (OSError, ValueError):
+        pass
+    fds = [pidfd_of(child) for child in children]
+    try:
+        signal.pidfd_send_signal(pidfd, 0)
+    except OSError:  # bwrap is gone: the numbers read may name other processes by now
+        for fd in fds:
+            if fd >= 0:
+                os.close(fd)
+        return []
+    return fds
 
 
 def pidfd_of(pid: int) -> int:
