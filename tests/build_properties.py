@@ -25,12 +25,16 @@ from mcpspec.targets.build import MANIFEST, Build, build_plan
 from mcpspec.targets.bwrap.reader import read_build as read_bwrap
 from mcpspec.targets.compose.reader import read_build as read_compose
 from mcpspec.targets.grants import Endpoint, Grants
+from mcpspec.targets.k8s.reader import read_build as read_k8s
 from mcpspec.targets.systemd.reader import read_build as read_systemd
 from mcpspec.targets.writer import OutputError, write_build
 
-READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {"bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose}
-# Build inputs per target: the compose target needs an egress proxy image for allowlists.
-OPTIONS = {"compose": BuildOptions(proxy_image="localhost/squid@sha256:" + "0" * 64)}
+READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {
+    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s,
+}
+# Build inputs that are not in the spec: the container targets get a proxy image (so allowlists are
+# built), k8s a secret store (so vault secrets are), and Cilium's toFQDNs for one of the projects.
+PROXY_IMAGE = "localhost/mcpspec-egress@sha256:" + "0" * 64
 # Images a server may name (container targets run them; the others report them as a policy left to another layer).
 IMAGES = [None, "localhost/srv@sha256:" + "1" * 64, "localhost/srv@sha256:" + "1" * 64, "ghcr.io/acme/srv:1.0"]
 TODAY = datetime.date(2026, 1, 1)
@@ -392,6 +396,8 @@ def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], proxied_std
     if target == "compose":  # the scratch tmpfs at /tmp, and the entrypoint shim the file mounts beside it
         return (mount.kind == "tmpfs" and mount.target == "/tmp") or (
             mount.kind == "host" and mount.mode == "ro" and mount.target == "/mcpspec/entrypoint.sh" and mount.source == "./mcpspec-entrypoint.sh")
+    if target == "k8s":  # every pod's scratch /tmp (an emptyDir with a size limit)
+        return mount.kind == "tmpfs" and mount.target == "/tmp" and mount.size is not None
     if mount.target == "/":
         return mount.mode == "ro" and levels.get("hidden-paths") != "full"
     if mount.kind == "tmpfs" and mount.target in ("/run", "/dev/shm"):
@@ -453,7 +459,15 @@ def _check_limits(grants: Grants, sections: Mapping[str, Mapping[str, Any]], lev
 
 def build_all(text: str) -> dict[str, Build]:
     plan = load_text(text, "mcp-sandbox.yaml")
-    return {target: build_plan(plan, target, today=TODAY, options=OPTIONS.get(target)) for target in READERS}
+    return {target: build_plan(plan, target, today=TODAY, options=options(target, plan.project)) for target in READERS}
+
+
+def options(target: str, project: str) -> BuildOptions | None:
+    if target == "compose":
+        return BuildOptions(proxy_image=PROXY_IMAGE)
+    if target == "k8s":
+        return BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", egress="cilium" if project == "p1" else "proxy")
+    return None
 
 
 def dump(spec: Mapping[str, Any]) -> str:

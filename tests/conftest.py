@@ -34,6 +34,7 @@ DEBIAN_PACKAGES = {
     "setpriv": "util-linux",
     "slirp4netns": "slirp4netns",
     "socat": "socat",
+    "unshare": "util-linux",
     "squid": "squid",
     "systemd-analyze": "systemd",
     "/usr/bin/python3": "python3",

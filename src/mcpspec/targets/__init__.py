@@ -19,6 +19,7 @@ REGISTRY: dict[str, str] = {
     "bwrap": "mcpspec.targets.bwrap",
     "systemd": "mcpspec.targets.systemd",
     "compose": "mcpspec.targets.compose",
+    "k8s": "mcpspec.targets.k8s",
 }
 TARGET_NAMES = tuple(REGISTRY)
 

@@ -17,8 +17,12 @@ from mcpspec.targets import TARGET_NAMES, get_target
 from mcpspec.targets.base import CONTROLS, BuildOptions
 
 REPO = Path(__file__).resolve().parents[3]
-# Build inputs the examples are compiled with: an egress proxy image (a placeholder digest) for compose.
-EXAMPLE_OPTIONS: dict[str, BuildOptions] = {"compose": BuildOptions(proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64)}
+# Build inputs that are not in the specs, per target: the examples show what a build with them writes.
+# The proxy images are placeholder digests (no image is pulled to build).
+EXAMPLE_OPTIONS: dict[str, BuildOptions] = {
+    "compose": BuildOptions(proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64),
+    "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example"),
+}
 
 
 def example_specs(repo: Path = REPO) -> list[Path]:
@@ -26,9 +30,14 @@ def example_specs(repo: Path = REPO) -> list[Path]:
 
 
 def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[str, str], set[str]]:
-    """(the text `mcpspec build` prints, the files, the executable ones) for one example, built with the built-in settings."""
-    outcome = build_file(spec, target, display_name=spec.relative_to(repo).as_posix(), build_options=EXAMPLE_OPTIONS.get(target))
+    """(the text `mcpspec build` prints, the files, the executable ones) for one example, built with the built-in
+    settings and the target's ``EXAMPLE_OPTIONS`` (then the first line names them)."""
+    options = EXAMPLE_OPTIONS.get(target)
+    outcome = build_file(spec, target, display_name=spec.relative_to(repo).as_posix(), build_options=options)
     printed = build_summary.render(outcome)
+    if options is not None:
+        given = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in options.given().items())
+        printed = f"mcpspec build {spec.relative_to(repo).as_posix()} --target {target} {given}\n" + printed
     if outcome.stopped or outcome.build is None:
         return printed, {}, set()
     build = outcome.build
