@@ -14,7 +14,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 
-from build_properties import OPTIONS, build_all, dump, specs
+from build_properties import build_all, dump, options, specs
 from conftest import EXAMPLES, REPO
 from mcpspec.api import SpecError, load, load_text
 from mcpspec.targets.base import BuildOptions
@@ -155,4 +155,5 @@ def test_the_options_and_the_manifest() -> None:
     with pytest.raises(ValueError, match="takes no --proxy-image"):
         build_plan(load_text(dump(spec), "x.yaml"), "bwrap", options=PROXY)
     assert json.loads(_build(dump(spec)).files[".mcpspec-build.json"])["options"] == {"proxy_image": PROXY.proxy_image}
-    assert OPTIONS["compose"].proxy_image
+    compose_options = options("compose", "acme")
+    assert compose_options is not None and compose_options.proxy_image

@@ -49,8 +49,9 @@ def _manifest(build_files: dict[str, str]) -> dict[str, object]:
     return data
 
 # A pod runs an image, and a pod spec cannot limit processes (TG001 at runtime.pids, waived here too).
-K8S_WAIVED = VAULT_WAIVED.replace("    command: [/usr/bin/true]\n", "    command: [/usr/bin/true]\n    image: localhost/ops@sha256:" + "0" * 64 + "\n"
-                                  "    runtime: {pids: 64}\n") + "  - {rule: TG001, at: servers.ops.runtime.pids, reason: the kubelet's podPidsLimit, expires: 2999-01-01}\n"
+# A pod spec has no process limit (only the kubelet's podPidsLimit): the k8s spec sets one and waives that gap too.
+K8S_WAIVED = VAULT_WAIVED.replace("    secrets:\n", "    runtime: {pids: 64}\n    secrets:\n", 1) + (
+    "  - {rule: TG001, at: servers.ops.runtime.pids, reason: the kubelet's podPidsLimit, expires: 2999-01-01}\n")
 
 
 @pytest.mark.parametrize("target", TARGET_NAMES)
@@ -88,7 +89,7 @@ servers:
     path, position = ("servers", "bad", "command"), (14, 14)
     if target == "k8s":  # a pod runs a shell command as /bin/sh -c; what it refuses is a server without an image
         spec = spec.removesuffix("    image: localhost/ops@sha256:" + "c" * 64 + "\n")
-        path, position = ("servers", "bad", "image"), (11, 3)  # no image key: the server it belongs to
+        path, position = ("servers", "bad", "image"), (10, 3)  # no image key: the server it belongs to
     build = build_plan(load_text(spec, "refused.yaml"), target, today=TODAY)
     tg004 = [r for r in build.results if r.code == "TG004"]
     assert len(tg004) == 1 and tg004[0].path == path, [r.message for r in tg004]
