@@ -234,6 +234,7 @@ class BuildOutcome(NamedTuple):
     lint: FileLint
     build: Build | None
     target: str
+    plan: Plan | None = None
 
     @property
     def stopped(self) -> bool:
@@ -277,4 +278,4 @@ def build_file(
     options = chosen.lint_options(errors.file)
     with gc_paused():
         build = build_plan(plan, target, today=chosen.today, inline_suppressions=options.inline_suppressions, lint=options, fail_on=fail_on, options=chosen_options)
-    return BuildOutcome(FileLint(errors.file, build.findings, plan.source.text), build, target)
+    return BuildOutcome(FileLint(errors.file, build.findings, plan.source.text), build, target, plan)

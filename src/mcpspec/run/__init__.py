@@ -1,0 +1,1 @@
+"""Commands that start a server through its bubblewrap launcher: `mcpspec run`, `mcpspec lock`, `mcpspec verify`."""
