@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[3]
 # The proxy images are placeholder digests (no image is pulled to build).
 EXAMPLE_OPTIONS: dict[str, BuildOptions] = {
     "compose": BuildOptions(proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64),
-    "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example"),
+    # k8s: the nodes' kubelet bounds each pod at 64 processes, no more than any example asks for.
+    "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example", pod_pids_limit=64),
 }
 
 
