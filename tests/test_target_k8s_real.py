@@ -8,11 +8,9 @@ does not apply NetworkPolicy, Jobs' deadlines or external-secrets, which these t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
-import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +23,9 @@ from conftest import require_tool
 from mcpspec.api import load_text
 from mcpspec.targets.build import build_plan
 from mcpspec.targets.k8s.manifest import load as load_yaml
+from podman_images import Recipe, pinned, podman_env
 
-MMDEBSTRAP = ["--variant=minbase", "--include=python3", "bookworm"]
-IMAGE = "localhost/mcpspec-k8s-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]
-CONTAINERS_CONF = Path(__file__).parent / "containers.conf"
+IMAGE = Recipe("mcpspec-k8s-test", ("python3",))
 PROBE = (Path(__file__).parent / "k8s_probe.py").read_text(encoding="utf-8")
 HOST_MARKER = str(Path(__file__).resolve())  # a file of the host: the pod must not see it
 UID = 1234
@@ -62,27 +59,6 @@ waivers:
 """
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
-
-
-def _image(podman: str) -> str:
-    """The test image, pinned by digest (a spec without a digest is refused by lint SP001)."""
-    if subprocess.run([podman, "image", "exists", IMAGE], env=_env(), check=False).returncode != 0:
-        _build_image(podman)
-    digest = subprocess.run([podman, "image", "inspect", "--format", "{{.Digest}}", IMAGE], capture_output=True, text=True, check=True, timeout=60, env=_env())
-    return IMAGE.rsplit(":", 1)[0] + "@" + digest.stdout.strip()
-
-
-def _build_image(podman: str) -> None:
-    mmdebstrap = require_tool("mmdebstrap")
-    with tempfile.TemporaryDirectory(prefix="mcpspec-k8s-image-") as work:
-        tarball = Path(work) / "rootfs.tar"
-        built = subprocess.run([mmdebstrap, "--quiet", *MMDEBSTRAP, str(tarball)], capture_output=True, text=True, timeout=900, check=False)
-        assert built.returncode == 0, f"mmdebstrap failed:\n{built.stderr[-3000:]}"
-        subprocess.run([podman, "import", str(tarball), IMAGE], check=True, capture_output=True, timeout=300, env=_env())
-
-
 def pod_manifest(files: dict[str, str], name: str) -> str:
     """The server's Job template as a Pod, with the claims it mounts, for `podman kube play`.
 
@@ -102,24 +78,24 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     podman = require_tool("podman")
     require_tool("runc")
     require_tool("catatonit")
-    image = _image(podman)
+    image = pinned(IMAGE)
     build = build_plan(load_text(_spec(image), "kubereal.yaml"), "k8s")
     assert not build.blocked, [r.message for r in build.results]
     name = f"mcpspec-k8s-{uuid.uuid4().hex[:10]}"
     manifest = tmp_path_factory.mktemp("kube") / "pod.yaml"
     manifest.write_text(pod_manifest(build.files, name), encoding="utf-8")
     try:
-        played = subprocess.run([podman, "kube", "play", "--network", "none", str(manifest)], capture_output=True, text=True, timeout=120, env=_env(), check=False)
+        played = subprocess.run([podman, "kube", "play", "--network", "none", str(manifest)], capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
         assert played.returncode == 0, played.stderr
-        subprocess.run([podman, "wait", f"{name}-probe"], capture_output=True, text=True, timeout=120, env=_env(), check=False)
-        logs = subprocess.run([podman, "logs", f"{name}-probe"], capture_output=True, text=True, timeout=60, env=_env(), check=False)
+        subprocess.run([podman, "wait", f"{name}-probe"], capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
+        logs = subprocess.run([podman, "logs", f"{name}-probe"], capture_output=True, text=True, timeout=60, env=podman_env(), check=False)
         line = next((line for line in logs.stdout.splitlines() if line.startswith("PROBE ")), None)
         assert line is not None, logs.stdout + logs.stderr
         yield json.loads(line.removeprefix("PROBE "))
     finally:
-        subprocess.run([podman, "kube", "down", str(manifest)], capture_output=True, timeout=120, env=_env(), check=False)
+        subprocess.run([podman, "kube", "down", str(manifest)], capture_output=True, timeout=120, env=podman_env(), check=False)
         for claim in ("ws-input", "ws-output"):
-            subprocess.run([podman, "volume", "rm", "-f", claim], capture_output=True, timeout=60, env=_env(), check=False)
+            subprocess.run([podman, "volume", "rm", "-f", claim], capture_output=True, timeout=60, env=podman_env(), check=False)
 
 
 def test_the_pod_runs_non_root_without_capabilities_on_a_read_only_root(report: dict[str, Any]) -> None:
