@@ -3,7 +3,8 @@
 An image is a Debian rootfs built by mmdebstrap (from the configured apt sources) and imported
 into podman's store under a tag derived from what it holds: built once, then reused by every
 later test file and run. Python packages a recipe names are installed by pip into the image's
-own python3 (``/usr/local/lib/python3.X/dist-packages``) while the rootfs is built.
+own python3 (``/usr/local/lib/python3.X/dist-packages``) while the rootfs is built; the
+variables it names are set in the image's config, as a Dockerfile's ENV would.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ class Recipe:
     name: str  # localhost/<name>
     packages: tuple[str, ...]
     pip: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()  # NAME=VALUE the image's config sets (an imported rootfs has none, not even PATH)
 
     def mmdebstrap_args(self) -> list[str]:
         return ["--variant=minbase", f"--include={','.join(self.packages)}", "bookworm"]
 
     @property
     def tag(self) -> str:
-        held = " ".join(self.mmdebstrap_args()) + "".join(f" pip:{requirement}" for requirement in self.pip)
+        held = " ".join(self.mmdebstrap_args()) + "".join(f" pip:{requirement}" for requirement in self.pip) + "".join(f" env:{item}" for item in self.env)
         return f"localhost/{self.name}:" + hashlib.sha256(held.encode()).hexdigest()[:12]
 
 
@@ -79,7 +81,8 @@ def _build(podman: str, recipe: Recipe) -> None:
         built = subprocess.run([mmdebstrap, "--quiet", *_pip_hooks(recipe), *recipe.mmdebstrap_args(), str(tarball)],
                                capture_output=True, text=True, timeout=900, check=False)
         assert built.returncode == 0, f"mmdebstrap failed:\n{built.stderr[-3000:]}"
-        imported = subprocess.run([podman, "import", str(tarball), recipe.tag], capture_output=True, text=True, timeout=300, env=podman_env(), check=False)
+        changes = [f"--change=ENV {item}" for item in recipe.env]
+        imported = subprocess.run([podman, "import", *changes, str(tarball), recipe.tag], capture_output=True, text=True, timeout=300, env=podman_env(), check=False)
         assert imported.returncode == 0, imported.stderr
 
 

@@ -104,7 +104,10 @@ What is not enforced by these files: NetworkPolicy needs a CNI that implements i
 Cilium...); the tests here validate every manifest against the Kubernetes schemas and the
 restricted profile and run the pod templates with `podman kube play` (identity, capabilities,
 read-only root, mounts, environment), which does not apply NetworkPolicy, Jobs' deadlines or
-Secrets from external-secrets. A pod spec has no process limit: set the kubelet's podPidsLimit
+Secrets from external-secrets. A dedicated stdio server's Deployment runs there too, behind the
+pinned bridge installed from PyPI into its image: the MCP SDK's streamable HTTP client calls its
+tools through the bridge's port (forwarded by the test; podman runs no kubelet probes without
+systemd as PID 1, and the Service is not applied). A pod spec has no process limit: set the kubelet's podPidsLimit
 (`--pod-max-pids`) on the nodes, and say so with `--pod-pids-limit`.
 """
 
