@@ -33,7 +33,7 @@ READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {
     "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s,
 }
 # Build inputs that are not in the spec: the container targets get a proxy image (so allowlists are
-# built), k8s a secret store (so vault secrets are), and Cilium's toFQDNs for one of the projects.
+# built), k8s a secret store (so vault secrets are), the nodes' podPidsLimit for two of the projects and Cilium's toFQDNs for one.
 PROXY_IMAGE = "localhost/mcpspec-egress@sha256:" + "0" * 64
 # Images a server may name (container targets run them; the others report them as a policy left to another layer).
 IMAGES = [None, "localhost/srv@sha256:" + "1" * 64, "localhost/srv@sha256:" + "1" * 64, "ghcr.io/acme/srv:1.0"]
@@ -466,7 +466,9 @@ def options(target: str, project: str) -> BuildOptions | None:
     if target == "compose":
         return BuildOptions(proxy_image=PROXY_IMAGE)
     if target == "k8s":
-        return BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", egress="cilium" if project == "p1" else "proxy")
+        # The nodes' podPidsLimit sits among the drawn runtime.pids (16, 64, 256): a server asking for fewer must stay TG001.
+        return BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", egress="cilium" if project == "p1" else "proxy",
+                            pod_pids_limit=None if project == "shop-qa" else 64)
     return None
 
 

@@ -29,6 +29,7 @@ DEBIAN_PACKAGES = {
     "make": "make",
     "mmdebstrap": "mmdebstrap",
     "newuidmap": "uidmap",
+    "nsenter": "util-linux",
     "podman": "podman",
     "runc": "runc",
     "setpriv": "util-linux",

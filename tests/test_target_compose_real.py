@@ -12,7 +12,6 @@ Network: the egress proxy's outer network is created by the test before compose 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -30,13 +29,12 @@ from conftest import require_tool
 from mcpspec.api import load_text
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
+from podman_images import Recipe, pinned, podman_env
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
 from harness import call_tools, copy_mcp_closure, sandbox_python_matches
 
-MMDEBSTRAP = ["--variant=minbase", "--include=python3,squid", "bookworm"]
-TAG = "localhost/mcpspec-compose-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]
-CONTAINERS_CONF = Path(__file__).parent / "containers.conf"
+IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid"))
 PROBE = Path(__file__).parent / "probe" / "probe_server.py"
 SUBNET = "44.1.2.0/24"  # inside the test's own internal network only
 TARGET_IP = "44.1.2.10"
@@ -88,28 +86,11 @@ servers:
 """
 
 
-def _env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
-
-
 def _run(*command: str, check: bool = True, timeout: float = 120, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or _env(), check=False)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env or podman_env(), check=False)
     if check and done.returncode != 0:
         raise AssertionError(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
     return done
-
-
-def _image(podman: str) -> str:
-    """The test image, built once and kept in podman's store; returns NAME@sha256:..."""
-    if _run(podman, "image", "exists", TAG, check=False).returncode != 0:
-        mmdebstrap = require_tool("mmdebstrap")
-        with tempfile.TemporaryDirectory() as tmp:
-            tarball = Path(tmp) / "rootfs.tar"
-            _run(mmdebstrap, "--quiet", *MMDEBSTRAP, str(tarball), timeout=900)
-            _run(podman, "import", str(tarball), TAG, timeout=300)
-    digest = _run(podman, "image", "inspect", "--format", "{{.Digest}}", TAG).stdout.strip()
-    assert digest.startswith("sha256:")
-    return f"{TAG.rsplit(':', 1)[0]}@{digest}"
 
 
 class Stack:
@@ -129,7 +110,7 @@ class Stack:
         (self.run_dir / "input" / "data.txt").write_text("input\n")
 
     def env(self) -> dict[str, str]:
-        return {**_env(), "MCPSPEC_RUN_DIR": str(self.run_dir)}
+        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir)}
 
     def args(self, *rest: str) -> list[str]:
         return ["-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
@@ -154,7 +135,7 @@ def stack() -> Iterator[Stack]:
     compose = require_tool("podman-compose")
     if not sandbox_python_matches():
         pytest.skip("the SDK's compiled dependencies need the image's python3 to be this python's minor version")
-    image = _image(podman)
+    image = pinned(IMAGE)
     base = Path(tempfile.mkdtemp(prefix="mcpspec-compose-", dir="/tmp"))
     base.chmod(0o755)
     copy_mcp_closure(base / "site")

@@ -24,7 +24,7 @@ kubernetes_validate = pytest.importorskip("kubernetes_validate")
 PROXY_IMAGE = "localhost/mcpspec-egress@sha256:" + "0" * 64
 OPTIONS = {
     "none": BuildOptions(),
-    "proxy": BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store"),
+    "proxy": BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", pod_pids_limit=64),
     "cilium": BuildOptions(egress="cilium", secret_store="vault-store"),
 }
 # Kinds the Kubernetes schemas do not hold (custom resources and kustomize's own file), with
@@ -251,30 +251,104 @@ def test_squid_reads_the_proxy_configuration(tmp_path: Path) -> None:
     assert {"name": "web-egress", "files": ["squid.conf=web.squid.conf"]} in kustomization["configMapGenerator"]
 
 
-def _pids_waived(spec: Path, options: BuildOptions) -> str:
-    """The example with its process limits' TG001 waived (the cluster's kubelet sets podPidsLimit)."""
-    from mcpspec.diagnostics import format_path
-
-    text = spec.read_text(encoding="utf-8")
-    paths = sorted({format_path(r.path) for r in build_plan(load_text(text, spec.name), "k8s", options=options).results
-                    if r.code == "TG001" and "process limit" in r.message})
-    waivers = "".join(f'  - {{rule: TG001, at: {p}, reason: "the kubelet sets podPidsLimit", expires: "2999-01-01"}}\n' for p in paths)
-    return text.replace("\nwaivers:\n", "\nwaivers:\n" + waivers) if "\nwaivers:\n" in text else text + "\nwaivers:\n" + waivers
-
-
-def test_with_the_pids_gap_waived_the_examples_build_or_name_why() -> None:
+def test_with_the_nodes_pids_limit_the_examples_build_or_name_why() -> None:
     from mcpspec.targets.examples import EXAMPLE_OPTIONS
 
     outcome = {}
     for spec in EXAMPLES:
-        build = build_plan(load_text(_pids_waived(spec, EXAMPLE_OPTIONS["k8s"]), spec.name), "k8s", options=EXAMPLE_OPTIONS["k8s"])
+        build = build_plan(load(spec, spec.name), "k8s", options=EXAMPLE_OPTIONS["k8s"])
         why = sorted({r.message.split(":")[1].strip() for r in build.results if r.suppression is None and r.code in ("TG001", "TG004")})
         outcome[spec.stem] = why if build.blocked else "built"
     assert outcome["deploy-tool"] == "built"  # vault through an ExternalSecret from --secret-store
+    assert outcome["data-connector"] == "built"  # vault too; its per-session Deployment runs under timeout(1)
     assert outcome["package-analysis"] == "built"
-    assert outcome["data-connector"] == ["max lifetime"]  # a per-session Deployment has no deadline
     assert outcome["browser-agent"] == ["secret 'qa-shopper-session'"]  # a file secret
     assert "egress deny" in outcome["coding-agent"]  # placement: agent
+
+
+PIDS_SPEC = """\
+version: 1
+project: pids
+servers:
+""" + "".join(f"""\
+  s{pids}:
+    image: localhost/s@sha256:{"4" * 64}
+    command: [/usr/bin/s]
+    runtime: {{pids: {pids}}}
+""" for pids in (32, 64, 512))
+
+
+def _pids(options: BuildOptions) -> tuple[Build, dict[str, str], dict[str, int | None]]:
+    """The build, each server's process-limit level in its manifest, and the limit the reader finds."""
+    build = build_plan(load_text(PIDS_SPEC, "pids.yaml"), "k8s", options=options)
+    manifest = json.loads(build.files[".mcpspec-build.json"])
+    levels = {name: entry["controls"]["pids"] for name, entry in manifest["servers"].items()}
+    return build, levels, {name: grants.limits.pids for name, grants in read_build(build.files).items()}
+
+
+def _pids_findings(build: Build) -> dict[str, str]:
+    """server -> the rule of its process-limit finding (one finding names every server it concerns)."""
+    import re
+
+    found = {}
+    for result in build.results:
+        named = re.search(r"\(servers? ([^()]*)\)$", result.message)
+        if "process limit" in result.message and named:
+            found.update(dict.fromkeys(named.group(1).split(", "), result.code))
+    return found
+
+
+def test_without_the_nodes_pids_limit_every_process_limit_is_tg001() -> None:
+    build, levels, limits = _pids(BuildOptions())
+    assert _pids_findings(build) == {"s32": "TG001", "s64": "TG001", "s512": "TG001"} and build.blocked
+    assert levels == {"s32": "none", "s64": "none", "s512": "none"}
+    assert limits == {"s32": None, "s64": None, "s512": None}
+
+
+def test_the_nodes_pids_limit_covers_only_servers_that_ask_for_at_least_it() -> None:
+    build, levels, limits = _pids(BuildOptions(pod_pids_limit=64))
+    # 32 < 64: the cluster lets the pod run more processes than the spec allows, so it stays TG001.
+    assert _pids_findings(build) == {"s32": "TG001", "s64": "TG002", "s512": "TG002"} and build.blocked
+    assert levels == {"s32": "none", "s64": "partial", "s512": "partial"}
+    assert json.loads(build.files[".mcpspec-build.json"])["options"]["pod_pids_limit"] == "64"
+    assert limits == {"s32": 64, "s64": 64, "s512": 64}  # what the nodes allow, whatever the level
+    message = next(r.message for r in build.results if r.code == "TG002" and "process limit" in r.message)
+    assert "64 processes" in message and "cannot check" in message
+    build, levels, _limits = _pids(BuildOptions(pod_pids_limit=16))
+    assert _pids_findings(build) == {"s32": "TG002", "s64": "TG002", "s512": "TG002"} and not build.blocked
+    assert set(levels.values()) == {"partial"}
+
+
+def test_the_pods_pids_limit_is_a_k8s_option_and_a_positive_number(tmp_path: Path) -> None:
+    from conftest import REPO, run_cli
+
+    for target in ("bwrap", "systemd", "compose"):
+        with pytest.raises(ValueError, match=f"the {target} target takes no --pod-pids-limit"):
+            build_plan(load_text(PIDS_SPEC, "pids.yaml"), target, options=BuildOptions(pod_pids_limit=64))
+    with pytest.raises(ValueError, match="positive"):
+        BuildOptions(pod_pids_limit=0)
+    done = run_cli("build", str(REPO / "examples" / "deploy-tool.yaml"), "--target", "k8s", "--out", str(tmp_path / "out"), "--pod-pids-limit", "0",
+                   "--proxy-image", PROXY_IMAGE, "--secret-store", "vault")
+    assert done.returncode == 2 and not (tmp_path / "out").exists(), done.stderr
+    done = run_cli("build", str(REPO / "examples" / "deploy-tool.yaml"), "--target", "k8s", "--out", str(tmp_path / "out"), "--pod-pids-limit", "64",
+                   "--proxy-image", PROXY_IMAGE, "--secret-store", "vault")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / ".mcpspec-build.json").read_text())["options"]["pod_pids_limit"] == "64"
+
+
+def test_a_deployment_or_an_agent_container_runs_under_timeout_for_its_max_lifetime() -> None:
+    spec = PIDS_SPEC.replace("    runtime: {pids: 32}\n", "    runtime: {pids: 32}\n    lifecycle: {mode: per-session, max_lifetime: 90m}\n", 1)
+    spec = spec.replace("    runtime: {pids: 64}\n", "    runtime: {pids: 64}\n    lifecycle: {mode: per-task, max_lifetime: 30s}\n", 1)
+    build = build_plan(load_text(spec, "pids.yaml"), "k8s", options=BuildOptions(pod_pids_limit=16))
+    deployment = next(d for _name, d in _documents(build) if d["kind"] == "Deployment" and d["metadata"]["name"] == "s32")
+    command = deployment["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[:5] == ["timeout", "--signal=TERM", "--kill-after=5s", "5400s", "mcp-proxy"]
+    job = next(d for _name, d in _documents(build) if d["kind"] == "Job")
+    assert job["spec"]["activeDeadlineSeconds"] == 30 and job["spec"]["template"]["spec"]["containers"][0]["command"][0] == "mcp-proxy"
+    grants = read_build(build.files)
+    assert (grants["s32"].limits.lifetime, grants["s64"].limits.lifetime, grants["s512"].limits.lifetime) == (5400.0, 30.0, None)
+    levels = json.loads(build.files[".mcpspec-build.json"])["servers"]
+    assert levels["s32"]["controls"]["lifetime"] == levels["s64"]["controls"]["lifetime"] == "partial"
 
 
 # checkov findings the spec itself explains (anything else fails the test).

@@ -1,18 +1,21 @@
 """The k8s target's pod templates, run for real with `podman kube play`, and probed from inside.
 
-The image is a Debian rootfs with python3 built by mmdebstrap and imported once (kept in
-podman's store under a tag derived from what it holds). The pod runs with `--network none`.
+The images are Debian rootfs with python3 built by mmdebstrap and imported once (tests/podman_images.py);
+the bridge's image also holds the pinned mcp-proxy, pip-installed into its python3. Pods run with
+`--network none`: the test reaches the bridge through a forwarder from 127.0.0.1 into the pod's namespace.
 podman applies the pod's securityContext, volumes and environment as the kubelet does; it
 does not apply NetworkPolicy, Jobs' deadlines or external-secrets, which these tests do not claim.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
 import os
+import socket
 import subprocess
-import tempfile
+import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,12 +26,21 @@ import yaml
 
 from conftest import require_tool
 from mcpspec.api import load_text
+from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
 from mcpspec.targets.k8s.manifest import load as load_yaml
+from mcpspec.targets.k8s.pod import BRIDGE
+from podman_images import Recipe, pinned, podman_env
 
-MMDEBSTRAP = ["--variant=minbase", "--include=python3", "bookworm"]
-IMAGE = "localhost/mcpspec-k8s-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]
-CONTAINERS_CONF = Path(__file__).parent / "containers.conf"
+IMAGE = Recipe("mcpspec-k8s-test", ("python3",))
+# The image of a stdio server behind the bridge: the pinned mcp-proxy, pip-installed into its python3.
+# Like any image built from a Dockerfile it sets PATH: the pod names mcp-proxy and timeout by name.
+BRIDGE_IMAGE = Recipe("mcpspec-k8s-bridge-test", ("python3",), pip=(f"{BRIDGE[0]}=={BRIDGE[1]}",),
+                      env=("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",))
+BRIDGE_SERVER = (Path(__file__).parent / "k8s_bridge_server.py").read_text(encoding="utf-8")
+# The nodes' podPidsLimit as an operator states it, so the spec's pids 64 builds (TG002); podman runs the
+# pods under its own pids limit, which these tests do not check.
+NODES = BuildOptions(pod_pids_limit=64)
 PROBE = (Path(__file__).parent / "k8s_probe.py").read_text(encoding="utf-8")
 HOST_MARKER = str(Path(__file__).resolve())  # a file of the host: the pod must not see it
 UID = 1234
@@ -57,30 +69,7 @@ servers:
       - {{from: workspace.input, to: /in}}
       - {{from: workspace.output, to: /out}}
       - {{from: workspace.scratch, to: /scratch}}
-waivers:
-  - {{rule: TG001, at: servers.probe.runtime.pids, reason: "podman kube play: the node bounds processes", expires: "2099-01-01"}}
 """
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
-
-
-def _image(podman: str) -> str:
-    """The test image, pinned by digest (a spec without a digest is refused by lint SP001)."""
-    if subprocess.run([podman, "image", "exists", IMAGE], env=_env(), check=False).returncode != 0:
-        _build_image(podman)
-    digest = subprocess.run([podman, "image", "inspect", "--format", "{{.Digest}}", IMAGE], capture_output=True, text=True, check=True, timeout=60, env=_env())
-    return IMAGE.rsplit(":", 1)[0] + "@" + digest.stdout.strip()
-
-
-def _build_image(podman: str) -> None:
-    mmdebstrap = require_tool("mmdebstrap")
-    with tempfile.TemporaryDirectory(prefix="mcpspec-k8s-image-") as work:
-        tarball = Path(work) / "rootfs.tar"
-        built = subprocess.run([mmdebstrap, "--quiet", *MMDEBSTRAP, str(tarball)], capture_output=True, text=True, timeout=900, check=False)
-        assert built.returncode == 0, f"mmdebstrap failed:\n{built.stderr[-3000:]}"
-        subprocess.run([podman, "import", str(tarball), IMAGE], check=True, capture_output=True, timeout=300, env=_env())
 
 
 def pod_manifest(files: dict[str, str], name: str) -> str:
@@ -102,24 +91,24 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     podman = require_tool("podman")
     require_tool("runc")
     require_tool("catatonit")
-    image = _image(podman)
-    build = build_plan(load_text(_spec(image), "kubereal.yaml"), "k8s")
+    image = pinned(IMAGE)
+    build = build_plan(load_text(_spec(image), "kubereal.yaml"), "k8s", options=NODES)
     assert not build.blocked, [r.message for r in build.results]
     name = f"mcpspec-k8s-{uuid.uuid4().hex[:10]}"
     manifest = tmp_path_factory.mktemp("kube") / "pod.yaml"
     manifest.write_text(pod_manifest(build.files, name), encoding="utf-8")
     try:
-        played = subprocess.run([podman, "kube", "play", "--network", "none", str(manifest)], capture_output=True, text=True, timeout=120, env=_env(), check=False)
+        played = subprocess.run([podman, "kube", "play", "--network", "none", str(manifest)], capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
         assert played.returncode == 0, played.stderr
-        subprocess.run([podman, "wait", f"{name}-probe"], capture_output=True, text=True, timeout=120, env=_env(), check=False)
-        logs = subprocess.run([podman, "logs", f"{name}-probe"], capture_output=True, text=True, timeout=60, env=_env(), check=False)
+        subprocess.run([podman, "wait", f"{name}-probe"], capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
+        logs = subprocess.run([podman, "logs", f"{name}-probe"], capture_output=True, text=True, timeout=60, env=podman_env(), check=False)
         line = next((line for line in logs.stdout.splitlines() if line.startswith("PROBE ")), None)
         assert line is not None, logs.stdout + logs.stderr
         yield json.loads(line.removeprefix("PROBE "))
     finally:
-        subprocess.run([podman, "kube", "down", str(manifest)], capture_output=True, timeout=120, env=_env(), check=False)
+        subprocess.run([podman, "kube", "down", str(manifest)], capture_output=True, timeout=120, env=podman_env(), check=False)
         for claim in ("ws-input", "ws-output"):
-            subprocess.run([podman, "volume", "rm", "-f", claim], capture_output=True, timeout=60, env=_env(), check=False)
+            subprocess.run([podman, "volume", "rm", "-f", claim], capture_output=True, timeout=60, env=podman_env(), check=False)
 
 
 def test_the_pod_runs_non_root_without_capabilities_on_a_read_only_root(report: dict[str, Any]) -> None:
@@ -157,3 +146,116 @@ def test_only_the_declared_environment_is_set(report: dict[str, Any]) -> None:
     # LC_CTYPE is python's own C-locale coercion (PEP 538), set inside the probe.
     runtime = {"PATH", "HOSTNAME", "HOME", "TERM", "container", "LC_CTYPE"}
     assert set(env) - runtime == {"GREETING", "HOST_MARKER"}, sorted(env)
+
+
+def _bridge_spec(image: str, server: str) -> str:
+    command = json.dumps(["/usr/bin/python3", "-c", BRIDGE_SERVER])
+    return f"""\
+version: 1
+project: bridgereal
+servers:
+  {server}:
+    image: {image}
+    placement: dedicated
+    transport: {{type: stdio}}
+    command: {command}
+    lifecycle: {{mode: per-session, max_lifetime: 10m}}
+    runtime: {{user: {UID}, memory: 256Mi, pids: 64}}
+    env: {{set: {{GREETING: "through the bridge"}}}}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _call_through_bridge(url: str, deadline: float) -> tuple[str, dict[str, Any]]:
+    """Initialize a session at ``url`` with the SDK's streamable HTTP client (retrying while the bridge
+    starts), then call the server's two tools."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def session() -> tuple[str, dict[str, Any]]:
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            echoed = await client.call_tool("echo", {"text": "hello"})
+            inspected = await client.call_tool("inspect_pod", {})
+            return echoed.content[0].text, json.loads(inspected.content[0].text)  # type: ignore[union-attr]
+
+    while True:
+        try:
+            return asyncio.run(asyncio.wait_for(session(), 30))
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+@pytest.fixture(scope="module")
+def bridged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, Any], dict[str, Any], tuple[str, dict[str, Any]]]]:
+    """A dedicated stdio server's Deployment, as generated, run by `podman kube play --network none`; its
+    bridge port is forwarded from 127.0.0.1 on this machine into the pod's own network namespace by the test.
+    Yields (the Deployment, its Service, what the two tool calls returned)."""
+    podman = require_tool("podman")
+    require_tool("runc")
+    require_tool("catatonit")
+    socat, nsenter = require_tool("socat"), require_tool("nsenter")
+    if f"{sys.version_info.major}.{sys.version_info.minor}" != "3.11":
+        pytest.skip("the bridge's compiled dependencies are installed by this python's pip for the image's python3 (3.11)")
+    image = pinned(BRIDGE_IMAGE)
+    server = f"br{uuid.uuid4().hex[:8]}"
+    build = build_plan(load_text(_bridge_spec(image, server), "bridgereal.yaml"), "k8s", options=NODES)
+    assert not build.blocked, [r.message for r in build.results]
+    docs = load_yaml(build.files[f"{server}.yaml"])
+    deployment = next(d for d in docs if d["kind"] == "Deployment")
+    service = next(d for d in docs if d["kind"] == "Service")
+    manifest = tmp_path_factory.mktemp("bridge") / "deployment.yaml"
+    # The Deployment as generated, less one field: podman 4.3 publishes every containerPort on the same port of
+    # the host (podman 5 only with --publish-all), which `--network none` refuses. In Kubernetes containerPort only
+    # names the port; the bridge listens where its command says, and the test publishes that on 127.0.0.1 itself.
+    played_copy = json.loads(json.dumps(deployment))
+    assert played_copy["spec"]["template"]["spec"]["containers"][0].pop("ports")
+    manifest.write_text(yaml.safe_dump(played_copy, sort_keys=False), encoding="utf-8")
+    forwarder = None
+    try:
+        played = subprocess.run([podman, "kube", "play", "--network", "none", str(manifest)], capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
+        assert played.returncode == 0, played.stderr
+        lines = played.stdout.split()
+        container = lines[lines.index("Container:") + 1]
+        pid = subprocess.run([podman, "inspect", "--format", "{{.State.Pid}}", container], capture_output=True, text=True, timeout=60, env=podman_env(), check=True).stdout.strip()
+        assert pid.isdigit() and pid != "0", f"the server's container is not running: {pid}"
+        port = _free_port()
+        target = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+        forwarder = subprocess.Popen([socat, f"TCP-LISTEN:{port},bind=127.0.0.1,reuseaddr,fork",
+                                      f"EXEC:{nsenter} -t {pid} -n {socat} STDIO TCP4\\:127.0.0.1\\:{target}"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            calls = _call_through_bridge(f"http://127.0.0.1:{port}/mcp", time.monotonic() + 60)
+        except Exception as exc:
+            logs = subprocess.run([podman, "logs", container], capture_output=True, text=True, timeout=60, env=podman_env(), check=False)
+            raise AssertionError(f"no MCP session through the bridge; the pod said:\n{(logs.stdout + logs.stderr)[-3000:]}") from exc
+        yield deployment, service, calls
+    finally:
+        if forwarder is not None:
+            forwarder.kill()
+            forwarder.wait(timeout=10)
+        subprocess.run([podman, "kube", "down", str(manifest)], capture_output=True, timeout=120, env=podman_env(), check=False)
+
+
+def test_a_dedicated_stdio_server_answers_through_the_pinned_bridge(bridged: tuple[dict[str, Any], dict[str, Any], tuple[str, dict[str, Any]]]) -> None:
+    deployment, service, (echoed, seen) = bridged
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    port = container["ports"][0]["containerPort"]
+    # The Service and both probes point at the port the bridge listens on.
+    assert service["spec"]["ports"][0]["targetPort"] == port
+    assert container["readinessProbe"]["tcpSocket"]["port"] == container["livenessProbe"]["tcpSocket"]["port"] == port
+    assert echoed == "hello"
+    # The tool ran in the server the bridge started as its child, under timeout(1) for max_lifetime, in the restricted pod.
+    assert seen["parent"][1:] == ["/usr/local/bin/mcp-proxy", "--host", "0.0.0.0", "--port", str(port), "--pass-environment", "--", "/usr/bin/python3", "-c", BRIDGE_SERVER]
+    assert seen["pid1"][:4] == ["timeout", "--signal=TERM", "--kill-after=5s", "600s"]
+    assert (seen["uid"], seen["gid"], int(seen["cap_eff"], 16), seen["no_new_privs"]) == (UID, UID, 0, "1")
+    assert seen["root_write"] == os.strerror(30)  # EROFS
+    assert seen["greeting"] == "through the bridge"  # --pass-environment hands the container's env to the server

@@ -186,7 +186,7 @@ def test_a_build_option_reaches_the_target_that_takes_it_and_is_refused_by_one_t
 def test_no_option_looks_applied_to_a_target_that_ignores_it(target: str, tmp_path: Path) -> None:
     from conftest import REPO, run_cli
 
-    for flag, value in (("--proxy-image", "localhost/squid@sha256:" + "a" * 64), ("--egress", "cilium"), ("--secret-store", "vault")):
+    for flag, value in (("--proxy-image", "localhost/squid@sha256:" + "a" * 64), ("--egress", "cilium"), ("--secret-store", "vault"), ("--pod-pids-limit", "64")):
         name = flag.removeprefix("--").replace("-", "_")
         if name in get_target(target).options:
             continue

@@ -8,9 +8,7 @@ container runs with `--network none`: every address below is its own loopback.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import subprocess
 import tempfile
@@ -25,12 +23,11 @@ import pytest
 from conftest import require_tool
 from mcpspec import api
 from mcpspec.targets.build import build_plan
+from podman_images import Recipe, podman_env
+from podman_images import image as built_image
 
-PACKAGES = "python3,systemd,systemd-sysv,dbus,squid,socat,systemd-resolved"
-MMDEBSTRAP = ["--variant=minbase", f"--include={PACKAGES}", "bookworm"]
-IMAGE = "localhost/mcpspec-systemd-test:" + hashlib.sha256(" ".join(MMDEBSTRAP).encode()).hexdigest()[:12]
+IMAGE = Recipe("mcpspec-systemd-test", ("python3", "systemd", "systemd-sysv", "dbus", "squid", "socat", "systemd-resolved"))
 PROBE_DIR = Path(__file__).parent / "systemd_probe"
-CONTAINERS_CONF = Path(__file__).parent / "containers.conf"
 TOKEN = "file-secret-5c1d8e"
 GH_TOKEN = "ghp-env-secret-0b7a43f1"
 VICTIM = "root only\n"
@@ -85,7 +82,7 @@ class Container:
         self.name = name
 
     def run(self, *command: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([self.podman, "exec", self.name, *command], capture_output=True, text=True, timeout=timeout, env=_podman_env(), check=False)
+        result = subprocess.run([self.podman, "exec", self.name, *command], capture_output=True, text=True, timeout=timeout, env=podman_env(), check=False)
         if check and result.returncode != 0:
             raise AssertionError(f"{' '.join(command)}: exit {result.returncode}\n{result.stdout}{result.stderr}")
         return result
@@ -94,7 +91,7 @@ class Container:
         return self.run("/bin/bash", "-c", script, check=check).stdout
 
     def put(self, source: Path, target: str) -> None:
-        subprocess.run([self.podman, "cp", str(source), f"{self.name}:{target}"], check=True, timeout=60, env=_podman_env(), capture_output=True)
+        subprocess.run([self.podman, "cp", str(source), f"{self.name}:{target}"], check=True, timeout=60, env=podman_env(), capture_output=True)
 
 
 class Client:
@@ -103,7 +100,7 @@ class Client:
     def __init__(self, container: Container) -> None:
         self.process = subprocess.Popen(
             [container.podman, "exec", "-i", container.name, "/usr/bin/python3", "-u", "/opt/sdreal/client.py"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_podman_env(),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=podman_env(),
         )
 
     def send(self, message: dict[str, Any]) -> dict[str, Any]:
@@ -130,33 +127,16 @@ class Client:
             self.process.kill()
 
 
-def _podman_env() -> dict[str, str]:
-    return {**os.environ, "CONTAINERS_CONF": str(CONTAINERS_CONF)}
-
-
-def _image(podman: str) -> str:
-    """The test image: built and imported once, then reused from podman's store."""
-    if subprocess.run([podman, "image", "exists", IMAGE], env=_podman_env(), check=False).returncode == 0:
-        return IMAGE
-    mmdebstrap = require_tool("mmdebstrap")
-    with tempfile.TemporaryDirectory(prefix="mcpspec-sd-image-") as work:
-        tarball = Path(work) / "rootfs.tar"
-        built = subprocess.run([mmdebstrap, "--quiet", *MMDEBSTRAP, str(tarball)], capture_output=True, text=True, timeout=900, check=False)
-        assert built.returncode == 0, f"mmdebstrap failed:\n{built.stderr[-3000:]}"
-        subprocess.run([podman, "import", str(tarball), IMAGE], check=True, capture_output=True, timeout=300, env=_podman_env())
-    return IMAGE
-
-
 @pytest.fixture(scope="module")
 def container() -> Iterator[Container]:
     podman = require_tool("podman")
     require_tool("runc")
-    image = _image(podman)
+    image = built_image(IMAGE)
     name = f"mcpspec-sd-{uuid.uuid4().hex[:10]}"
     started = subprocess.run(
         # --cgroupns=private: systemd then sees its own cgroup tree and enforces TasksMax= and MemoryMax=.
         [podman, "run", "-d", "--privileged", "--systemd=always", "--cgroupns=private", "--network", "none", "--name", name, image, "/sbin/init"],
-        capture_output=True, text=True, timeout=120, env=_podman_env(), check=False,
+        capture_output=True, text=True, timeout=120, env=podman_env(), check=False,
     )
     box = Container(podman, name)
     try:
@@ -165,7 +145,7 @@ def container() -> Iterator[Container]:
         _install(box)
         yield box
     finally:
-        subprocess.run([podman, "rm", "-f", "-t", "0", name], capture_output=True, timeout=120, env=_podman_env(), check=False)
+        subprocess.run([podman, "rm", "-f", "-t", "0", name], capture_output=True, timeout=120, env=podman_env(), check=False)
 
 
 def _boot(box: Container) -> None:

@@ -31,6 +31,26 @@ def test_every_example_has_a_compiled_case_for_every_target() -> None:
         for case in sorted(set(cases) - set(built)):
             text = (TARGETS / target / case / "build.txt").read_text(encoding="utf-8")
             assert "nothing built" in text or "stop" in text or any(f" {code} [" in text for code in ("TG001", "TG004")), f"{target}/{case}"
-        # k8s builds none of them as they are: every example limits processes, which a pod spec cannot
-        # (TG001 at runtime.pids); tests/test_target_k8s.py builds them with that gap waived.
-        assert built or target == "k8s", f"no example builds for {target}"
+        assert built, f"no example builds for {target}"
+
+
+def test_every_readme_ends_with_every_targets_matrix_side_by_side() -> None:
+    from mcpspec.targets import get_target
+    from mcpspec.targets.base import CONTROLS
+
+    for target in TARGET_NAMES:
+        text = (TARGETS / target / "README.md").read_text(encoding="utf-8")
+        section = text[text.index("## Every target side by side"):]
+        assert "\n## " not in section[3:], f"{target}: the side-by-side matrix is not the README's last section"
+        rows = [line for line in section.splitlines() if line.startswith("| ")]
+        assert rows[0] == "| control | " + " | ".join(TARGET_NAMES) + " |"  # a new target is a new column by itself
+        assert len(rows) == 1 + len(CONTROLS)
+        for control, row in zip(CONTROLS, rows[1:], strict=True):
+            cells = [cell.strip() for cell in row.strip("|").split("|")]
+            assert cells[0] == control.title
+            for name, cell in zip(TARGET_NAMES, cells[1:], strict=True):
+                capability = get_target(name).capabilities[control.id]
+                assert cell.split("[^")[0] == capability.level, (target, name, control.id)
+                if capability.level != "full":  # the reason is a footnote of the same file
+                    note = cell[cell.index("[^"):]
+                    assert f"\n{note}: {name}, {control.title}: {capability.how}" in section

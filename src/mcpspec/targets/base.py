@@ -135,6 +135,12 @@ class BuildOptions:
     proxy_image: str | None = None  # the egress proxy's image, pinned by digest (container targets)
     egress: Literal["proxy", "cilium"] = "proxy"  # how an allowlist by name is enforced (k8s)
     secret_store: str | None = None  # the external-secrets store vault secrets come from (k8s)
+    # The podPidsLimit of the kubelets the pods run on, as the operator states it (k8s): a pod spec cannot limit processes.
+    pod_pids_limit: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.pod_pids_limit is not None and self.pod_pids_limit < 1:
+            raise ValueError("--pod-pids-limit must be a positive number of processes")
 
     def given(self) -> dict[str, str]:
         """The options set to something other than their default, by name."""

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[3]
 # The proxy images are placeholder digests (no image is pulled to build).
 EXAMPLE_OPTIONS: dict[str, BuildOptions] = {
     "compose": BuildOptions(proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64),
-    "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example"),
+    # k8s: the nodes' kubelet bounds each pod at 64 processes, no more than any example asks for.
+    "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example", pod_pids_limit=64),
 }
 
 
@@ -80,7 +81,36 @@ def readme(target_name: str, built: dict[str, int], repo: Path = REPO) -> str:
         count = built[spec.stem]
         status = f"built ({count} files)" if count else "not built: see `build.txt`"
         lines.append(f"- [`{spec.stem}/`]({spec.stem}/) from `examples/{spec.name}`: {status}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + side_by_side()) + "\n"
+
+
+def side_by_side() -> list[str]:
+    """Every registered target's matrix in one table: a column per target, each cell its level and,
+    below full, a footnote with the reason (the target's own README has every reason and proof)."""
+    lines = [
+        "",
+        "## Every target side by side",
+        "",
+        "The level each target enforces each control at (the same table in every target's README);",
+        "a footnote says why a level is below `full`. A spec's own values can lower a level further:",
+        "each build's findings and `.mcpspec-build.json` say so per server.",
+        "",
+        "| control | " + " | ".join(TARGET_NAMES) + " |",
+        "|---|" + "---|" * len(TARGET_NAMES),
+    ]
+    notes: list[str] = []
+    for control in CONTROLS:
+        cells = []
+        for name in TARGET_NAMES:
+            capability = get_target(name).capabilities[control.id]
+            if capability.level == "full":
+                cells.append("full")
+                continue
+            note = f"{name}-{control.id}"
+            cells.append(f"{capability.level}[^{note}]")
+            notes.append(f"[^{note}]: {name}, {control.title}: {capability.how}")
+        lines.append(f"| {control.title} | " + " | ".join(cells) + " |")
+    return [*lines, "", *notes]
 
 
 def _flags(target: str) -> str:

@@ -43,9 +43,9 @@ CAPABILITIES: dict[str, Capability] = {
     "metadata-blocking": Capability("partial", "squid refuses metadata and special-purpose addresses after resolution; the proxy's and every address entry's ipBlock carve them out (mcpspec.addresses); with --egress cilium an egressDeny of those ranges" + _NOT_HERE),
     "listeners": Capability("partial", "ingress is denied but from the pods of the agents that list the server (label mcpspec.dev/agent), to its MCP port" + _NOT_HERE),
     "memory": Capability("partial", "resources.limits.memory (and the same request); the kubelet enforces it; not attacked here"),
-    "pids": Capability("none", "a pod spec has no process limit: only the node's kubelet (podPidsLimit, --pod-max-pids) bounds it; set it, then waive TG001 at runtime.pids"),
+    "pids": Capability("none", "a pod spec has no process limit: only the nodes' kubelet (podPidsLimit, --pod-max-pids) bounds it; build with --pod-pids-limit N (the nodes' podPidsLimit): a server whose runtime.pids is at least N is then partial, one that asks for fewer stays none"),
     "cpu": Capability("partial", "resources.limits.cpu of cpus (and the same request); not measured here"),
-    "lifetime": Capability("partial", "per-task: a Job with activeDeadlineSeconds of max_lifetime and ttlSecondsAfterFinished; Deployments (long-lived, per-session) have no deadline; not run here"),
+    "lifetime": Capability("partial", "per-task: a Job with activeDeadlineSeconds of max_lifetime and ttlSecondsAfterFinished; a Deployment (long-lived, per-session) or a container in the agent's pod runs its command under timeout(1), which stops it at max_lifetime, and the kubelet starts it afresh in the same pod; not run here"),
     "idle-timeout": Capability("none", "Kubernetes cannot tell an idle MCP session from a slow one; the client or an orchestrator must stop idle pods"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("none", "the image decides which programs exist; command allow and deny lists are not enforced"),
@@ -79,10 +79,14 @@ kubectl apply -k build/k8s
 
 Build inputs that are not in the spec: `--proxy-image` (an image pinned by digest holding squid 5
 or newer on PATH, run as uid 65532), `--secret-store` (the external-secrets SecretStore vault
-secrets come from) and `--egress proxy|cilium`. Without `--proxy-image` a server with an
+secrets come from), `--egress proxy|cilium` and `--pod-pids-limit N` (the podPidsLimit the
+kubelets of the nodes these pods run on enforce). Without `--proxy-image` a server with an
 allowlist gets no egress at all and the build reports TG001; without `--secret-store` a vault
-secret is TG001. The committed examples are built with
-`--proxy-image localhost/mcpspec-egress@sha256:<64 zeros> --secret-store vault-example`.
+secret is TG001; without `--pod-pids-limit` a server with `runtime.pids` is TG001 (a pod spec
+has no process limit), with it the process limit is partial (TG002: the files cannot check the
+nodes) for a server whose `runtime.pids` is at least N and stays TG001 for one that asks for
+fewer. The committed examples are built with `--proxy-image localhost/mcpspec-egress@sha256:<64
+zeros> --secret-store vault-example --pod-pids-limit 64`.
 
 Per run: put each run in a namespace of its own (an overlay with `namespace: <run>`); its claims
 and Jobs go with it. The agent's pods must carry the label `mcpspec.dev/agent: <agent>` to
@@ -93,13 +97,18 @@ Images: each server's `image` must hold its command; a stdio server's image must
 stdio-to-Streamable-HTTP bridge `{BRIDGE[0]}` {BRIDGE[1]} (PyPI) on PATH: the pod runs
 `{BRIDGE[0]} --host 0.0.0.0 --port 8080 --pass-environment -- <command>` (in an agent's pod,
 `--host 127.0.0.1` and a port of its own). An HTTP server must listen on the pod's address, not
-only on 127.0.0.1. The container runs with a read-only root and a 64 MiB `/tmp`.
+only on 127.0.0.1. The container runs with a read-only root and a 64 MiB `/tmp`. A server with a
+max_lifetime that is not a per-task Job runs under coreutils' `timeout`, which its image must hold.
 
 What is not enforced by these files: NetworkPolicy needs a CNI that implements it (Calico,
 Cilium...); the tests here validate every manifest against the Kubernetes schemas and the
 restricted profile and run the pod templates with `podman kube play` (identity, capabilities,
 read-only root, mounts, environment), which does not apply NetworkPolicy, Jobs' deadlines or
-Secrets from external-secrets. A pod spec has no process limit: set the kubelet's podPidsLimit.
+Secrets from external-secrets. A dedicated stdio server's Deployment runs there too, behind the
+pinned bridge installed from PyPI into its image: the MCP SDK's streamable HTTP client calls its
+tools through the bridge's port (forwarded by the test; podman runs no kubelet probes without
+systemd as PID 1, and the Service is not applied). A pod spec has no process limit: set the kubelet's podPidsLimit
+(`--pod-max-pids`) on the nodes, and say so with `--pod-pids-limit`.
 """
 
 
@@ -108,7 +117,7 @@ class K8sTarget:
     description = "a Kubernetes kustomization: one namespace with Pod Security restricted, default-deny NetworkPolicy, a Deployment or Job per server and an egress proxy per allowlist"
     usage = USAGE
     capabilities = CAPABILITIES
-    options: frozenset[str] = frozenset({"proxy_image", "egress", "secret_store"})
+    options: frozenset[str] = frozenset({"proxy_image", "egress", "secret_store", "pod_pids_limit"})
 
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         return server_gaps(plan, sandbox, options)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.base import BuildOptions, Gap, Overrides
+from mcpspec.targets.base import BuildOptions, Gap, Level, Overrides
 from mcpspec.targets.egress import egress_plan
 from mcpspec.targets.k8s.network import route
+from mcpspec.targets.k8s.pod import command_deadline
 from mcpspec.targets.k8s.secrets import secret_gaps
 
 NETWORK_CONTROLS = ("egress-deny", "egress-allowlist", "metadata-blocking", "listeners")
@@ -28,8 +29,14 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) ->
     if sandbox.placement == "agent":
         for control in NETWORK_CONTROLS:
             overrides[control] = ("none", "placement: agent puts the server in the agent's pod, which shares one network namespace and one NetworkPolicy with the agent; this build writes no policy for the agent's pod (use placement: dedicated)")
-    if workload_kind(sandbox) == "Deployment" and sandbox.lifecycle.max_lifetime is not None:
-        overrides["lifetime"] = ("none", f"lifecycle.mode {sandbox.lifecycle.mode} runs as a Deployment, whose pods have no deadline (activeDeadlineSeconds is refused in a Deployment's template); per-task runs as a Job with activeDeadlineSeconds")
+    if command_deadline(sandbox) is not None:
+        where = "a server in the agent's pod" if sandbox.placement == "agent" else f"lifecycle.mode {sandbox.lifecycle.mode} (a Deployment)"
+        overrides["lifetime"] = ("partial", f"{where} has no pod deadline: the container runs its command under timeout(1) (the image needs coreutils' timeout), "
+                                            "which stops it at max_lifetime (SIGTERM, SIGKILL 5 s later); the kubelet then starts it afresh in the same pod, "
+                                            "with the same volumes; not run here")
+    pids = _pids(sandbox, options)
+    if pids is not None:
+        overrides["pids"] = pids
     egress = egress_plan(sandbox)
     chosen = route(egress, options.proxy_image, options.egress == "cilium")
     names = [d for d in egress.allow if d.kind != "cidr"]
@@ -45,3 +52,16 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) ->
             gaps.append(Gap("egress-deny", "none", sandbox.origin("egress.deny"),
                             f"egress.deny {', '.join(loose)}: without the proxy, names and single ports cannot be refused inside what the policy allows; set egress.via: proxy"))
     return gaps, overrides
+
+
+def _pids(sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[Level, str] | None:
+    """The process limit as the operator states the nodes' podPidsLimit (--pod-pids-limit): it bounds
+    the server only when it is no more than the spec asks for."""
+    asked, limit = sandbox.resources.pids, options.pod_pids_limit
+    if asked is None or limit is None:
+        return None
+    if limit > asked:
+        return ("none", f"--pod-pids-limit {limit}: the nodes' kubelet lets a pod run {limit} processes, more than runtime.pids {asked}; "
+                        "a pod spec has no process limit of its own")
+    return ("partial", f"the nodes' kubelet bounds each pod at {limit} processes (--pod-pids-limit {limit}, at most runtime.pids {asked}); "
+                       "a pod spec has no process limit, so these files cannot check that the nodes set podPidsLimit")

@@ -10,6 +10,7 @@ links are off, so nothing of the cluster reaches the server unasked.
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,17 @@ SCRATCH_SIZE = "64Mi"
 PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 # The stdio-to-HTTP bridge a dedicated stdio server runs behind (PyPI mcp-proxy), as the image must hold it.
 BRIDGE = ("mcp-proxy", "0.13.0")
+# coreutils' timeout: SIGTERM at max_lifetime to the command and everything it started, SIGKILL 5 s later.
+TIMEOUT = ("timeout", "--signal=TERM", "--kill-after=5s")
+
+
+def command_deadline(sandbox: EffectiveSandbox) -> int | None:
+    """max_lifetime in whole seconds where the container's command enforces it (under ``TIMEOUT``):
+    every server with one but a dedicated per-task server, which is a Job with activeDeadlineSeconds."""
+    lifetime = sandbox.lifecycle.max_lifetime
+    if lifetime is None or (sandbox.placement != "agent" and sandbox.lifecycle.mode == "per-task"):
+        return None
+    return max(1, math.ceil(lifetime))
 
 
 def uid_of(value: int) -> int:
@@ -131,6 +143,9 @@ def server_container(plan: Plan, sandbox: EffectiveSandbox, secrets: dict[str, S
         ports.append({"name": "mcp", "containerPort": port, "protocol": "TCP"})
     elif isinstance(sandbox.transport, HttpTransport) and sandbox.transport.port is not None:
         ports.append({"name": "mcp", "containerPort": sandbox.transport.port, "protocol": "TCP"})
+    deadline = command_deadline(sandbox)
+    if deadline is not None:
+        command = [*TIMEOUT, f"{deadline}s", *command]
     if not sandbox.image:
         raise Refused("image", (*sandbox.path, "image"), f"server {name!r} has no image: a Kubernetes container runs one (give image: NAME@sha256:...)")
     container: dict[str, Any] = {"name": name, "image": sandbox.image, "imagePullPolicy": "IfNotPresent", "command": command}

@@ -16,9 +16,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from mcpspec.targets.build import MANIFEST
 from mcpspec.targets.grants import ANY, EgressGrant, Endpoint, EndpointKind, Grants, Identity, Limits, Mode, MountGrant, SecretLanding
 from mcpspec.targets.k8s.manifest import load
 from mcpspec.targets.k8s.names import ROLE_LABEL, SECRET_NAMES, SERVER_LABEL, WORKSPACE_DIR, kubelet_value
+from mcpspec.targets.k8s.pod import TIMEOUT
 from mcpspec.targets.squid_reader import read_squid
 
 _UNITS = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "": 1}
@@ -37,6 +39,7 @@ def read_build(files: Mapping[str, str]) -> dict[str, Grants]:
     docs = [doc for name, text in sorted(files.items()) if name.endswith(".yaml") for doc in load(text)]
     claims = {d["metadata"]["name"]: d["metadata"].get("annotations", {}).get(WORKSPACE_DIR, "") for d in docs if d.get("kind") == "PersistentVolumeClaim"}
     vault = {d["spec"]["target"]["name"]: d for d in docs if d.get("kind") == "ExternalSecret"}
+    pids = _pod_pids_limit(files)
     out: dict[str, Grants] = {}
     for doc in docs:
         kind = doc.get("kind")
@@ -48,16 +51,34 @@ def read_build(files: Mapping[str, str]) -> dict[str, Grants]:
             server = pod_labels[SERVER_LABEL]
             deadline = doc["spec"].get("activeDeadlineSeconds") if kind == "Job" else None
             egress = _egress(docs, pod_labels, files)
-            out[server] = _grants(server, template, claims, vault, egress, deadline)
+            out[server] = _grants(server, template, claims, vault, egress, deadline, pids)
         elif kind == "PodTemplate":
             template = doc["template"]
             for container in template["spec"]["containers"]:
-                out.setdefault(container["name"], _grants(container["name"], template, claims, vault, _OPEN, None, container))
+                out.setdefault(container["name"], _grants(container["name"], template, claims, vault, _OPEN, None, pids, container))
     return out
 
 
+def _pod_pids_limit(files: Mapping[str, str]) -> int | None:
+    """The nodes' podPidsLimit the build was given (--pod-pids-limit, recorded in the build manifest):
+    no object of a pod spec limits processes, the kubelet does."""
+    manifest = files.get(MANIFEST)
+    if manifest is None:
+        return None
+    given = json.loads(manifest).get("options", {}).get("pod_pids_limit")
+    return int(given) if given is not None else None
+
+
+def _lifetime(deadline: int | None, command: list[str]) -> float | None:
+    """A Job's activeDeadlineSeconds, or the seconds of the timeout(1) the container's command runs under."""
+    limits = [float(deadline)] if deadline else []
+    if tuple(command[: len(TIMEOUT)]) == TIMEOUT and len(command) > len(TIMEOUT) and re.fullmatch(r"[0-9]+s", command[len(TIMEOUT)]):
+        limits.append(float(command[len(TIMEOUT)][:-1]))
+    return min(limits) if limits else None
+
+
 def _grants(server: str, template: Mapping[str, Any], claims: Mapping[str, str], vault: Mapping[str, Any], egress: EgressGrant,
-            deadline: int | None, container: Mapping[str, Any] | None = None) -> Grants:
+            deadline: int | None, pids: int | None, container: Mapping[str, Any] | None = None) -> Grants:
     spec = template["spec"]
     if container is None:
         container = next(c for c in spec["containers"] if c["name"] == server)
@@ -110,8 +131,8 @@ def _grants(server: str, template: Mapping[str, Any], claims: Mapping[str, str],
         text = str(cpu)
         cpu_percent = int(text[:-1]) / 10 if text.endswith("m") else float(text) * 100
     limits = Limits(memory=quantity(limits_spec["memory"]) if "memory" in limits_spec else None, cpu_percent=cpu_percent,
-                    lifetime=float(deadline) if deadline else None)
-    for control, value in (("memory", limits.memory), ("cpu", limits.cpu_percent), ("lifetime", limits.lifetime)):
+                    lifetime=_lifetime(deadline, container.get("command", [])), pids=pids)
+    for control, value in (("memory", limits.memory), ("cpu", limits.cpu_percent), ("lifetime", limits.lifetime), ("pids", limits.pids)):
         if value:
             enforced.add(control)
     if egress.mode != "direct" or egress.allow != frozenset({ANY}):
