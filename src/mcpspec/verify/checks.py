@@ -7,6 +7,7 @@ because what the probe observes differs from what the spec says.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import pwd
 from collections.abc import Iterable, Mapping
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.spec.values import Destination as SpecDestination
 from mcpspec.targets.bwrap import MINIMAL_ENV, _secret
 from mcpspec.targets.egress import egress_plan
 
@@ -180,7 +182,7 @@ def request(sandbox: EffectiveSandbox, spec: Path, options: Options, listeners: 
             continue
         wanted.append({"name": grant.name, "sha256": hashlib.sha256(value).hexdigest(), "length": len(value)})
     egress = egress_plan(sandbox)
-    denied = [*listeners, *options.denied]
+    denied = [d for d in (*listeners, *options.denied) if not allowed_by_spec(d, egress.allow)]
     allowed = list(options.allowed) if options.allowed is not None else [
         Destination(d.host, d.port) for d in egress.allow if d.port is not None and (d.kind == "domain" or d.network.num_addresses == 1)]
     req.checks = {
@@ -197,6 +199,15 @@ def request(sandbox: EffectiveSandbox, spec: Path, options: Options, listeners: 
         req.checks["outlive"] = True
         req.lifetime = lifetime
     return req
+
+
+def allowed_by_spec(destination: Destination, allow: Iterable[SpecDestination]) -> bool:
+    """Whether the spec's allowlist lists this address and port (then it is not a place to refuse)."""
+    try:
+        address = ipaddress.ip_address(destination.host)
+    except ValueError:
+        return any(entry.kind == "domain" and entry.host == destination.host and entry.port in (None, destination.port) for entry in allow)
+    return any(entry.kind == "cidr" and address in entry.network and entry.port in (None, destination.port) for entry in allow)
 
 
 def duration(seconds: float) -> str:
