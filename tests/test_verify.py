@@ -46,7 +46,7 @@ class Namespace:
         subprocess.run([self.ip, "netns", "add", self.name], check=True)
         self.exec(["ip", "link", "set", "lo", "up"])
         self.exec(["ip", "addr", "add", f"{ALLOWED_ADDRESS}/32", "dev", "lo"])
-        serve = ("import socket\ns = socket.create_server(('%s', 443))\nwhile True:\n    c, _ = s.accept()\n    c.close()\n" % ALLOWED_ADDRESS)
+        serve = f"import socket\ns = socket.create_server(('{ALLOWED_ADDRESS}', 443))\nwhile True:\n    c, _ = s.accept()\n    c.close()\n"
         self.listener = subprocess.Popen([self.ip, "netns", "exec", self.name, sys.executable, "-c", serve])
         return self
 
@@ -197,6 +197,30 @@ servers:
     lifetime = next(row for row in found if row["control"] == "lifetime")
     assert lifetime["status"] == "pass" and lifetime["observed"].endswith("status 143")
     assert next(row for row in found if row["control"] == "egress: proxy")["observed"] == "none"
+
+
+def test_a_probe_that_cannot_start_fails_the_launch_and_says_why(netns: Namespace, place: Path) -> None:
+    spec = place / "hidden-python.yaml"
+    spec.write_text(
+        """version: 1
+project: nopython
+agents:
+  a: {servers: [s]}
+servers:
+  s:
+    command: [/usr/bin/true]
+    egress: {default: deny}
+    process: {deny: [python3]}
+    tools:
+      t: {effects: [reads_private]}
+""",
+        encoding="utf-8",
+    )
+    result = verify(netns, place, str(spec))
+    found = rows(result)
+    assert result.returncode == 1
+    assert [row["control"] for row in found] == ["launch"] and found[0]["status"] == "fail"
+    assert found[0]["observed"].startswith("no report (launcher status"), found[0]
 
 
 @pytest.mark.parametrize("example", UNBUILDABLE)

@@ -20,7 +20,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-PROBE_INSIDE = "/run/mcpspec-verify/probe.py"
+PROBE_INSIDE = "/run/mcpspec-verify/verify-probe"  # not *probe.py: other tests look for their own probe.py processes by name
 PROBE_COMMAND = ["/usr/bin/python3", "-I", "-S", PROBE_INSIDE]
 
 
@@ -106,7 +106,7 @@ def probe_launcher(launcher: Path, server: str) -> Iterator[ProbeLauncher]:
     launch_dir = Path(tempfile.mkdtemp(prefix="mcpspec-verify-"))
     try:
         os.chmod(probe_dir, 0o711)
-        probe = probe_dir / "probe.py"
+        probe = probe_dir / "verify-probe"
         probe.write_text(resources.files(__package__).joinpath("probe.py").read_text(encoding="utf-8"), encoding="utf-8")
         probe.chmod(0o644)
         rewritten = launch_dir / f"{server}.py"
