@@ -320,7 +320,9 @@ def verify(
     chosen = _settings(Flags(config))
     try:
         rows = verify_file(file, servers or [], options, build_dir, chosen)
-    except (VerifyError, *_usage_errors()) as exc:
+    except VerifyError as exc:
+        _usage(str(exc))
+    except _usage_errors() as exc:
         _usage(str(exc))
     sys.stdout.write(render(rows, output_format))
     raise typer.Exit(EXIT_FINDINGS if failed(rows) else EXIT_CLEAN)

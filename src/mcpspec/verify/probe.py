@@ -13,6 +13,7 @@ no packet leaves the namespace); otherwise the report says the connection was no
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import ipaddress
@@ -244,10 +245,8 @@ def in_child(work: Any) -> dict[str, Any]:
             break
         data += chunk
     os.close(read_end)
-    try:
+    with contextlib.suppress(OSError):
         os.kill(pid, 9)
-    except OSError:
-        pass
     _, status = os.waitpid(pid, 0)
     if not data:
         return {"error": f"the child ended without a report (status {status})"}
