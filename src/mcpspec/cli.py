@@ -294,6 +294,50 @@ def plan(
     _emit(render(data), output)
 
 
+@app.command()
+def verify(
+    file: Annotated[Path, typer.Argument(help="The spec file whose sandboxes to check.", show_default=False)],
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to check (default: every server with a launcher).", show_default=False)] = None,
+    target: Annotated[str, typer.Option("--target", "-t", help="The sandbox to check: bwrap.")] = "bwrap",
+    build_dir: Annotated[Path | None, typer.Option("--build-dir", help="Use the launchers of this existing bwrap build (default: build the spec as `mcpspec build` does).")] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text or json.")] = "text",
+    deny_target: Annotated[list[str] | None, typer.Option("--deny-target", help="HOST:PORT the sandbox must not reach, repeatable (default: 169.254.169.254:80, 10.0.0.1:80, [fd00:ec2::254]:80; a host loopback listener is always tried).")] = None,
+    allow_target: Annotated[list[str] | None, typer.Option("--allow-target", help="HOST:PORT that must be reachable through the proxy, repeatable (default: the spec's allowlist).")] = None,
+    lifetime_check_limit: Annotated[float, typer.Option("--lifetime-check-limit", help="Wait for max_lifetime only when it is at most this many seconds; a longer one fails as not checked.")] = 120.0,
+    skip: Annotated[list[str] | None, typer.Option("--skip", help="Report these controls as skipped instead of failing: hidden, mounts, env, secrets, identity, egress, egress-allowed, pids, memory, lifetime.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Start a probe in place of each server, inside exactly the sandbox that server gets, and check
+    every control of the spec on the live sandbox. Exit 1 when any control fails."""
+    from mcpspec.settings import Flags
+    from mcpspec.verify.checks import DEFAULT_DENIED, FAMILIES, Options, parse_destination
+    from mcpspec.verify.output import failed, render
+    from mcpspec.verify.run import VerifyError, verify_file
+
+    if target != "bwrap":
+        _usage("verify checks bwrap sandboxes only (--target bwrap)")
+    if output_format not in ("text", "json"):
+        _usage("--format must be text or json")
+    unknown = sorted(set(skip or ()) - FAMILIES)
+    if unknown:
+        _usage(f"--skip takes {', '.join(sorted(FAMILIES))}; not {', '.join(unknown)}")
+    try:
+        denied = tuple(parse_destination(text) for text in deny_target) if deny_target else DEFAULT_DENIED
+        allowed = tuple(parse_destination(text) for text in allow_target) if allow_target else None
+    except ValueError as exc:
+        _usage(str(exc))
+    options = Options(denied, allowed, lifetime_check_limit, frozenset(skip or ()))
+    chosen = _settings(Flags(config))
+    try:
+        rows = verify_file(file, servers or [], options, build_dir, chosen)
+    except VerifyError as exc:
+        _usage(str(exc))
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    sys.stdout.write(render(rows, output_format))
+    raise typer.Exit(EXIT_FINDINGS if failed(rows) else EXIT_CLEAN)
+
+
 def _emit(text: str, output: Path | None) -> None:
     """Write ``text`` to stdout, or atomically to ``output``."""
     from mcpspec.output import write_atomically
