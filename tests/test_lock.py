@@ -158,3 +158,39 @@ def test_a_subset_lock_keeps_the_others_and_a_server_that_never_answers_leaves_t
 
     status, _, err = lock(str(spec), "nosuch")
     assert status == 2 and "no server named 'nosuch' (the spec has: first, mute, second)" in err
+
+
+def paged_tools(pages: list[list[str]], cursors: list[str | None]) -> list[str]:
+    """Lock's tools/list loop against a real SDK server (in memory) that hands out ``pages`` with ``cursors``."""
+    import anyio
+    from mcp import ClientSession
+    from mcp.client._memory import InMemoryTransport
+    from mcp.server import Server
+    from mcp.types import ListToolsResult, PaginatedRequestParams, Tool
+
+    from mcpspec.run.lock import all_tools, innermost
+
+    async def on_list_tools(ctx: object, params: PaginatedRequestParams | None) -> ListToolsResult:
+        page = 0 if params is None or params.cursor is None else int(params.cursor.split("-")[1])
+        tools = [Tool(name=name, description=f"{name} tool", input_schema={"type": "object"}) for name in pages[page]]
+        return ListToolsResult(tools=tools, next_cursor=cursors[page])
+
+    async def run() -> list[str]:
+        async with InMemoryTransport(Server("paged", on_list_tools=on_list_tools)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return [tool.name for tool in await all_tools(session, "paged")]
+
+    try:
+        return anyio.run(run)
+    except BaseExceptionGroup as group:  # the SDK's task groups wrap what lock raised
+        raise innermost(group) from None
+
+
+def test_lock_follows_tools_list_cursors_and_refuses_a_cursor_loop() -> None:
+    from mcpspec.run.lock import LockFailure
+
+    assert paged_tools([["a", "b"], ["c"], ["d"]], ["page-1", "page-2", None]) == ["a", "b", "c", "d"]
+    with pytest.raises(LockFailure, match="repeated the cursor 'page-1'"):
+        paged_tools([["a"], ["b"]], ["page-1", "page-1"])
+    with pytest.raises(LockFailure, match="names a tool more than once: a"):
+        paged_tools([["a"], ["a"]], ["page-1", None])

@@ -23,6 +23,7 @@ from mcpspec.run.lockfile import Lock, load_lock, lock_path, lockable, write_loc
 from mcpspec.settings import Settings
 
 if TYPE_CHECKING:
+    from mcp import ClientSession
     from mcp.types import Tool
 
 DEFAULT_TIMEOUT = 30.0
@@ -138,7 +139,7 @@ def offered_tools(spec: str | os.PathLike[str], server: str, settings: Settings 
             try:
                 return asyncio.run(asyncio.wait_for(_list_tools(server, launcher.command, errlog), timeout))
             except Exception as exc:  # noqa: BLE001 - whatever the transport raised, the server is what failed
-                inner = _innermost(exc)
+                inner = innermost(exc)
                 if isinstance(inner, LockFailure):
                     raise inner from None
                 if isinstance(inner, TimeoutError):
@@ -151,33 +152,39 @@ def offered_tools(spec: str | os.PathLike[str], server: str, settings: Settings 
 async def _list_tools(server: str, command: Path, errlog: TextIO) -> list[Tool]:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
-    from mcp.types import PaginatedRequestParams
 
     # The launcher passes the server only what the spec declares, as it does for any client.
     params = StdioServerParameters(command=str(command), env=dict(os.environ))
-    tools: list[Tool] = []
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor is not None else None)
-            tools.extend(result.tools)
-            cursor = result.next_cursor
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise LockFailure(f"server {server!r}: tools/list repeated the cursor {shown(cursor)!r}", server)
-            seen.add(cursor)
-        else:
-            raise LockFailure(f"server {server!r}: tools/list had more than {MAX_PAGES} pages", server)
+        return await all_tools(session, server)
+
+
+async def all_tools(session: ClientSession, server: str) -> list[Tool]:
+    """Every tool of an initialized session, following `tools/list` cursors to the last page."""
+    from mcp.types import PaginatedRequestParams
+
+    tools: list[Tool] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor is not None else None)
+        tools.extend(result.tools)
+        cursor = result.next_cursor
+        if cursor is None:
+            break
+        if cursor in seen:
+            raise LockFailure(f"server {server!r}: tools/list repeated the cursor {shown(cursor)!r}", server)
+        seen.add(cursor)
+    else:
+        raise LockFailure(f"server {server!r}: tools/list had more than {MAX_PAGES} pages", server)
     duplicates = sorted(name for name, count in Counter(tool.name for tool in tools).items() if count > 1)
     if duplicates:
         raise LockFailure(f"server {server!r}: tools/list names a tool more than once: {', '.join(map(shown, duplicates))}", server)
     return tools
 
 
-def _innermost(exc: BaseException) -> BaseException:
+def innermost(exc: BaseException) -> BaseException:
     """The first exception inside exception groups (the SDK raises through task groups)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
