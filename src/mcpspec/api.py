@@ -8,6 +8,7 @@ file under the command-line flags), the built-in defaults when none are given.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,9 +37,13 @@ def load(path: str | os.PathLike[str], display_name: str | None = None) -> Plan:
     Raises ``mcpspec.source.loader.UsageError`` when the file cannot be read
     and ``SpecError`` (with positioned diagnostics) when it is not a valid spec.
     """
+    from mcpspec.run.lockfile import lock_state
+
     with gc_paused():
         data, source = load_file(path, display_name)
-        return plan_from(data, source)
+        plan = plan_from(data, source)
+    # The lock beside the file, read once here so the rules that ask about it stay pure.
+    return dataclasses.replace(plan, lock=lock_state(path))
 
 
 def load_text(text: str, name: str = "<string>") -> Plan:
@@ -117,7 +122,7 @@ def lint_file(path: str | os.PathLike[str], options: LintOptions, display_name: 
     """
     from mcpspec.rules.pipeline import lint_plan
 
-    plan, errors = _load_or_errors(path, display_name)
+    plan, errors = load_or_errors(path, display_name)
     if plan is None:
         return errors
     with gc_paused():
@@ -177,7 +182,7 @@ def graph_file(path: str | os.PathLike[str], settings: Settings | None = None, d
     from mcpspec.rules.pipeline import lint_plan
 
     chosen = settings if settings is not None else Settings()
-    plan, errors = _load_or_errors(path, display_name)
+    plan, errors = load_or_errors(path, display_name)
     if plan is None:
         return GraphOutcome(None, errors)
     with gc_paused():
@@ -185,7 +190,7 @@ def graph_file(path: str | os.PathLike[str], settings: Settings | None = None, d
         return GraphOutcome(view(build(plan), results), FileLint(errors.file, results, plan.source.text))
 
 
-def _load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tuple[Plan | None, FileLint]:
+def load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tuple[Plan | None, FileLint]:
     """The plan, or None and the spec errors as results (the FileLint names the file either way)."""
     from mcpspec.rules.engine import from_diagnostic
 
@@ -210,7 +215,7 @@ def plan_file(path: str | os.PathLike[str], display_name: str | None = None) -> 
     """
     from mcpspec.report.plan_output import plan_data
 
-    plan, errors = _load_or_errors(path, display_name)
+    plan, errors = load_or_errors(path, display_name)
     if plan is None:
         return PlanOutcome(None, errors)
     return PlanOutcome(plan_data(plan), errors)
@@ -272,7 +277,7 @@ def build_file(
         raise ConfigError(str(exc)) from None
     if fail_on not in BUILD_FAIL_ON:
         raise ConfigError(f"--fail-on must be one of {', '.join(BUILD_FAIL_ON)}")
-    plan, errors = _load_or_errors(path, display_name)
+    plan, errors = load_or_errors(path, display_name)
     if plan is None:
         return BuildOutcome(errors, None, target)
     options = chosen.lint_options(errors.file)

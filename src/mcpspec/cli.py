@@ -231,6 +231,50 @@ def build(
 
 
 @app.command()
+def lock(
+    file: Annotated[Path, typer.Argument(help="The spec file whose servers to lock.", show_default=False)],
+    servers: Annotated[list[str] | None, typer.Argument(help="Servers to lock (default: every server that runs here and lists tools); the lock keeps the others' pins.", show_default=False)] = None,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 when the servers offer anything other than the lock pins.")] = False,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds each server has to start and list its tools.")] = 30.0,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Start each server in its bubblewrap sandbox and pin the tools it offers in mcp-sandbox.lock.
+
+    Exit status: 0 locked (or, with --check, the lock matches), 1 with --check when the
+    servers offer something else, 2 when a server does not start or answer, the spec has
+    errors, or the lock cannot be read (the previous lock is then left as it was).
+    """
+    from mcpspec import api
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
+    from mcpspec.run import lock as locking
+    from mcpspec.run.lockfile import LOCK_NAME, LockError
+    from mcpspec.settings import Flags
+
+    if not timeout > 0:
+        _usage("--timeout must be a positive number of seconds")
+    chosen = _settings(Flags(config))
+    try:
+        plan, errors = api.load_or_errors(file, str(file))
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    if plan is None:
+        sys.stderr.write(text.render(LintReport([errors])))
+        raise typer.Exit(EXIT_USAGE)
+    try:
+        outcome = locking.lock_spec(file, plan, servers or (), chosen, timeout, check)
+    except locking.LockFailure as exc:
+        _usage(exc.located(plan))
+    except LockError as exc:
+        _usage(str(exc))
+    except OSError as exc:
+        _usage(f"cannot write the lock beside {file}: {exc.strerror or exc}")
+    sys.stderr.write(locking.warnings(outcome))
+    sys.stdout.write(locking.summary(outcome, str(file.parent / LOCK_NAME), check))
+    raise typer.Exit(EXIT_FINDINGS if check and outcome.differs else EXIT_CLEAN)
+
+
+@app.command()
 def graph(
     file: Annotated[Path, typer.Argument(help="The spec file to draw.", show_default=False)],
     output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(GRAPH_FORMATS)}.")] = "dot",

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import re
 from pathlib import Path
 
 import pytest
 
 from mcpspec.api import load_text
+from mcpspec.ir.plan import LockState, Plan
 from mcpspec.rules.base import CATEGORIES, DOC_SECTIONS, RULE_ID, SLUG, Rule, doc_sections, yaml_block
 from mcpspec.rules.engine import run_rules
 from mcpspec.rules.pipeline import LintOptions, lint_plan
@@ -45,8 +48,20 @@ def test_example_fires_and_use_instead_stays_silent(rule: Rule) -> None:
     assert not fires(rule, fixed, "use-instead"), f"{rule.id}: the Use instead fires"
 
 
+# A doc example has no directory: its first line says which lock sits beside it, if any.
+LOCK_COMMENT = re.compile(r"\A# (?:no mcp-sandbox\.lock(?P<none>)|mcp-sandbox\.lock beside this file pins (?P<servers>[\w, -]+))\b")
+
+
+def with_lock(plan: Plan, text: str) -> Plan:
+    match = LOCK_COMMENT.match(text)
+    if match is None:
+        return plan
+    pinned = None if match.group("none") is not None else frozenset(s.strip(" '") for s in match.group("servers").split(","))
+    return dataclasses.replace(plan, lock=LockState(pinned))
+
+
 def fires(rule: Rule, text: str, name: str) -> bool:
-    plan = load_text(text, f"{rule.id}-{name}.yaml")
+    plan = with_lock(load_text(text, f"{rule.id}-{name}.yaml"), text)
     if rule.category == "targets":
         return any(r.code == rule.id for r in build_plan(plan, build_target(text)).active)
     if rule.category == "suppressions":

@@ -302,6 +302,14 @@ class EffectiveSandbox:
 
 
 @dataclass(frozen=True, slots=True)
+class LockState:
+    """What lint knows of the lock beside a spec: the servers it pins, or that there is none."""
+
+    pinned: frozenset[str] | None  # None: no lock file
+    error: str | None = None  # the lock exists but cannot be read
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     """The resolved spec of one file."""
 
@@ -313,6 +321,8 @@ class Plan:
     workspace: Workspace | None
     approvals: Approvals
     waivers: tuple[Waiver, ...]
+    # The `mcp-sandbox.lock` beside the spec file; None when the spec was not read from a file.
+    lock: LockState | None = None
     # Facts derived from the plan once and shared by every rule and target that asks (a memo, not state).
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 

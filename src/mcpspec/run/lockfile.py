@@ -14,11 +14,14 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from mcp.types import Tool
-
+from mcpspec.ir.plan import EffectiveSandbox, LockState
 from mcpspec.output import write_atomically
+
+if TYPE_CHECKING:
+    # Only for types: lint reads locks without importing the SDK.
+    from mcp.types import Tool
 
 LOCK_NAME = "mcp-sandbox.lock"
 LOCK_VERSION = 1
@@ -130,6 +133,22 @@ class Lock:
 def lock_path(spec: str | os.PathLike[str]) -> Path:
     """Where the lock of ``spec`` lives: `mcp-sandbox.lock` in the spec's directory."""
     return Path(spec).resolve().parent / LOCK_NAME
+
+
+def lockable(server: EffectiveSandbox) -> bool:
+    """Whether `mcpspec lock` pins ``server``: it runs on this machine, speaks stdio and lists tools."""
+    return server.runs_here and server.transport.type == "stdio" and bool(server.tools)
+
+
+def lock_state(spec: str | os.PathLike[str]) -> LockState:
+    """The lock beside ``spec`` as lint sees it (errors name the lock by its file name only)."""
+    path = lock_path(spec)
+    if not path.exists():
+        return LockState(None)
+    try:
+        return LockState(frozenset(load_lock(path).servers))
+    except LockError as exc:
+        return LockState(None, str(exc).replace(str(path), LOCK_NAME))
 
 
 def load_lock(path: str | os.PathLike[str]) -> Lock:

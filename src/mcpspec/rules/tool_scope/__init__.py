@@ -10,6 +10,7 @@ from mcpspec.rules.tool_scope import (
     http_without_origin_check,
     oauth_audience_missing,
     plaintext_http_remote,
+    tools_not_pinned,
     tools_undeclared,
 )
 
@@ -21,4 +22,5 @@ RULES: tuple[Rule, ...] = (
     oauth_audience_missing.RULE,
     deprecated_sse_transport.RULE,
     tools_undeclared.RULE,
+    tools_not_pinned.RULE,
 )

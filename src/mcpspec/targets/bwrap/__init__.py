@@ -176,7 +176,7 @@ CAPABILITIES: dict[str, Capability] = {
         "without following links; tool calls are not logged",
     ),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
-    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see"),
+    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, relaying MCP to the server's launcher"),
 }
 
 

@@ -51,7 +51,7 @@ CAPABILITIES: dict[str, Capability] = {
     "workspace-lifecycle": Capability("partial", "workspace dirs come from the run's directory (${MCPSPEC_RUN_DIR}); creating it per run and removing it after `down` is the caller's"),
     "audit-log": Capability("partial", "the engine's container logs; the egress proxy logs each destination to its stdout; tool calls are not logged"),
     "image": Capability("partial", "images are written as the spec pins them (NAME@sha256:..., verified by the engine when it pulls); an unpinned image is reported"),
-    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see"),
+    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, in front of the server's bwrap launcher"),
 }
 
 USAGE = """\

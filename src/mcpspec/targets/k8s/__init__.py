@@ -52,7 +52,7 @@ CAPABILITIES: dict[str, Capability] = {
     "workspace-lifecycle": Capability("partial", "workspace dirs are PersistentVolumeClaims of the namespace: one namespace per run (kustomize namespace:) gives each run its own, deleted with it; artifacts are not copied out"),
     "audit-log": Capability("none", "no audit line: the container's output goes to the cluster's log collection (kubectl logs); squid logs each destination to its stdout"),
     "image": Capability("partial", "the pod runs servers.<name>.image as written: a digest pins it, a tag does not (lint SP001)"),
-    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a pod does not see"),
+    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a pod does not see: `mcpspec run` enforces them, in front of the server's bwrap launcher"),
 }
 
 USAGE = f"""\

@@ -60,7 +60,7 @@ CAPABILITIES: dict[str, Capability] = {
     "workspace-lifecycle": Capability("partial", "each instance gets fresh, empty workspace dirs in memory under /run (not under workspace.root), removed when it stops; artifacts are not copied out"),
     "audit-log": Capability("partial", "one JSON line per instance when it stops (ExecStopPost=+: result, exit status, mounts, egress policy) to the journal or the sink file, appended by a helper that never follows a link and refuses a sink that is not a regular root-owned file with one link; squid logs each destination; tool calls are not logged"),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
-    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see"),
+    "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, in front of the server's bwrap launcher"),
 }
 
 USAGE = f"""\
