@@ -24,7 +24,7 @@ from typing import Any, Literal
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.facts import ApprovalMode
-from mcpspec.run.audit import Masker, bounded_json, clip
+from mcpspec.run.audit import Masker, bounded_json, bounded_mask
 
 APPROVAL_TIMEOUT = 120.0  # seconds an approver (a person at a prompt, or a command) has to answer
 PAYLOAD_CHARS = 1 << 20  # the most of a call's arguments an approver is shown
@@ -109,8 +109,9 @@ class Approvals:
             "mode": request.mode,
         }
         if self.show_arguments and request.arguments is not None:
-            reach = PAYLOAD_CHARS + self.masker.longest + 256
-            shown["arguments"] = self.masker.mask(clip(dict(request.arguments), reach))
+            shown["arguments"], cut = bounded_mask(self.masker, dict(request.arguments), PAYLOAD_CHARS, 2 * PAYLOAD_CHARS)
+            if cut:
+                shown["truncated"] = True
         result: dict[str, Any] = self.masker.mask(shown)
         return result
 

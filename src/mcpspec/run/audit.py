@@ -97,16 +97,47 @@ class Masker:
 # ---------------------------------------------------------------- bounded lines
 
 
-def clip(value: Any, chars: int) -> Any:
-    """``value`` with every string cut to ``chars`` characters and keys to KEY_CHARS: what masking and
-    encoding then see is bounded whatever the caller passed (a 100 MB result costs one slice)."""
-    if isinstance(value, str):
-        return value[:chars]
-    if isinstance(value, dict):
-        return {str(key)[:KEY_CHARS]: clip(item, chars) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [clip(item, chars) for item in value]
-    return value
+class _Bounded:
+    """Masks a JSON value while cutting it down: each string to ``chars`` characters and all of it to
+    about ``total``, so the work and memory are bounded whatever the caller passed (a 100 MB result
+    costs one slice). A string is masked with ``reach`` more characters than it keeps, then cut: a
+    secret that straddles the cut is masked whole first, never left half visible."""
+
+    def __init__(self, masker: Masker, chars: int, total: int) -> None:
+        self.masker = masker
+        self.chars = chars
+        self.left = total
+        self.reach = masker.longest + 1024
+        self.cut = False
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            keep = max(0, min(len(value), self.chars, self.left))
+            self.left -= keep + 1
+            if keep == len(value):
+                return self.masker.mask_text(value)
+            self.cut = True
+            return self.masker.mask_text(value[: keep + self.reach])[:keep]
+        if isinstance(value, dict):
+            return dict(zip(self.items(value.keys(), key=True), self.items(value.values()), strict=False))
+        if isinstance(value, list | tuple):
+            return list(self.items(value))
+        self.left -= 8
+        return value
+
+    def items(self, values: Iterable[Any], key: bool = False) -> Iterator[Any]:
+        for value in values:
+            if self.left <= 0:
+                self.cut = True
+                return
+            yield self(str(value)[:KEY_CHARS]) if key else self(value)
+
+
+def bounded_mask(masker: Masker, value: Any, chars: int, total: int) -> tuple[Any, bool]:
+    """``value`` masked, each string cut to ``chars`` and the whole to about ``total`` characters;
+    and whether anything was cut."""
+    bounded = _Bounded(masker, chars, total)
+    return bounded(value), bounded.cut
 
 
 def _dumps(value: Any) -> str:
@@ -135,13 +166,14 @@ def bounded_json(record: dict[str, Any], limit: int) -> str:
     if len(text) <= limit:
         return text
     record["truncated"] = True
-    body = {key: value for key, value in record.items() if key not in _CORE}
+    body = [key for key in record if key not in _CORE]
     for _ in range(256):
         text = _dumps(record)
         excess = len(text) - limit
         if excess <= 0:
             return text
-        found = max(_strings(body), key=lambda found: len(found[2]), default=None)
+        leaves = (leaf for key in body for leaf in _strings(record[key], record, key))
+        found = max(leaves, key=lambda leaf: len(leaf[2]), default=None)
         if found is None or len(found[2]) <= 16:
             break
         holder, key, longest = found
@@ -233,10 +265,11 @@ class AuditLog:
         if clash:
             raise ValueError(f"audit fields may not be named {', '.join(clash)}")
         limit = self.max_line_bytes - 1  # the newline
-        # Cut before masking (bounded work), with room for a secret that straddles the cut.
-        reach = limit + self.masker.longest + 256
         record: dict[str, Any] = {"time": utc_now(), "event": self.masker.mask_text(event[:EVENT_CHARS])}
-        record.update(self.masker.mask(clip(fields, reach)))
+        masked, cut = bounded_mask(self.masker, fields, limit, 2 * limit)
+        record.update(masked)
+        if cut:
+            record["truncated"] = True
         line = bounded_json(record, limit) + "\n"
         self._emit(line.encode("ascii"), record["event"])
 
