@@ -88,6 +88,8 @@ def test_the_approver_reads_one_masked_json_object_and_gets_no_secret_in_argv_or
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPS_TOKEN", SECRET)
+    monkeypatch.setenv("DISPLAY", ":0")  # a desktop approver's dialog needs it
+    monkeypatch.setenv("TERM", SECRET)  # a passed variable that holds the secret is not passed
     seen = tmp_path / "seen.json"
     argv = script(tmp_path, "record.py", f"""\
 import json, os, sys
@@ -106,7 +108,7 @@ json.dump({{"stdin": data, "env": dict(os.environ), "argv": sys.argv}}, open({st
     }
     everything = seen.read_text()
     assert SECRET not in everything and TOKEN not in everything
-    assert "OPS_TOKEN" not in record["env"]
+    assert "OPS_TOKEN" not in record["env"] and "TERM" not in record["env"] and record["env"]["DISPLAY"] == ":0"
     assert set(record["env"]) <= {"PATH", "HOME", "LANG", "LC_ALL", "TERM", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR",
                                   "DBUS_SESSION_BUS_ADDRESS", "LC_CTYPE"}  # LC_CTYPE: set by Python's UTF-8 coercion
     assert record["argv"] == argv[1:]

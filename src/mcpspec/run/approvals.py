@@ -118,7 +118,10 @@ class Approvals:
     # -- a command
     async def _ask_command(self, request: ApprovalRequest, argv: list[str]) -> ApprovalDecision:
         data = (bounded_json(self.payload(request), PAYLOAD_CHARS) + "\n").encode("ascii")
-        env = {"PATH": SAFE_PATH} | {name: os.environ[name] for name in PASSED_ENV if name in os.environ}
+        env = {"PATH": SAFE_PATH} | {
+            name: value for name in PASSED_ENV
+            if (value := os.environ.get(name)) is not None and self.masker.mask_text(value) == value  # never a secret
+        }
         try:
             process = await asyncio.create_subprocess_exec(
                 *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=None,
