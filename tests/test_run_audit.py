@@ -90,6 +90,9 @@ def test_a_file_sink_gets_one_masked_json_line_per_event(tmp_path: Path) -> None
     with AuditLog(file_sink(path), Masker([])) as log:  # appends
         log.write("session_end")
     assert [line["event"] for line in lines(path)] == ["session_start", "call", "session_end"]
+    with AuditLog(file_sink(path), Masker([SECRET])) as log:  # not JSON: its text, masked
+        log.write("error", error=RuntimeError(f"bad token {SECRET}"), where=Path("/srv") / SECRET)
+    assert lines(path)[-1] == {"time": lines(path)[-1]["time"], "event": "error", "error": "bad token ****", "where": "/srv/****"}
     with pytest.raises(ValueError, match="time"):
         AuditLog(file_sink(path), Masker([])).write("x", time="forged")
 

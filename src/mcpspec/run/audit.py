@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import socket
 import stat
 import sys
@@ -111,6 +112,8 @@ class _Bounded:
         self.cut = False
 
     def __call__(self, value: Any) -> Any:
+        if not isinstance(value, str | dict | list | tuple | int | float | bool) and value is not None:
+            value = str(value)  # a path, an exception: its text is masked and bounded like any other
         if isinstance(value, str):
             keep = max(0, min(len(value), self.chars, self.left))
             self.left -= keep + 1
@@ -203,8 +206,6 @@ def utc_now() -> str:
 
 def _write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` to a pipe or terminal that may be non-blocking (stderr)."""
-    import select
-
     while data:
         try:
             data = data[os.write(fd, data):]
