@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+import tty
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -234,6 +235,17 @@ def test_the_terminal_prompt_shows_the_call_masked_and_escaped_and_y_allows() ->
     assert '"deploy"' in text and '"ops"' in text and '"claude"' in text and "run-1" in text
     assert SECRET not in text and TOKEN not in text and "ghp_****" in text
     assert "\x1b" not in text and "\\u001b[2J" in text  # an escape in the arguments cannot redraw the screen
+
+
+def test_a_terminal_in_raw_mode_answers_with_a_carriage_return() -> None:
+    with _pty() as (master, path):
+        slave = os.open(path, os.O_RDWR | os.O_NOCTTY)
+        try:
+            tty.setraw(slave)  # as a full-screen client leaves its terminal
+            decision, _ = _at_the_terminal(Approvals(None, 10, Masker([]), False, tty_path=path), request(), master, b"y\r")
+        finally:
+            os.close(slave)
+    assert decision == ApprovalDecision(True, "tty", "allowed at the terminal")
 
 
 @pytest.mark.parametrize("answer", [b"n\n", b"\n", b"yes please\n"])

@@ -108,12 +108,12 @@ class Approvals:
             "run_id": request.run_id,
             "mode": request.mode,
         }
+        shown = self.masker.mask(shown)
         if self.show_arguments and request.arguments is not None:
             shown["arguments"], cut = bounded_mask(self.masker, dict(request.arguments), PAYLOAD_CHARS, 2 * PAYLOAD_CHARS)
             if cut:
                 shown["truncated"] = True
-        result: dict[str, Any] = self.masker.mask(shown)
-        return result
+        return shown
 
     # -- a command
     async def _ask_command(self, request: ApprovalRequest, argv: list[str]) -> ApprovalDecision:
@@ -221,9 +221,10 @@ async def _write_tty(fd: int, text: str) -> None:
 
 
 async def _read_line(fd: int) -> str:
-    """One line typed at the terminal (its end counts as an empty answer)."""
+    """One line typed at the terminal (its end counts as an empty answer). A terminal a client holds
+    in raw mode sends Enter as a carriage return: that ends the line too."""
     buffer = b""
-    while b"\n" not in buffer and len(buffer) < 4096:
+    while not any(end in buffer for end in b"\r\n") and len(buffer) < 4096:
         try:
             chunk = os.read(fd, 1024)
         except BlockingIOError:
@@ -234,4 +235,4 @@ async def _read_line(fd: int) -> str:
         if not chunk:
             break
         buffer += chunk
-    return buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
+    return buffer.replace(b"\r", b"\n").split(b"\n", 1)[0].decode("utf-8", "replace")
