@@ -3,6 +3,10 @@
 A spec may hold a literal token by mistake (rule SE001 reports it). Lint
 output goes to CI logs, which are often public, so no message and no code
 frame ever repeats such a value: it is masked down to its recognizable prefix.
+
+`mcpspec run` masks what a server and a model send through this pattern too, so
+every part that can fail after a long scan is bounded (a URL scheme, a JWT header):
+the time stays linear in the text, whatever the text.
 """
 
 from __future__ import annotations
@@ -12,8 +16,8 @@ import re
 SECRET_VALUE = re.compile(
     r"(gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abpr]-[A-Za-z0-9-]{10,}|(AKIA|ASIA)[A-Z0-9]{16}"
     r"|sk-ant-[A-Za-z0-9_-]{10,}|sk-(proj-)?[A-Za-z0-9_-]{20,}|glpat-[A-Za-z0-9_-]{20,}|npm_[A-Za-z0-9]{30,}"
-    r"|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]*PRIVATE KEY-----|[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.)"
+    r"|AIza[0-9A-Za-z_-]{35}|-----BEGIN [A-Z ]{0,64}PRIVATE KEY-----|[a-z][a-z0-9+.-]{0,31}://[^/\s:@]+:[^/\s@]+@"
+    r"|eyJ[A-Za-z0-9_-]{8,512}\.eyJ[A-Za-z0-9_-]{8,}\.)"
 )
 MASK = "****"
 # Every alternative of SECRET_VALUE contains one of these; most text holds none, and `in` is far
