@@ -3,12 +3,15 @@ pyproject.toml, found by searching upward from the working directory.
 
 Keys (hyphens and underscores are the same): select, ignore, severity
 (rule -> severity), fail-on, per-file-ignores (glob -> rules), baseline (a path
-relative to the config file), no-inline-suppressions.
+relative to the config file), no-inline-suppressions; and for `mcpspec run`, approver (the
+approval command, split into words as a shell would, never run by one) and approver-timeout
+(seconds).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +39,8 @@ class _ConfigModel(BaseModel):
     per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
     baseline: str | None = None
     no_inline_suppressions: bool = False
+    approver: str | None = Field(None, min_length=1)
+    approver_timeout: float | None = Field(None, gt=0)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class LintConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     baseline: Path | None = None
     no_inline_suppressions: bool = False
+    approver: list[str] | None = None
+    approver_timeout: float | None = None
 
     def ignored_for(self, file: str) -> list[str]:
         """Rules per-file-ignores turns off for ``file`` (globs match the path or its name)."""
@@ -58,6 +65,17 @@ class LintConfig:
             if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(Path(file).name, pattern):
                 names.extend(rules)
         return names
+
+
+def split_approver(text: str, where: str = "--approver") -> list[str]:
+    """An approver command line split into words as a POSIX shell would (no shell ever runs it)."""
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if not argv:
+        raise ConfigError(f"{where}: the command is empty")
+    return argv
 
 
 def find_config(start: Path) -> Path | None:
@@ -89,6 +107,7 @@ def load_config(path: Path | None) -> LintConfig:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))
         raise ConfigError(f"{path}: {problems}") from None
     baseline = (path.parent / model.baseline) if model.baseline else None
+    approver = split_approver(model.approver, f"{path}: approver") if model.approver is not None else None
     return LintConfig(
         path=path,
         select=model.select,
@@ -98,6 +117,8 @@ def load_config(path: Path | None) -> LintConfig:
         per_file_ignores=model.per_file_ignores,
         baseline=baseline,
         no_inline_suppressions=model.no_inline_suppressions,
+        approver=approver,
+        approver_timeout=model.approver_timeout,
     )
 
 

@@ -286,15 +286,24 @@ def effects(server: EffectiveSandbox) -> set[str]:
     return {effect for tool in server.tools.values() for effect in tool.effects}
 
 
-def approval_gated(plan: Plan, tool: Tool) -> bool:
-    """Whether a person approves a call of ``tool`` before it runs.
+ApprovalMode = Literal["always", "per-session"]
+
+
+def approval_mode(plan: Plan, tool: Tool) -> ApprovalMode | None:
+    """How often a person approves a call of ``tool`` before it runs (None: never).
 
     A tool's own setting wins; unset, the top-level ``approvals.require``
-    decides by the tool's effects.
+    decides by the tool's effects, and then every call is asked. Lint and
+    `mcpspec run` both ask this one question.
     """
     if tool.approval is not None:
-        return tool.approval != "never"
-    return any(effect in plan.approvals.require for effect in tool.effects)
+        return None if tool.approval == "never" else tool.approval
+    return "always" if any(effect in plan.approvals.require for effect in tool.effects) else None
+
+
+def approval_gated(plan: Plan, tool: Tool) -> bool:
+    """Whether a person approves a call of ``tool`` before it runs."""
+    return approval_mode(plan, tool) is not None
 
 
 def reads_untrusted(server: EffectiveSandbox) -> bool:

@@ -349,6 +349,34 @@ def owned_dir(parent: int, name: str, mode: int, owner: tuple[int, int] | None) 
     return fd
 
 
+def secret_value(paths: TrustedPaths, secret: Secret) -> bytes:
+    """A secret's value, read from its provider as the launcher reads it at launch (mcpspec run masks it too)."""
+    if secret.provider == "env":
+        if not VARIABLE.fullmatch(secret.ref):
+            raise Refusal(f"secret {secret.name}: bad variable name")
+        if secret.ref not in os.environ:
+            raise Refusal(f"secret {secret.name}: environment variable {secret.ref} is not set")
+        return os.environ[secret.ref].encode()
+    if secret.provider == "file":
+        path = secret.ref
+    elif secret.provider == "home":
+        home = os.environ.get("HOME", "")
+        if not ABSOLUTE.fullmatch(home):
+            raise Refusal(f"secret {secret.name}: HOME is not set")
+        path = os.path.join(home, secret.ref)
+    elif secret.provider == "credential":
+        directory = os.environ.get("CREDENTIALS_DIRECTORY", "")
+        if not ABSOLUTE.fullmatch(directory) or "/" in secret.ref:
+            raise Refusal(f"secret {secret.name}: no systemd credential {secret.ref}")
+        path = os.path.join(directory, secret.ref)
+    else:
+        raise Refusal(f"secret {secret.name}: unknown provider {secret.provider}")
+    try:
+        return paths.read_file(path, SECRET_MAX_BYTES)
+    except Refusal as exc:
+        raise Refusal(f"secret {secret.name}: {exc}") from None
+
+
 def memfd(name: str, data: bytes) -> int:
     fd = os.memfd_create(name)
     os.write(fd, data)
@@ -584,7 +612,7 @@ class Launcher:
 
     def secret(self, secret: Secret) -> list[str]:
         """The bwrap arguments that hand one secret in (its value travels in a memfd, never an argument)."""
-        data = self.secret_value(secret)
+        data = secret_value(self.paths, secret)
         args: list[str] = []
         if secret.file is not None:
             fd = self.keep(memfd(secret.name, data))
@@ -598,32 +626,6 @@ class Launcher:
             fd = self.keep(memfd(secret.name, value))
             self.shim.append(f"IFS= read -r -d '' {secret.env} <&{fd} || :; exec {fd}<&-; export {secret.env}; ")
         return args
-
-    def secret_value(self, secret: Secret) -> bytes:
-        if secret.provider == "env":
-            if not VARIABLE.fullmatch(secret.ref):
-                raise Refusal(f"secret {secret.name}: bad variable name")
-            if secret.ref not in os.environ:
-                raise Refusal(f"secret {secret.name}: environment variable {secret.ref} is not set")
-            return os.environ[secret.ref].encode()
-        if secret.provider == "file":
-            path = secret.ref
-        elif secret.provider == "home":
-            home = os.environ.get("HOME", "")
-            if not ABSOLUTE.fullmatch(home):
-                raise Refusal(f"secret {secret.name}: HOME is not set")
-            path = os.path.join(home, secret.ref)
-        elif secret.provider == "credential":
-            directory = os.environ.get("CREDENTIALS_DIRECTORY", "")
-            if not ABSOLUTE.fullmatch(directory) or "/" in secret.ref:
-                raise Refusal(f"secret {secret.name}: no systemd credential {secret.ref}")
-            path = os.path.join(directory, secret.ref)
-        else:
-            raise Refusal(f"secret {secret.name}: unknown provider {secret.provider}")
-        try:
-            return self.paths.read_file(path, SECRET_MAX_BYTES)
-        except Refusal as exc:
-            raise Refusal(f"secret {secret.name}: {exc}") from None
 
     def mask(self, command: str) -> None:
         """Hide a denied command (a name in the PATH directories, or an absolute path)."""

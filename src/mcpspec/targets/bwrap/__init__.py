@@ -305,7 +305,7 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         command=list(sandbox.command),
         workdir=sandbox.workdir,
         mounts=[_mount(mount) for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target))],
-        secrets=[secret for grant in sandbox.secrets if (secret := _secret(grant)) is not None],
+        secrets=[secret for grant in sandbox.secrets if (secret := launcher_secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
     )
     data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
@@ -332,7 +332,8 @@ def _mount(mount: EffectiveMount) -> Mount:
     return Mount(mount.kind, mount.mode, mount.source, mount.target)
 
 
-def _secret(grant: SecretGrant) -> Secret | None:
+def launcher_secret(grant: SecretGrant) -> Secret | None:
+    """How the launcher reads ``grant`` (None: a provider the bwrap target does not read)."""
     provider, ref = grant.provider, grant.ref
     if provider in ("vault", "k8s-secret"):
         return None
