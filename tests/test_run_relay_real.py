@@ -215,8 +215,14 @@ def raw_session(spec: Path, run_id: str, messages: list[Any], *extra: str, wait:
     return replies, status, stderr
 
 
-def test_approval_command_allows_or_denies_and_a_denied_call_never_arrives(box: Sandbox) -> None:
-    spec = write_spec(box, "approve", "      echo: {effects: [deploy]}\n      identity: {effects: []}")
+def test_approval_command_allows_or_denies_and_a_denied_call_never_arrives(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    audit = box.base / "audit-approve.jsonl"
+    spec = write_spec(
+        box, "approve", "      echo: {effects: [deploy]}\n      identity: {effects: []}",
+        server=f"    logging: {{sink: {audit}}}\n    secrets: [{{use: token, as: {{env: PROBE_TOKEN}}}}]",
+    )
+    spec.write_text(spec.read_text(encoding="utf-8") + "secrets:\n  token: {provider: env, ref: RUN_E2E_TOKEN}\n", encoding="utf-8")
+    monkeypatch.setenv("RUN_E2E_TOKEN", "tok-run-5b1e77c0d3")
     approver = box.base / "approve.sh"
     approver.write_text('#!/bin/sh\ngrep -q \'"text": "yes"\\|"text":"yes"\' && exit 0\nexit 1\n', encoding="utf-8")
     approver.chmod(0o755)
@@ -228,6 +234,14 @@ def test_approval_command_allows_or_denies_and_a_denied_call_never_arrives(box: 
     assert not allowed.is_error and not plain.is_error
     assert denied.is_error and "denied by policy" in text_of(denied)
     assert received(box, "approve", "r1") == ["echo", "identity"]
+    lines = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert "tok-run-5b1e77c0d3" not in audit.read_text(encoding="utf-8")
+    events = [line["event"] for line in lines]
+    assert events[0] == "session_start" and events[-1] == "session_end" and lines[-1]["status"] == 0
+    calls = [line for line in lines if line["event"] == "call"]
+    assert [(c["tool"], c["decision"], c["status"]) for c in calls] == [("echo", "allowed", "ok"), ("echo", "denied", "denied"), ("identity", "allowed", "ok")]
+    assert calls[0]["approver"] == "command" and calls[0]["effects"] == ["deploy"] and calls[0]["result_bytes"] > 0
+    assert all(c["agent"] == "tester" and c["run_id"] == "r1" and c["server"] == "probe" and "duration_s" in c and "time" in c for c in calls)
 
 
 def _reply(line: bytes) -> Any:
@@ -314,6 +328,7 @@ def test_duplicate_id_in_flight_is_refused(box: Sandbox) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "2nd-call"}}},
     ]
     replies, status, _ = raw_session(spec, "r1", messages)
+    assert status == 0
     assert "late" in replies[1]["result"]["content"][0]["text"]
     assert [r["error"]["code"] for r in replies["others"] if r.get("id") is None] == [-32600]
     seen = [json.loads(line) for line in received(box, "dup", "r1", "received.log") if line.strip()]
