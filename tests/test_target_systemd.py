@@ -472,6 +472,30 @@ servers:
     assert "server two can write" in blocking[0].message and "runtime directories" in blocking[1].message
 
 
+def test_a_secret_inside_a_writable_workspace_dir_is_tg001(tmp_path: Path) -> None:
+    """The run directories of a writable workspace dir are host directories a sandbox writes too."""
+    _, build = _build("""\
+version: 1
+project: gaps
+workspace:
+  root: /srv/ws
+  dirs: {output: {mode: rw}}
+agents:
+  coder: {servers: [one, two]}
+secrets:
+  token: {provider: file, ref: /srv/ws/coder/r1/output/token}
+servers:
+  one:
+    command: [/usr/bin/python3]
+    secrets: [{use: token, as: {file: /run/secrets/token}}]
+  two:
+    command: [/usr/bin/python3]
+    mounts: [{from: workspace.output, to: /out}]
+""", tmp_path)
+    blocking = [r for r in build.active if r.code == "TG001" and r.path == ("secrets", "token", "ref")]
+    assert blocking and "server two can write" in blocking[0].message
+
+
 def test_two_projects_and_look_alike_names_never_share_a_unit(tmp_path: Path) -> None:
     spec = "version: 1\nproject: {project}\nservers:\n  {server}:\n    command: [/usr/bin/python3]\n    egress: {{allow: [\"pypi.org:443\"]}}\n"
     seen: dict[str, str] = {}

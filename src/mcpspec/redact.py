@@ -16,6 +16,10 @@ SECRET_VALUE = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.)"
 )
 MASK = "****"
+# Every alternative of SECRET_VALUE contains one of these; most text holds none, and `in` is far
+# cheaper than the regex's scan (lint of 10,000 servers redacts about 300,000 messages).
+_MARKERS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "AKIA", "ASIA",
+            "sk-", "glpat-", "npm_", "AIza", "-----BEGIN", "://", "eyJ")
 
 
 def _mask(match: re.Match[str]) -> str:
@@ -30,4 +34,6 @@ def _mask(match: re.Match[str]) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring masked."""
-    return SECRET_VALUE.sub(_mask, text) if text else text
+    if not text or not any(marker in text for marker in _MARKERS):
+        return text
+    return SECRET_VALUE.sub(_mask, text)

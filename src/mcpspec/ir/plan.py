@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.source.sourcemap import SourceMap
@@ -323,6 +323,8 @@ class Plan:
     workspace: Workspace | None
     approvals: Approvals
     waivers: tuple[Waiver, ...]
+    # Facts derived from the plan once and shared by every rule and target that asks (a memo, not state).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def project(self) -> str:

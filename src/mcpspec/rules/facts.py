@@ -196,6 +196,14 @@ class WritableIndex:
         return sorted(found, key=lambda w: self.order[id(w[1])])
 
 
+def writable_index(plan: Plan) -> WritableIndex:
+    """The plan's WritableIndex, made once per plan (rules and targets ask it per server)."""
+    index = plan.derived.get("writable_index")
+    if not isinstance(index, WritableIndex):
+        index = plan.derived["writable_index"] = WritableIndex(plan)
+    return index
+
+
 def shown(mount: EffectiveMount) -> str:
     """A mount's source as the spec names it: ``workspace.output`` or the host path."""
     return f"workspace.{mount.workspace_dir}" if mount.workspace_dir else mount.location

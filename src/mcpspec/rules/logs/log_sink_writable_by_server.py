@@ -91,7 +91,7 @@ def through(found: list[Writer]) -> str:
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    writable = facts.WritableIndex(plan)
+    writable = facts.writable_index(plan)
     exposed = [server for server in facts.launched(plan) if writers(server, writable)]
     for path, group in by_origin(exposed, "logging.sink").items():
         sink = sink_file(group[0])

@@ -77,7 +77,7 @@ from mcpspec.spec.values import normalize_host_path
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    writable = facts.WritableIndex(plan)
+    writable = facts.writable_index(plan)
     for name, secret, bound in in_use(plan):
         if secret.provider != "file" or not any(server.runs_here for server, _ in bound):
             continue

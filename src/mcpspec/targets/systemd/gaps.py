@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.rules.facts import writable_index
 from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.base import Gap, Overrides
 from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, egress_plan
@@ -111,31 +112,8 @@ def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None
 
 
 def _writers_of(plan: Plan, path: str) -> list[str]:
-    """The servers (that run here) with a writable host mount at ``path`` or at a directory above it."""
-    index = _writable_index(plan)
-    found: list[str] = []
-    parts = path.rstrip("/").split("/")
-    for end in range(1, len(parts) + 1):
-        found.extend(index.get("/".join(parts[:end]) or "/", ()))
-    return found
-
-
-_INDEX: list[tuple[Plan, dict[str, list[str]]]] = []
-
-
-def _writable_index(plan: Plan) -> dict[str, list[str]]:
-    """Host path -> servers that mount it writable; made once per plan (every server's gaps ask)."""
-    if _INDEX and _INDEX[0][0] is plan:
-        return _INDEX[0][1]
-    index: dict[str, list[str]] = {}
-    for name, sandbox in plan.servers.items():
-        if not sandbox.runs_here:
-            continue
-        for mount in sandbox.mounts:
-            if mount.writable and mount.kind == "host":
-                index.setdefault(mount.source.rstrip("/") or "/", []).append(name)
-    _INDEX[:] = [(plan, index)]
-    return index
+    """The servers (that run here) with a writable host directory mounted at ``path`` or above it."""
+    return [server.name for server, _ in writable_index(plan).holding(path)]
 
 
 def _is_loopback(address: str) -> bool:
