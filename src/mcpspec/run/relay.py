@@ -170,6 +170,7 @@ class Relay:
         self.listing = asyncio.Lock()
         self.server_ended = False
         self.client_ended = False
+        self.grace = 10.0  # seconds the server has to end once the client has gone
 
     # --- the session ---
 
@@ -180,7 +181,10 @@ class Relay:
         if client in done:
             self.client_ended = True
             self.server.close()  # end of input: the server ends as over any stdio session
-            await server
+            finished, _ = await asyncio.wait({server}, timeout=self.grace)
+            if not finished:  # the session stops it (the launcher tears the sandbox down)
+                server.cancel()
+                await asyncio.gather(server, return_exceptions=True)
         else:
             client.cancel()
             await asyncio.gather(client, return_exceptions=True)
@@ -297,8 +301,12 @@ class Relay:
         if method == "notifications/cancelled":
             request_id = params.get("requestId") if isinstance(params, dict) else None
             server_id = self.by_client.get(request_id) if _valid_id(request_id) else None  # type: ignore[arg-type]
-            if server_id is None:
+            pending = self.settle(server_id) if server_id is not None else None
+            if pending is None:
                 return
+            if pending.method == "tools/call":  # the client gave up on it: any reply is dropped, its id is free again
+                self.audit_call(pending.decision, pending.started, "cancelled", 0)
+            assert server_id is not None
             params = {**params, "requestId": server_id}  # type: ignore[dict-item]
         await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=str(method), params=params)))
 
@@ -450,6 +458,8 @@ class Relay:
         assert client_id is not None
         result = message.get("result")
         error = message.get("error")
+        if "result" in message and "error" in message:
+            result, error = None, None  # neither is believed
         if "result" not in message or not isinstance(result, dict):
             try:
                 data = ErrorData.model_validate(error)
