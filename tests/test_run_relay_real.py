@@ -181,6 +181,12 @@ def raw_session(spec: Path, run_id: str, messages: list[Any], *extra: str, wait:
     lines = [json.dumps(hello).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
     expected = {"init"}
     for message in messages:
+        if isinstance(message, float):  # a pause: what came before is sent first
+            process.stdin.write(b"\n".join(lines) + b"\n")
+            process.stdin.flush()
+            lines = []
+            time.sleep(message)
+            continue
         lines.append(message if isinstance(message, bytes) else json.dumps(message).encode())
         if isinstance(message, dict) and "id" in message and "method" in message:
             expected.add(message["id"])
@@ -377,3 +383,42 @@ def test_a_spec_that_does_not_build_is_an_error_with_its_location(box: Sandbox) 
     assert "mcp-sandbox.yaml:7:" in done.stderr and "Traceback" not in done.stderr
     missing = subprocess.run([*RUN, str(spec.with_name("nope.yaml")), "probe"], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
     assert missing.returncode in (1, 2) and "Traceback" not in missing.stderr
+
+
+def test_cancelling_a_call_frees_its_id_and_an_oversized_client_message_is_refused(box: Sandbox) -> None:
+    spec = write_spec(box, "cancel", "      late: {effects: []}\n      echo: {effects: []}", script="raw_server.py")
+    huge = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "h" * (5 * 1024 * 1024)}}}
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "late", "arguments": {"seconds": 3}}},
+        2.5,  # mcpspec run has started and sent the call on
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "reused"}}},
+        json.dumps(huge).encode(),
+    ]
+    replies, status, _ = raw_session(spec, "r1", messages, wait=20)
+    assert status == 0
+    assert "reused" in replies[1]["result"]["content"][0]["text"]  # the late reply to the cancelled call was dropped
+    assert [r["error"]["code"] for r in replies["others"] if r.get("id") is None] == [-32600]
+    assert not [r for r in replies["others"] if r.get("id") == 1]
+    seen = [json.loads(line) for line in received(box, "cancel", "r1", "received.log") if line.strip()]
+    assert [m["params"]["requestId"] for m in seen if m.get("method") == "notifications/cancelled"] == [2], seen  # renumbered toward the server
+    assert not [m for m in seen if m.get("id") == 9 or "hhhh" in json.dumps(m)[:100_000]]
+
+
+def test_the_launchers_idle_timeout_ends_the_session_with_status_4(box: Sandbox) -> None:
+    spec = write_spec(box, "idle", "      echo: {effects: []}", server="    lifecycle: {idle_timeout: 2s}", script="raw_server.py")
+    process = subprocess.Popen([*RUN, str(spec), "probe", "--run-id", "r1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        status = process.wait(30)  # the client stays connected and silent
+    finally:
+        process.kill()
+    stderr = process.stderr.read().decode() if process.stderr else ""
+    assert status == 4, stderr
+    assert "the server ended before the client did" in stderr
+
+
+def test_stdin_that_is_a_regular_file_is_refused_without_a_traceback(box: Sandbox) -> None:
+    spec = write_spec(box, "file-stdin", "      echo: {effects: []}", script="raw_server.py")
+    with open(spec, "rb") as stdin:
+        done = subprocess.run([*RUN, str(spec), "probe"], stdin=stdin, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and "must be pipes" in done.stderr and "Traceback" not in done.stderr

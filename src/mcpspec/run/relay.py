@@ -167,6 +167,7 @@ class Relay:
         self.in_flight: set[RequestId] = set()  # client ids of requests not yet answered
         self.by_client: dict[RequestId, int] = {}
         self.tasks: set[asyncio.Task[None]] = set()
+        self.judging: dict[RequestId, asyncio.Task[None]] = {}  # calls not yet sent on (listing, limits, approval)
         self.listing = asyncio.Lock()
         self.server_ended = False
         self.client_ended = False
@@ -195,10 +196,11 @@ class Relay:
             if not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
 
-    def spawn(self, job: Awaitable[None]) -> None:
+    def spawn(self, job: Awaitable[None]) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.ensure_future(job)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
+        return task
 
     def note(self, text: str) -> None:
         sys.stderr.write(f"mcpspec run: {self.sandbox.name}: {text}\n")
@@ -263,7 +265,7 @@ class Relay:
         self.in_flight.add(client_id)
         params = message.get("params")
         if request.method == "tools/call":
-            self.spawn(self.call(client_id, params))
+            self.judging[client_id] = self.spawn(self.call(client_id, params))
         else:
             pending = Pending(client_id, request.method, time.monotonic())
             pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
@@ -300,6 +302,12 @@ class Relay:
         params = message.get("params")
         if method == "notifications/cancelled":
             request_id = params.get("requestId") if isinstance(params, dict) else None
+            judged = self.judging.pop(request_id, None) if _valid_id(request_id) else None  # type: ignore[arg-type]
+            if judged is not None:  # cancelled before it was sent on: it never reaches the server
+                judged.cancel()
+                self.in_flight.discard(request_id)
+                self.audit.write("call_cancelled", request="before it was sent to the server")
+                return
             server_id = self.by_client.get(request_id) if _valid_id(request_id) else None  # type: ignore[arg-type]
             pending = self.settle(server_id) if server_id is not None else None
             if pending is None:
@@ -313,6 +321,12 @@ class Relay:
     # --- tools/call ---
 
     async def call(self, client_id: RequestId, params: Any) -> None:
+        try:
+            await self.judge(client_id, params)
+        finally:
+            self.judging.pop(client_id, None)
+
+    async def judge(self, client_id: RequestId, params: Any) -> None:
         started = time.monotonic()
         try:
             parsed = CallToolRequestParams.model_validate(params)

@@ -118,6 +118,10 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id})
     approvals = Approvals(approver, approver_timeout, masker, plan.approvals.show_arguments)
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
+    try:
+        client_in, client_out = await _client_streams()
+    except (ValueError, OSError) as exc:
+        raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
     started = time.monotonic()
     process = await asyncio.create_subprocess_exec(
         str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=2**16
@@ -125,7 +129,6 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     assert process.stdin is not None and process.stdout is not None
     audit.write("session_start", spec=str(Path(plan.file).name), lock="present" if lock is not None else "absent", unlisted_tools=sandbox.unlisted_tools)
     policy = ToolPolicy(sandbox, lock)
-    client_in, client_out = await _client_streams()
     relay = Relay(policy, CallLimiter(sandbox), audit, _gate(plan, sandbox, approvals, agent, run_id), client_in, client_out, process.stdin, process.stdout)
     try:
         await relay.run()
