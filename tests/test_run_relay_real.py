@@ -8,6 +8,7 @@ refused call never arrived.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import select
@@ -247,6 +248,7 @@ def test_approval_command_allows_or_denies_and_a_denied_call_never_arrives(box: 
     calls = [line for line in lines if line["event"] == "call"]
     assert [(c["tool"], c["decision"], c["status"]) for c in calls] == [("echo", "allowed", "ok"), ("echo", "denied", "denied"), ("identity", "allowed", "ok")]
     assert calls[0]["approver"] == "command" and calls[0]["effects"] == ["deploy"] and calls[0]["result_bytes"] > 0
+    assert calls[0]["arguments_sha256"] == hashlib.sha256(b'{"text":"yes"}').hexdigest()
     assert all(c["agent"] == "tester" and c["run_id"] == "r1" and c["server"] == "probe" and "duration_s" in c and "time" in c for c in calls)
 
 

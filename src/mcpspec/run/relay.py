@@ -42,6 +42,7 @@ from mcpspec.run.framing import (
     stream_head,
 )
 from mcpspec.run.limits import CallLimiter
+from mcpspec.run.lockfile import digest
 from mcpspec.run.policy import Hidden, ToolPolicy
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -336,6 +337,8 @@ class Relay:
             return
         tool = parsed.name
         record: dict[str, Any] = {"tool": tool, "effects": list(self.sandbox.tools[tool].effects) if tool in self.sandbox.tools else []}
+        if "arguments_hash" in self.sandbox.logging.record:
+            record["arguments_sha256"] = digest(parsed.arguments or {})
         if self.policy.needs_listing:
             await self.list_tools_myself()
         refusal = self.policy.refusal(tool)
