@@ -382,6 +382,36 @@ def verify(
     raise typer.Exit(EXIT_FINDINGS if failed(rows) else EXIT_CLEAN)
 
 
+@app.command("run")
+def run_command(
+    file: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
+    server: Annotated[str, typer.Argument(help="The server to start.", show_default=False)],
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent whose workspace the run uses (default: the server's only agent).")] = None,
+    run_id: Annotated[str | None, typer.Option("--run-id", help="The run's id (default: the time and process id).")] = None,
+    approver: Annotated[str | None, typer.Option("--approver", help="Command that approves a call: reads one JSON object on stdin, exit 0 allows.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " Its approver is used when --approver is not given.")] = None,
+) -> None:
+    """Start SERVER in its bubblewrap sandbox and relay MCP over stdio, enforcing the spec's tool
+    allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
+
+    Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
+    3 a tool new or changed versus mcp-sandbox.lock was refused, 4 the server ended first."""
+    from mcpspec.config import ConfigError, split_approver
+    from mcpspec.run.session import RunOptions, run_session
+    from mcpspec.settings import Flags
+
+    chosen = _settings(Flags(config))
+    try:
+        command = split_approver(approver) if approver is not None else None
+    except ConfigError as exc:
+        _usage(str(exc))
+    try:
+        status = run_session(file, server, RunOptions(agent, run_id, command), chosen)
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    raise typer.Exit(status)
+
+
 def _emit(text: str, output: Path | None) -> None:
     """Write ``text`` to stdout, or atomically to ``output``."""
     from mcpspec.output import write_atomically

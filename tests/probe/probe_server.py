@@ -18,6 +18,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("mcpspec-probe")
+CALL_LOG = "/workspace/output/calls.log"  # when the sandbox mounts it rw: one line per call received
+DESCRIPTION_FILE = "/workspace/input/describe.txt"  # when present: the description of `describe_me` (a rug pull)
 
 
 def _result(**values: Any) -> str:
@@ -260,6 +262,48 @@ def _description(default: str) -> str:
 @server.tool(description=_description("Return the text unchanged."))
 def mutable_description(text: str) -> str:
     return _result(text=text)
+
+
+def _log_call(name: str) -> None:
+    with contextlib.suppress(OSError), open(CALL_LOG, "a", encoding="utf-8") as handle:
+        handle.write(name + "\n")
+
+
+def _described() -> str:
+    try:
+        with open(DESCRIPTION_FILE, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except OSError:
+        return "Say what this tool is."
+
+
+@server.tool(description=_described())
+def describe_me() -> str:
+    return _result(ok=True)
+
+
+@server.tool()
+def text_of(megabytes: float) -> str:
+    """Return a text of ``megabytes`` MiB."""
+    return "x" * int(megabytes * 1024 * 1024)
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Return the text."""
+    return _result(ok=True, text=text)
+
+
+# Every call the server receives is logged (a test proves a refused call never arrived).
+_call_tool = server.call_tool
+
+
+async def _logged_call_tool(name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+    _log_call(name)
+    return await _call_tool(name, arguments, *args, **kwargs)
+
+
+server.call_tool = _logged_call_tool  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

@@ -281,6 +281,7 @@ class EffectiveSandbox:
     mounts: tuple[EffectiveMount, ...]
     secrets: tuple[SecretGrant, ...]
     tools: Mapping[str, Tool]
+    unlisted_tools: Literal["deny", "allow"] = "deny"
     origins: Mapping[str, SpecPath] = field(default_factory=dict)
 
     def origin(self, dotted: str) -> SpecPath:
@@ -294,6 +295,15 @@ class EffectiveSandbox:
         if found is not None:
             return found
         return (*self.path, *dotted.split("."))
+
+    def tool_limits(self, tool: str) -> CallLimits:
+        """The limits of one call of ``tool``: its own timeout when it sets one, else the server's;
+        its own rate (``None`` when it sets none: only the server's rate applies)."""
+        own = self.tools[tool].limits if tool in self.tools else None
+        if own is None:
+            return CallLimits(requests_per_minute=None, call_timeout=self.limits.call_timeout)
+        timeout = own.call_timeout if own.call_timeout is not None else self.limits.call_timeout
+        return CallLimits(requests_per_minute=own.requests_per_minute, call_timeout=timeout)
 
     @property
     def runs_here(self) -> bool:

@@ -35,7 +35,7 @@ from mcpspec.spec.values import ENV_NAME_PATTERN, normalize_host_path, normalize
 M = TypeVar("M", bound=SpecModel)
 
 # Server keys outside the merged sections whose origin the Plan records when written.
-_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir")
+_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir", "unlisted_tools")
 
 _SECRET_REF = {
     "env": (re.compile(ENV_NAME_PATTERN), "an environment variable name such as ISSUES_TOKEN"),
@@ -189,6 +189,7 @@ class _Resolver:
             mounts=self.resolve_mounts(name, server),
             secrets=self.resolve_secrets(name, server, sections["env"]),
             tools=dict(server.tools),
+            unlisted_tools=server.unlisted_tools or "deny",
             origins=origins,
         )
 

@@ -25,7 +25,7 @@ _SPEC_KEY = {"identity.uid": "runtime.user", "identity.gid": "runtime.group", "r
 _SPEC_SECTION = {"resources": "runtime"}
 # The sections of a server, in the order they are printed.
 _SECTIONS = ("identity", "resources", "read_only_root", "env", "egress", "process", "lifecycle", "logging", "limits")
-_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir")
+_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir", "unlisted_tools")
 
 
 def leaf(value: Any, origin: SpecPath | None) -> dict[str, Any]:

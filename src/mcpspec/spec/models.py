@@ -385,6 +385,10 @@ class Tool(SpecModel):
     approval: Literal["always", "per-session", "never"] | None = _doc(
         "When a person must approve a call. Unset: decided by the top-level approvals.", "always"
     )
+    limits: Limits | None = _doc(
+        "Call limits of this tool alone (`mcpspec run` enforces them beside the server's: its own rate, and its timeout instead of the server's).",
+        {"call_timeout": "30s"},
+    )
 
 
 ServerKind = Literal["code-exec", "filesystem", "browser", "data", "deploy", "package", "search", "memory", "other"]
@@ -418,6 +422,10 @@ class Server(SpecModel):
     logging: Logging | None = _doc("Logging (overrides defaults.logging field by field).", {"full_output": False})
     limits: Limits | None = _doc("Call limits (overrides defaults.limits field by field).", {"requests_per_minute": 60})
     tools: dict[ToolName, Tool] = Field(default_factory=dict, description="The server's tools and their effects.", examples=[{"fetch": {"effects": ["reads_untrusted"]}}])
+    unlisted_tools: Literal["deny", "allow"] | None = _doc(
+        "Tools the server offers that 'tools' does not list: deny (`mcpspec run` hides them and refuses their calls) or allow. Default deny.",
+        "deny",
+    )
 
 
 _ALWAYS_APPROVE: tuple[Effect, ...] = ("deploy", "destructive", "external_send", "modify_access", "financial", "exports_data")

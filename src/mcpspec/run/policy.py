@@ -1,0 +1,87 @@
+"""Which tools a client of `mcpspec run` sees and may call: the spec's allowlist and the lock's pins."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from mcp.types import Tool
+
+from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.run.lockfile import Lock
+
+
+@dataclass(frozen=True, slots=True)
+class Hidden:
+    """A tool the server offered that the client is not shown."""
+
+    name: str
+    reason: str  # "unlisted", "new" (not in the lock) or "changed" (differs from its pin)
+    detail: str
+
+
+@dataclass
+class ToolPolicy:
+    """The allowlist of one server and, when there is a lock, its pins.
+
+    ``offered`` is what the server's last full tools/list said, by verdict: None until a listing has
+    been seen (or after the server said its list changed), since pins are checked on what is offered.
+    """
+
+    sandbox: EffectiveSandbox
+    lock: Lock | None
+    offered: dict[str, Hidden | None] | None = None
+    refused_pins: set[str] = field(default_factory=set)
+    pages: dict[str, Hidden | None] = field(default_factory=dict)
+
+    def listed(self, name: str) -> bool:
+        return name in self.sandbox.tools or self.sandbox.unlisted_tools == "allow"
+
+    def screen(self, tools: Iterable[Tool]) -> tuple[list[Tool], list[Hidden]]:
+        """Split offered tools into those shown and those hidden (with why)."""
+        tools = list(tools)
+        checks = {check.name: check for check in self.lock.check(self.sandbox.name, tools)} if self.lock is not None else {}
+        shown: list[Tool] = []
+        hidden: list[Hidden] = []
+        for tool in tools:
+            check = checks.get(tool.name)
+            if not self.listed(tool.name):
+                hidden.append(Hidden(tool.name, "unlisted", "the spec does not list it"))
+            elif check is not None and check.verdict == "new":
+                hidden.append(Hidden(tool.name, "new", "it is not in mcp-sandbox.lock"))
+            elif check is not None and check.verdict == "changed":
+                hidden.append(Hidden(tool.name, "changed", f"it differs from its pin in mcp-sandbox.lock ({', '.join(check.changed)})"))
+            else:
+                shown.append(tool)
+        return shown, hidden
+
+    def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool) -> None:
+        """Remember the verdicts of one page of a listing; the last page makes them the offer."""
+        if first:
+            self.pages = {}
+        self.pages.update({tool.name: None for tool in tools})
+        self.pages.update({item.name: item for item in hidden})
+        if last:
+            self.offered = dict(self.pages)
+
+    def forget(self) -> None:
+        """The server said its tools changed: verdicts must be taken again before the next call."""
+        self.offered = None
+
+    @property
+    def needs_listing(self) -> bool:
+        """Whether a call cannot be judged before the relay lists the server's tools itself."""
+        return self.lock is not None and self.offered is None
+
+    def refusal(self, name: str) -> Hidden | None:
+        """Why a call of ``name`` is refused by the allowlist or the pins; None when it may go on."""
+        if not self.listed(name):
+            return Hidden(name, "unlisted", "the spec does not list it")
+        if self.lock is None:
+            return None
+        verdict = (self.offered or {}).get(name)
+        if verdict is not None:
+            return verdict
+        if name not in (self.offered or {}) and name not in self.lock.servers.get(self.sandbox.name, {}):
+            return Hidden(name, "new", "it is not in mcp-sandbox.lock")
+        return None

@@ -1,0 +1,580 @@
+"""The MCP relay of `mcpspec run`: between the client (our stdio) and the sandboxed server (its pipes).
+
+Fail closed at every step: each message is parsed strictly and re-serialized (the server never sees
+the client's bytes, so no parser differential reaches it), ids are renumbered toward the server (a
+duplicate or reused client id cannot confuse it, a late reply matches nothing), only known methods
+pass, batches are refused, and a server's own requests are answered here, never relayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mcp.types import (
+    CallToolRequestParams,
+    CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    ListToolsResult,
+    TextContent,
+)
+from pydantic import ValidationError
+
+from mcpspec.run.framing import (
+    RESULT_KEYS,
+    STREAM_CAP,
+    FramingError,
+    LineReader,
+    Oversized,
+    ResultScanner,
+    dump,
+    parse_line,
+    stream_head,
+)
+from mcpspec.run.limits import CallLimiter
+from mcpspec.run.lockfile import digest
+from mcpspec.run.policy import Hidden, ToolPolicy
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+
+CLIENT_REQUESTS = frozenset(
+    {
+        "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
+        "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
+    }
+)  # fmt: skip
+CLIENT_NOTIFICATIONS = frozenset({"notifications/initialized", "notifications/cancelled", "notifications/progress"})
+SERVER_NOTIFICATIONS = frozenset(
+    {
+        "notifications/message", "notifications/progress", "notifications/tools/list_changed", "notifications/resources/list_changed",
+        "notifications/resources/updated", "notifications/prompts/list_changed",
+    }
+)  # fmt: skip
+_CALL_KEYS = frozenset(key.decode() for key in RESULT_KEYS)
+
+RequestId = int | str
+
+
+class Audit(Protocol):
+    """Where the relay records what matters (the guard's AuditLog)."""
+
+    def write(self, event: str, **fields: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An approver's decision on one call."""
+
+    allowed: bool
+    approver: str
+    reason: str
+
+
+# Decides a call that needs approval: (tool, arguments) -> Verdict, or None when the call needs none.
+Gate = Callable[[str, Mapping[str, Any] | None], Awaitable[Verdict | None]]
+
+
+class Pipe:
+    """One direction of the relay: whole lines written under a lock (a streamed line is never interleaved)."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        self.lock = asyncio.Lock()
+        self.broken = False
+
+    async def send(self, data: bytes) -> None:
+        async with self.lock:
+            await self.raw(data)
+
+    async def raw(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            self.writer.write(data)
+            await self.writer.drain()
+        except (ConnectionError, RuntimeError):
+            self.broken = True
+
+    def close(self) -> None:
+        if not self.writer.is_closing():
+            self.writer.close()
+
+
+@dataclass
+class Pending:
+    """A request sent to the server and not yet answered."""
+
+    client_id: RequestId | None  # None: the relay's own request
+    method: str
+    started: float
+    tool: str | None = None
+    first_page: bool = True
+    timer: asyncio.Task[None] | None = None
+    waiter: asyncio.Future[dict[str, Any]] | None = None
+    decision: dict[str, Any] = field(default_factory=dict)
+
+
+def _valid_id(value: Any) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool) and abs(value) < 2**53) or (isinstance(value, str) and len(value) <= 256)
+
+
+def _wire(model: JSONRPCRequest | JSONRPCNotification | JSONRPCResponse | JSONRPCError) -> bytes:
+    data = model.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(model, JSONRPCError) and model.id is None:
+        data["id"] = None
+    return dump(data)
+
+
+def _call_result(text: str) -> dict[str, Any]:
+    result = CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    return result.model_dump(by_alias=True, exclude_none=True, exclude_unset=True, mode="json")
+
+
+class Relay:
+    """Relays one session; ``run`` returns when the client or the server has gone."""
+
+    def __init__(
+        self,
+        policy: ToolPolicy,
+        limiter: CallLimiter,
+        audit: Audit,
+        gate: Gate | None,
+        client_in: asyncio.StreamReader,
+        client_out: asyncio.StreamWriter,
+        server_in: asyncio.StreamWriter,
+        server_out: asyncio.StreamReader,
+    ) -> None:
+        self.policy = policy
+        self.sandbox = policy.sandbox
+        self.limiter = limiter
+        self.audit = audit
+        self.gate = gate
+        self.client_in = client_in
+        self.server_out = server_out
+        self.client = Pipe(client_out)
+        self.server = Pipe(server_in)
+        self.ids = itertools.count(1)
+        self.pending: dict[int, Pending] = {}
+        self.in_flight: set[RequestId] = set()  # client ids of requests not yet answered
+        self.by_client: dict[RequestId, int] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.judging: dict[RequestId, asyncio.Task[None]] = {}  # calls not yet sent on (listing, limits, approval)
+        self.listing = asyncio.Lock()
+        self.server_ended = False
+        self.client_ended = False
+        self.grace = 10.0  # seconds the server has to end once the client has gone
+
+    # --- the session ---
+
+    async def run(self) -> None:
+        client = asyncio.create_task(self.from_client())
+        server = asyncio.create_task(self.from_server())
+        done, _ = await asyncio.wait({client, server}, return_when=asyncio.FIRST_COMPLETED)
+        if client in done:
+            self.client_ended = True
+            self.server.close()  # end of input: the server ends as over any stdio session
+            finished, _ = await asyncio.wait({server}, timeout=self.grace)
+            if not finished:  # the session stops it (the launcher tears the sandbox down)
+                server.cancel()
+                await asyncio.gather(server, return_exceptions=True)
+        else:
+            client.cancel()
+            await asyncio.gather(client, return_exceptions=True)
+        for task in list(self.tasks):
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        for task in (client, server):
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    def spawn(self, job: Awaitable[None]) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.ensure_future(job)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return task
+
+    def note(self, text: str) -> None:
+        sys.stderr.write(f"mcpspec run: {self.sandbox.name}: {text}\n")
+        sys.stderr.flush()
+
+    # --- client to server ---
+
+    async def from_client(self) -> None:
+        reader = LineReader(self.client_in)
+        while (item := await reader.next()) is not None:
+            if isinstance(item, Oversized):
+                await reader.skip()
+                self.audit.write("message_refused", direction="client", reason="larger than the relay parses")
+                await self.client_error(None, INVALID_REQUEST, "refused by mcpspec run: a message from the client is larger than 4 MiB")
+            elif item.strip():
+                await self.client_message(item)
+
+    async def client_error(self, client_id: RequestId | None, code: int, message: str) -> None:
+        await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=client_id, error=ErrorData(code=code, message=message))))
+
+    async def client_message(self, line: bytes) -> None:
+        try:
+            message = parse_line(line)
+        except FramingError as exc:
+            self.audit.write("message_refused", direction="client", reason=str(exc))
+            await self.client_error(None, PARSE_ERROR, f"refused by mcpspec run: {exc}")
+            return
+        if isinstance(message, list):
+            self.audit.write("message_refused", direction="client", reason="batch")
+            await self.client_error(None, INVALID_REQUEST, "refused by mcpspec run: JSON-RPC batches are not relayed")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            await self.client_error(None, INVALID_REQUEST, "refused by mcpspec run: not a JSON-RPC 2.0 message")
+            return
+        if "method" not in message:
+            self.audit.write("message_refused", direction="client", reason="a response to no request of the relay's")
+            return
+        if "id" in message:
+            await self.client_request(message)
+        else:
+            await self.client_notification(message)
+
+    async def client_request(self, message: dict[str, Any]) -> None:
+        client_id = message["id"]
+        if not _valid_id(client_id):
+            await self.client_error(None, INVALID_REQUEST, "refused by mcpspec run: a request id is an integer or a short string")
+            return
+        try:
+            request = JSONRPCRequest.model_validate(message)
+        except ValidationError:
+            await self.client_error(client_id, INVALID_REQUEST, "refused by mcpspec run: not a valid request")
+            return
+        if client_id in self.in_flight:
+            # Answer with a null id: the request already using this id keeps its own answer.
+            self.audit.write("message_refused", direction="client", reason="duplicate id", method=request.method)
+            await self.client_error(None, INVALID_REQUEST, f"refused by mcpspec run: id {client_id!r} is already in use by a request in flight")
+            return
+        if request.method not in CLIENT_REQUESTS:
+            self.audit.write("message_refused", direction="client", reason="method not relayed", method=request.method[:100])
+            await self.client_error(client_id, METHOD_NOT_FOUND, f"refused by mcpspec run: method {request.method[:100]!r} is not relayed")
+            return
+        self.in_flight.add(client_id)
+        params = message.get("params")
+        if request.method == "tools/call":
+            self.judging[client_id] = self.spawn(self.call(client_id, params))
+        else:
+            pending = Pending(client_id, request.method, time.monotonic())
+            pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
+            await self.forward(pending, params)
+
+    async def forward(self, pending: Pending, params: Any, timeout: float | None = None) -> int:
+        server_id = next(self.ids)
+        self.pending[server_id] = pending
+        if pending.client_id is not None:
+            self.by_client[pending.client_id] = server_id
+        if timeout is not None:
+            pending.timer = asyncio.create_task(self.expire(server_id, timeout))
+        await self.server.send(_wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params)))
+        return server_id
+
+    def settle(self, server_id: int) -> Pending | None:
+        """Take a request off the books (answered, timed out or failed)."""
+        pending = self.pending.pop(server_id, None)
+        if pending is None:
+            return None
+        if pending.timer is not None and pending.timer is not asyncio.current_task():
+            pending.timer.cancel()
+        if pending.client_id is not None:
+            self.in_flight.discard(pending.client_id)
+            self.by_client.pop(pending.client_id, None)
+        return pending
+
+    async def client_notification(self, message: dict[str, Any]) -> None:
+        method = message.get("method")
+        if method not in CLIENT_NOTIFICATIONS:
+            # tools/call without an id included: it could never get an answer, and it never runs.
+            self.audit.write("message_refused", direction="client", reason="notification not relayed", method=str(method)[:100])
+            return
+        params = message.get("params")
+        if method == "notifications/cancelled":
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            judged = self.judging.pop(request_id, None) if _valid_id(request_id) else None  # type: ignore[arg-type]
+            if judged is not None:  # cancelled before it was sent on: it never reaches the server
+                judged.cancel()
+                self.in_flight.discard(request_id)
+                self.audit.write("call_cancelled", request="before it was sent to the server")
+                return
+            server_id = self.by_client.get(request_id) if _valid_id(request_id) else None  # type: ignore[arg-type]
+            pending = self.settle(server_id) if server_id is not None else None
+            if pending is None:
+                return
+            if pending.method == "tools/call":  # the client gave up on it: any reply is dropped, its id is free again
+                self.audit_call(pending.decision, pending.started, "cancelled", 0)
+            assert server_id is not None
+            params = {**params, "requestId": server_id}  # type: ignore[dict-item]
+        await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=str(method), params=params)))
+
+    # --- tools/call ---
+
+    async def call(self, client_id: RequestId, params: Any) -> None:
+        try:
+            await self.judge(client_id, params)
+        finally:
+            self.judging.pop(client_id, None)
+
+    async def judge(self, client_id: RequestId, params: Any) -> None:
+        started = time.monotonic()
+        try:
+            parsed = CallToolRequestParams.model_validate(params)
+        except ValidationError:
+            self.in_flight.discard(client_id)
+            await self.client_error(client_id, INVALID_PARAMS, "refused by mcpspec run: tools/call needs a tool name and object arguments")
+            return
+        tool = parsed.name
+        record: dict[str, Any] = {"tool": tool, "effects": list(self.sandbox.tools[tool].effects) if tool in self.sandbox.tools else []}
+        if "arguments_hash" in self.sandbox.logging.record:
+            record["arguments_sha256"] = digest(parsed.arguments or {})
+        if self.policy.needs_listing:
+            await self.list_tools_myself()
+        refusal = self.policy.refusal(tool)
+        if refusal is not None:
+            self.report_hidden(refusal, on_call=True)
+            await self.refuse(client_id, record, started, f"refused by policy: the tool {tool!r} is not allowed ({refusal.detail})", refusal.reason)
+            return
+        over = self.limiter.admit(tool)
+        if over is not None:
+            await self.refuse(client_id, record, started, f"refused by policy: {over}", "rate_limited")
+            return
+        if self.gate is not None:
+            verdict = await self.gate(tool, parsed.arguments)
+            if verdict is not None:
+                record.update(decision="allowed" if verdict.allowed else "denied", approver=verdict.approver)
+                if not verdict.allowed:
+                    await self.refuse(client_id, record, started, f"denied by policy: {verdict.reason}", "denied")
+                    return
+        record.setdefault("decision", "allowed")
+        pending = Pending(client_id, "tools/call", started, tool=tool, decision=record)
+        await self.forward(pending, params, self.limiter.timeout(tool))
+
+    async def refuse(self, client_id: RequestId, record: dict[str, Any], started: float, text: str, status: str) -> None:
+        self.in_flight.discard(client_id)
+        record.setdefault("decision", "refused")
+        self.audit_call(record, started, status, 0, reason=text)
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+
+    def audit_call(self, record: dict[str, Any], started: float, status: str, size: int, **extra: Any) -> None:
+        duration = round(time.monotonic() - started, 3)
+        self.audit.write("call", **record, status=status, duration_s=duration, result_bytes=size, **extra)
+
+    async def expire(self, server_id: int, timeout: float) -> None:
+        await asyncio.sleep(timeout)
+        pending = self.settle(server_id)
+        if pending is None or pending.client_id is None:
+            return
+        cancel = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": server_id, "reason": "call timeout"})
+        await self.server.send(_wire(cancel))
+        text = f"refused by policy: the call of {pending.tool!r} passed its call_timeout of {timeout:g}s and was cancelled"
+        self.audit_call(pending.decision, pending.started, "timeout", 0)
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=pending.client_id, result=_call_result(text))))
+
+    def report_hidden(self, hidden: Hidden, on_call: bool) -> None:
+        if hidden.reason in ("new", "changed"):
+            self.policy.refused_pins.add(hidden.name)
+            self.note(f"refused tool {hidden.name!r}: {hidden.detail}")
+        self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail)
+
+    # --- tools/list ---
+
+    def screen_listing(self, result: dict[str, Any], first_page: bool) -> dict[str, Any]:
+        """The listing the client may see; raises ValidationError when it is not a tools/list result."""
+        listing = ListToolsResult.model_validate(result)
+        raw_tools = result.get("tools")
+        assert isinstance(raw_tools, list)
+        names = [tool.name for tool in listing.tools]
+        twice = {name for name in names if names.count(name) > 1}
+        shown, hidden = self.policy.screen(tool for tool in listing.tools if tool.name not in twice)
+        hidden += [Hidden(name, "changed", "the server offers two tools of this name") for name in sorted(twice)]
+        self.policy.learn(shown, hidden, first_page, listing.next_cursor is None)
+        for item in hidden:
+            self.report_hidden(item, on_call=False)
+        keep = {id(tool) for tool in shown}
+        kept = [raw for raw, tool in zip(raw_tools, listing.tools, strict=True) if id(tool) in keep]
+        self.audit.write("tools_listed", offered=len(names), shown=[t.name for t in shown], hidden=[h.name for h in hidden])
+        return {**result, "tools": kept}
+
+    async def list_tools_myself(self) -> None:
+        """List the server's tools (every page) so a call can be judged against the lock."""
+        async with self.listing:
+            cursor: str | None = None
+            first = True
+            while self.policy.needs_listing:
+                pending = Pending(None, "tools/list", time.monotonic(), first_page=first)
+                pending.waiter = asyncio.get_running_loop().create_future()
+                await self.forward(pending, {"cursor": cursor} if cursor else None)
+                try:
+                    result = await asyncio.wait_for(pending.waiter, 60)
+                    self.screen_listing(result, first)
+                except (TimeoutError, ValidationError, ValueError) as exc:
+                    self.note(f"cannot list the server's tools to check them against the lock: {exc}")
+                    self.policy.learn([], [], first, True)  # nothing offered: every call is refused as new
+                    return
+                cursor = result.get("nextCursor")
+                first = False
+
+    # --- server to client ---
+
+    async def from_server(self) -> None:
+        reader = LineReader(self.server_out)
+        try:
+            while (item := await reader.next()) is not None:
+                if isinstance(item, Oversized):
+                    await self.stream(item, reader)
+                elif item.strip():
+                    await self.server_message(item)
+        finally:
+            self.server_ended = True
+            for server_id in list(self.pending):
+                pending = self.settle(server_id)
+                if pending is not None and pending.waiter is not None and not pending.waiter.done():
+                    pending.waiter.set_exception(ValueError("the server ended"))
+                elif pending is not None and not self.client.broken:
+                    await self.client_error(pending.client_id, INTERNAL_ERROR, "the server ended before it answered")
+
+    async def server_message(self, line: bytes) -> None:
+        try:
+            message = parse_line(line)
+        except FramingError as exc:
+            self.note(f"dropped a line from the server: {exc}")
+            return
+        if not isinstance(message, dict):
+            self.note("dropped a batch or non-object from the server")
+            return
+        if "method" in message:
+            await self.server_initiated(message)
+            return
+        server_id = message.get("id")
+        pending = self.settle(server_id) if isinstance(server_id, int) and not isinstance(server_id, bool) else None
+        if pending is None:
+            self.audit.write("message_refused", direction="server", reason="a reply to no request in flight")
+            return
+        if pending.waiter is not None:
+            if isinstance(message.get("result"), dict):
+                pending.waiter.set_result(message["result"])
+            else:
+                pending.waiter.set_exception(ValueError("the server answered tools/list with an error"))
+            return
+        await self.answer(pending, message)
+
+    async def answer(self, pending: Pending, message: dict[str, Any]) -> None:
+        client_id = pending.client_id
+        assert client_id is not None
+        result = message.get("result")
+        error = message.get("error")
+        if "result" in message and "error" in message:
+            result, error = None, None  # neither is believed
+        if "result" not in message or not isinstance(result, dict):
+            try:
+                data = ErrorData.model_validate(error)
+            except ValidationError:
+                data = ErrorData(code=INTERNAL_ERROR, message="the server sent a malformed reply")
+            if pending.method == "tools/call":
+                self.audit_call(pending.decision, pending.started, "error", 0)
+            await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=client_id, error=data)))
+            return
+        try:
+            if pending.method == "tools/list":
+                result = self.screen_listing(result, pending.first_page)
+            elif pending.method == "tools/call":
+                self.check_call_result(result)
+        except (ValidationError, ValueError):
+            self.audit.write("message_refused", direction="server", reason=f"not a {pending.method} result", method=pending.method)
+            if pending.method == "tools/call":
+                self.audit_call(pending.decision, pending.started, "malformed", 0)
+                result = _call_result("refused by mcpspec run: the server's reply is not a tools/call result")
+            else:
+                await self.client_error(client_id, INTERNAL_ERROR, f"refused by mcpspec run: the server's reply is not a {pending.method} result")
+                return
+        else:
+            if pending.method == "tools/call":
+                self.audit_call(pending.decision, pending.started, "error" if result.get("isError") else "ok", len(json.dumps(result)))
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
+
+    @staticmethod
+    def check_call_result(result: dict[str, Any]) -> None:
+        extra = set(result) - _CALL_KEYS
+        if extra:
+            raise ValueError(f"keys a call result does not have: {sorted(extra)[:5]}")
+        CallToolResult.model_validate(result)
+
+    async def server_initiated(self, message: dict[str, Any]) -> None:
+        method = str(message.get("method"))[:100]
+        if "id" not in message:
+            if method not in SERVER_NOTIFICATIONS:
+                self.audit.write("message_refused", direction="server", reason="notification not relayed", method=method)
+                return
+            if method == "notifications/tools/list_changed":
+                self.policy.forget()
+            params = message.get("params")
+            await self.client.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=method, params=params if isinstance(params, dict) else None)))
+            return
+        request_id = message["id"]
+        if not _valid_id(request_id):
+            return
+        if method == "ping":
+            await self.server.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=request_id, result={})))
+            return
+        # sampling, elicitation, roots: the server would reach the model, the user or the host's paths.
+        self.audit.write("message_refused", direction="server", reason="server request not relayed", method=method)
+        reply = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=METHOD_NOT_FOUND, message=f"refused by mcpspec run: {method!r} is not relayed"))
+        await self.server.send(_wire(reply))
+
+    # --- a call result larger than the parse cap ---
+
+    async def stream(self, head: Oversized, reader: LineReader) -> None:
+        found = stream_head(head.prefix)
+        server_id = found[0] if found is not None else None
+        pending = self.pending.get(server_id) if isinstance(server_id, int) else None
+        if found is None or pending is None or pending.method != "tools/call" or pending.client_id is None:
+            await reader.skip()
+            self.note("dropped an oversized line from the server that is not the result of a call in flight")
+            if pending is not None and isinstance(server_id, int):
+                self.settle(server_id)
+                if pending.client_id is not None:
+                    await self.client_error(pending.client_id, INTERNAL_ERROR, "refused by mcpspec run: the server's reply is too large")
+            return
+        assert isinstance(server_id, int)
+        self.settle(server_id)
+        client_id = pending.client_id
+        scanner = ResultScanner()
+        failure: str | None = None
+        async with self.client.lock:
+            await self.client.raw(b'{"jsonrpc":"2.0","id":' + json.dumps(client_id).encode() + b',"result":')
+            try:
+                async for piece in _chain(head.prefix[found[1] :], reader.rest()):
+                    scanner.feed(piece)
+                    if scanner.size > STREAM_CAP:
+                        raise FramingError(f"the result is larger than {STREAM_CAP // 2**20} MiB")
+                    await self.client.raw(piece)
+                scanner.finish()
+            except FramingError as exc:
+                failure = str(exc)
+                await reader.skip()
+            await self.client.raw(b"\n")  # a cut line is not JSON: the client discards it
+        if failure is None:
+            self.audit_call(pending.decision, pending.started, "ok", scanner.size)
+            return
+        self.note(f"cut the result of a call of {pending.tool!r}: {failure}")
+        self.audit_call(pending.decision, pending.started, "cut", scanner.size, reason=failure)
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(f"refused by mcpspec run: the server's result was cut: {failure}"))))
+
+
+async def _chain(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if first:
+        yield first
+    async for piece in rest:
+        yield piece

@@ -1,0 +1,162 @@
+"""`mcpspec run FILE SERVER`: start one server through its bwrap launcher and relay MCP to it.
+
+Exit status: 0 the client ended the session; 1 the server could not be started (the spec does not
+build, the lock or the audit sink cannot be read); 2 usage; 3 the session refused a tool that is new
+or changed versus mcp-sandbox.lock (reported even when everything else went well); 4 the server
+ended before the client did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
+from mcpspec.run.audit import AuditError, AuditLog, Masker
+from mcpspec.run.launch import LaunchError, PreparedLauncher, prepared_launcher
+from mcpspec.run.limits import CallLimiter
+from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
+from mcpspec.run.policy import ToolPolicy
+from mcpspec.run.relay import Audit, Gate, Relay, Verdict
+from mcpspec.settings import Settings
+
+EXIT_ENDED, EXIT_NOT_STARTED, EXIT_USAGE, EXIT_PINS, EXIT_SERVER_ENDED = 0, 1, 2, 3, 4
+APPROVER_TIMEOUT = 120.0
+STOP_GRACE = 10.0  # seconds the launcher has to tear the sandbox down after the client has gone
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    agent: str | None = None
+    run_id: str | None = None
+    approver: Sequence[str] | None = None  # None: the config's, else a terminal prompt, else deny
+
+
+class _NoAudit:
+    def write(self, event: str, **fields: Any) -> None:
+        pass
+
+
+class _Context:
+    """Adds who and what to every audit line."""
+
+    def __init__(self, log: Audit, context: Mapping[str, Any]) -> None:
+        self.log = log
+        self.context = dict(context)
+
+    def write(self, event: str, **fields: Any) -> None:
+        self.log.write(event, **self.context, **fields)
+
+
+def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, settings: Settings) -> int:
+    """Run one session; messages for the user go to stderr (stdout is the protocol)."""
+    try:
+        lock = _lock(spec)
+        with prepared_launcher(spec, server, settings) as launcher:
+            sandbox = launcher.plan.servers[server]
+            if lock is None and sandbox.tools:
+                _say(f"{server}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
+            approver = options.approver if options.approver is not None else settings.config.approver
+            timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
+            return asyncio.run(_serve(launcher, lock, options, approver, timeout))
+    except (LaunchError, LockError, AuditError) as exc:
+        _say(str(exc))
+        return EXIT_NOT_STARTED
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"mcpspec run: {text}\n")
+    sys.stderr.flush()
+
+
+def _lock(spec: str | os.PathLike[str]) -> Lock | None:
+    path = lock_path(spec)
+    return load_lock(path) if path.exists() else None
+
+
+def _agent(sandbox: EffectiveSandbox, chosen: str | None) -> str:
+    if chosen:
+        return chosen
+    return sandbox.agents[0] if len(sandbox.agents) == 1 else ("default" if not sandbox.agents else "")
+
+
+def _gate(plan: Plan, sandbox: EffectiveSandbox, approvals: Approvals, agent: str, run_id: str) -> Gate:
+    async def gate(tool: str, arguments: Mapping[str, Any] | None) -> Verdict | None:
+        mode = approval_mode(plan, sandbox.name, tool) if tool in sandbox.tools else UNLISTED_MODE
+        if mode is None:
+            return None
+        effects = tool_effects(plan, sandbox.name, tool)
+        decision = await approvals.decide(ApprovalRequest(sandbox.name, tool, effects, agent, run_id, arguments, mode))
+        return Verdict(decision.allowed, decision.approver, decision.reason)
+
+    return gate
+
+
+async def _client_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**16)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0, closefd=False))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(1, "wb", buffering=0, closefd=False))
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float) -> int:
+    plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
+    agent = _agent(sandbox, options.agent)
+    run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+    masker = Masker.for_sandbox(sandbox, shapes=sandbox.logging.redact)
+    log = AuditLog(sandbox.logging.sink, masker) if sandbox.logging.audit else None
+    audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id})
+    approvals = Approvals(approver, approver_timeout, masker, plan.approvals.show_arguments)
+    env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
+    try:
+        client_in, client_out = await _client_streams()
+    except (ValueError, OSError) as exc:
+        raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
+    started = time.monotonic()
+    process = await asyncio.create_subprocess_exec(
+        str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=2**16
+    )
+    assert process.stdin is not None and process.stdout is not None
+    audit.write("session_start", spec=str(Path(plan.file).name), lock="present" if lock is not None else "absent", unlisted_tools=sandbox.unlisted_tools)
+    policy = ToolPolicy(sandbox, lock)
+    relay = Relay(policy, CallLimiter(sandbox), audit, _gate(plan, sandbox, approvals, agent, run_id), client_in, client_out, process.stdin, process.stdout)
+    try:
+        await relay.run()
+    finally:
+        status = await _stop(process, relay.client_ended)
+        code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
+        audit.write(
+            "session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins)
+        )
+        if log is not None:
+            log.close()
+        with contextlib.suppress(Exception):
+            client_out.close()
+    if policy.refused_pins:
+        _say(f"{sandbox.name}: refused tools that are new or changed versus the lock: {', '.join(sorted(policy.refused_pins))} (exit status {EXIT_PINS})")
+    elif not relay.client_ended:
+        _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
+    return code
+
+
+async def _stop(process: asyncio.subprocess.Process, client_ended: bool) -> int | None:
+    """Let the launcher end on its own (it tears the sandbox down), then ask it, then make it."""
+    for sent, wait in ((None, STOP_GRACE if client_ended else 2.0), (signal.SIGTERM, STOP_GRACE), (signal.SIGKILL, 5.0)):
+        if sent is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(sent)
+        try:
+            return await asyncio.wait_for(process.wait(), wait)
+        except TimeoutError:
+            continue
+    return process.returncode
