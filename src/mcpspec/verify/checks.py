@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from mcpspec.ir.plan import EffectiveSandbox
 from mcpspec.spec.values import Destination as SpecDestination
-from mcpspec.targets.bwrap import MINIMAL_ENV, _secret
+from mcpspec.targets.bwrap import MINIMAL_ENV, launcher_secret, runtime
 from mcpspec.targets.egress import egress_plan
 
 MIB = 1 << 20
@@ -141,21 +141,14 @@ def expected_environment(sandbox: EffectiveSandbox, environ: Mapping[str, str]) 
     return names
 
 
-def secret_value(sandbox: EffectiveSandbox, name: str, environ: Mapping[str, str]) -> bytes:
-    """The value the launcher will read for secret ``name`` (OSError or KeyError when it cannot be read)."""
+def secret_value(sandbox: EffectiveSandbox, name: str) -> bytes:
+    """The value the launcher will read for secret ``name``, read by the launcher's own code
+    (OSError, KeyError or the launcher's Refusal when it cannot be read)."""
     grant = next(g for g in sandbox.secrets if g.name == name)
-    secret = _secret(grant)
+    secret = launcher_secret(grant)
     if secret is None:
         raise KeyError(f"provider {grant.provider} is not one the bwrap launcher reads")
-    if secret.provider == "env":
-        return environ[secret.ref].encode()
-    if secret.provider == "home":
-        path = os.path.join(environ["HOME"], secret.ref)
-    elif secret.provider == "credential":
-        path = os.path.join(environ["CREDENTIALS_DIRECTORY"], secret.ref)
-    else:
-        path = secret.ref
-    return Path(path).read_bytes()
+    return runtime.secret_value(runtime.TrustedPaths(), secret)
 
 
 def request(sandbox: EffectiveSandbox, spec: Path, options: Options, listeners: tuple[Destination, ...], environ: Mapping[str, str],
@@ -173,8 +166,8 @@ def request(sandbox: EffectiveSandbox, spec: Path, options: Options, listeners: 
         if grant.file:
             req.places[grant.name].add(f"file {grant.file}")
         try:
-            value = secret_value(sandbox, grant.name, environ).rstrip(b"\n")
-        except (OSError, KeyError) as exc:
+            value = secret_value(sandbox, grant.name).rstrip(b"\n")
+        except (OSError, KeyError, runtime.Refusal) as exc:
             req.unreadable[grant.name] = f"verify cannot read its value: {exc}"
             continue
         if not value:
