@@ -44,8 +44,14 @@ DEBIAN_PACKAGES = {
 PYPI_TOOLS = {"check-jsonschema": "check-jsonschema"}
 
 
+# Scanners with dependency trees that clash with ours: each in a venv of its own (.ci/run makes them).
+OWN_VENV_TOOLS = {"checkov": "checkov==3.3.30"}
+
+
 def missing_tool_message(name: str) -> str:
     """One line: which tool is missing and what installs it."""
+    if name in OWN_VENV_TOOLS:
+        return f"{name} is not installed: python3 -m venv .tools/{name} && .tools/{name}/bin/pip install {OWN_VENV_TOOLS[name]}, then put .tools/{name}/bin on PATH (.ci/run does)"
     if name in PYPI_TOOLS:
         return f"{name} is not installed: pip install {PYPI_TOOLS[name]} (it comes with pip install -e '.[test]')"
     package = DEBIAN_PACKAGES.get(name)
@@ -58,7 +64,8 @@ def find_tool(name: str) -> str | None:
     """An absolute name must be executable itself; a bare one is looked up on PATH, then beside the interpreter."""
     if os.path.isabs(name):
         return name if os.access(name, os.X_OK) and os.path.isfile(name) else None
-    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent))
+    own_venv = REPO / ".tools" / name / "bin"
+    return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name, path=str(own_venv))
 
 
 def require_tool(name: str) -> str:

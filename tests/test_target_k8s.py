@@ -367,11 +367,10 @@ def test_checkov_fails_no_check_the_spec_does_not_explain(tmp_path: Path) -> Non
     (no packet leaves: it may look for updates)."""
     import subprocess
 
-    from conftest import find_tool, require_tool
+    from conftest import require_tool
 
-    # Optional (heavy: about 80 s and many packages to install, in a venv of its own): skipped where it
-    # is not on PATH, even under MCPSPEC_REQUIRE_REAL_TOOLS=1.
-    checkov = find_tool("checkov") or pytest.skip("checkov is not installed (optional): pip install checkov in a venv of its own, on PATH")
+    # In a venv of its own (its dependencies clash with ours): .ci/run installs it in .tools/checkov.
+    checkov = require_tool("checkov")
     unshare = require_tool("unshare")
     for key, build in BUILDS.items():
         out = tmp_path / key.replace("/", "-")
