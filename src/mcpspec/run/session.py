@@ -46,15 +46,34 @@ class _NoAudit:
         pass
 
 
-class _Context:
-    """Adds who and what to every audit line."""
+# The audit fields of a call line that each `logging.record` entry stands for; a call line
+# keeps only the fields of the entries the spec records (event, time, server, duration always).
+RECORDED_BY: dict[str, tuple[str, ...]] = {
+    "tool": ("tool", "effects"),
+    "caller": ("agent", "run_id"),
+    "decision": ("decision", "approver", "reason"),
+    "exit_status": ("status", "result_bytes"),
+    "arguments_hash": ("arguments_sha256",),
+}
 
-    def __init__(self, log: Audit, context: Mapping[str, Any]) -> None:
+
+def recorded_call_fields(fields: Mapping[str, Any], record: Sequence[str]) -> dict[str, Any]:
+    """``fields`` of one call line without those the spec's ``logging.record`` leaves out."""
+    dropped = {name for entry, names in RECORDED_BY.items() if entry not in record for name in names}
+    return {name: value for name, value in fields.items() if name not in dropped}
+
+
+class _Context:
+    """Adds who and what to every audit line; call lines keep only what ``logging.record`` asks for."""
+
+    def __init__(self, log: Audit, context: Mapping[str, Any], record: Sequence[str]) -> None:
         self.log = log
         self.context = dict(context)
+        self.record = tuple(record)
 
     def write(self, event: str, **fields: Any) -> None:
-        self.log.write(event, **self.context, **fields)
+        line = {**self.context, **fields}
+        self.log.write(event, **(recorded_call_fields(line, self.record) if event == "call" else line))
 
 
 def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, settings: Settings) -> int:
@@ -115,7 +134,7 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
     masker = Masker.for_sandbox(sandbox, shapes=sandbox.logging.redact)
     log = AuditLog(sandbox.logging.sink, masker) if sandbox.logging.audit else None
-    audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id})
+    audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
     approvals = Approvals(approver, approver_timeout, masker, plan.approvals.show_arguments)
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
     try:
@@ -127,7 +146,13 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
         str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=2**16
     )
     assert process.stdin is not None and process.stdout is not None
-    audit.write("session_start", spec=str(Path(plan.file).name), lock="present" if lock is not None else "absent", unlisted_tools=sandbox.unlisted_tools)
+    audit.write(
+        "session_start",
+        spec=str(Path(plan.file).name),
+        lock="present" if lock is not None else "absent",
+        unlisted_tools=sandbox.unlisted_tools,
+        approver=list(approver) if approver else "the terminal, else deny",
+    )
     policy = ToolPolicy(sandbox, lock)
     relay = Relay(policy, CallLimiter(sandbox), audit, _gate(plan, sandbox, approvals, agent, run_id), client_in, client_out, process.stdin, process.stdout)
     try:
