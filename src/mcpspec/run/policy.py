@@ -16,7 +16,7 @@ class Hidden:
     """A tool the server offered that the client is not shown."""
 
     name: str
-    reason: str  # "unlisted", "new" (not in the lock) or "changed" (differs from its pin)
+    reason: str  # "unlisted", "new" (not in the lock), "changed" (differs from its pin) or "unoffered" (pinned, not offered)
     detail: str
 
 
@@ -79,9 +79,12 @@ class ToolPolicy:
             return Hidden(name, "unlisted", "the spec does not list it")
         if self.lock is None:
             return None
-        verdict = (self.offered or {}).get(name)
+        offered = self.offered or {}
+        verdict = offered.get(name)
         if verdict is not None:
             return verdict
-        if name not in (self.offered or {}) and name not in self.lock.servers.get(self.sandbox.name, {}):
+        if name not in offered and name not in self.lock.servers.get(self.sandbox.name, {}):
             return Hidden(name, "new", "it is not in mcp-sandbox.lock")
+        if name not in offered:  # pinned, but what the server offers under this name now is unknown
+            return Hidden(name, "unoffered", "the server does not offer it now, so it cannot be checked against mcp-sandbox.lock")
         return None

@@ -120,6 +120,8 @@ class Pending:
     tool: str | None = None
     first_page: bool = True
     timer: asyncio.Task[None] | None = None
+    timeout: float | None = None  # the call's call_timeout; it bounds a streamed result too
+    deadline: float | None = None  # loop time the call_timeout ends
     waiter: asyncio.Future[dict[str, Any]] | None = None
     decision: dict[str, Any] = field(default_factory=dict)
 
@@ -278,6 +280,7 @@ class Relay:
         if pending.client_id is not None:
             self.by_client[pending.client_id] = server_id
         if timeout is not None:
+            pending.timeout, pending.deadline = timeout, asyncio.get_running_loop().time() + timeout
             pending.timer = asyncio.create_task(self.expire(server_id, timeout))
         await self.server.send(_wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params)))
         return server_id
@@ -323,43 +326,58 @@ class Relay:
 
     async def call(self, client_id: RequestId, params: Any) -> None:
         try:
-            await self.judge(client_id, params)
+            pending = await self.judge(client_id, params)
         finally:
-            self.judging.pop(client_id, None)
+            # Only our own entry: a cancelled call's id may already belong to a newer call being judged.
+            if self.judging.get(client_id) is asyncio.current_task():
+                del self.judging[client_id]
+        if pending is not None:  # judged: from now on a cancellation goes to the server, as for any call in flight
+            await self.forward(pending, params, pending.timeout)
 
-    async def judge(self, client_id: RequestId, params: Any) -> None:
+    async def pin_refusal(self, tool: str) -> Hidden | None:
+        """Why the allowlist or the pins refuse ``tool`` now, listing the server's tools first when their
+        verdicts are stale (never listed, or the server said they changed)."""
+        if self.policy.needs_listing:
+            await self.list_tools_myself()
+        return self.policy.refusal(tool)
+
+    async def judge(self, client_id: RequestId, params: Any) -> Pending | None:
+        """The call to send on, or None when it was answered here (refused, denied, malformed)."""
         started = time.monotonic()
         try:
             parsed = CallToolRequestParams.model_validate(params)
         except ValidationError:
             self.in_flight.discard(client_id)
             await self.client_error(client_id, INVALID_PARAMS, "refused by mcpspec run: tools/call needs a tool name and object arguments")
-            return
+            return None
         tool = parsed.name
         record: dict[str, Any] = {"tool": tool, "effects": list(self.sandbox.tools[tool].effects) if tool in self.sandbox.tools else []}
         if "arguments_hash" in self.sandbox.logging.record:
             record["arguments_sha256"] = digest(parsed.arguments or {})
-        if self.policy.needs_listing:
-            await self.list_tools_myself()
-        refusal = self.policy.refusal(tool)
+        refusal = await self.pin_refusal(tool)
+        if refusal is None:
+            over = self.limiter.admit(tool)
+            if over is not None:
+                await self.refuse(client_id, record, started, f"refused by policy: {over}", "rate_limited")
+                return None
+            if self.gate is not None:
+                verdict = await self.gate(tool, parsed.arguments)
+                if verdict is not None:
+                    record.update(decision="allowed" if verdict.allowed else "denied", approver=verdict.approver)
+                    if not verdict.allowed:
+                        await self.refuse(client_id, record, started, f"denied by policy: {verdict.reason}", "denied")
+                        return None
+                    # The server may have said its tools changed while the approver thought: check again.
+                    refusal = await self.pin_refusal(tool)
         if refusal is not None:
             self.report_hidden(refusal, on_call=True)
+            record.pop("decision", None)
             await self.refuse(client_id, record, started, f"refused by policy: the tool {tool!r} is not allowed ({refusal.detail})", refusal.reason)
-            return
-        over = self.limiter.admit(tool)
-        if over is not None:
-            await self.refuse(client_id, record, started, f"refused by policy: {over}", "rate_limited")
-            return
-        if self.gate is not None:
-            verdict = await self.gate(tool, parsed.arguments)
-            if verdict is not None:
-                record.update(decision="allowed" if verdict.allowed else "denied", approver=verdict.approver)
-                if not verdict.allowed:
-                    await self.refuse(client_id, record, started, f"denied by policy: {verdict.reason}", "denied")
-                    return
+            return None
         record.setdefault("decision", "allowed")
         pending = Pending(client_id, "tools/call", started, tool=tool, decision=record)
-        await self.forward(pending, params, self.limiter.timeout(tool))
+        pending.timeout = self.limiter.timeout(tool)
+        return pending
 
     async def refuse(self, client_id: RequestId, record: dict[str, Any], started: float, text: str, status: str) -> None:
         self.in_flight.discard(client_id)
@@ -552,25 +570,36 @@ class Relay:
         client_id = pending.client_id
         scanner = ResultScanner()
         failure: str | None = None
+        timed_out = False
         async with self.client.lock:
             await self.client.raw(b'{"jsonrpc":"2.0","id":' + json.dumps(client_id).encode() + b',"result":')
             try:
-                async for piece in _chain(head.prefix[found[1] :], reader.rest()):
-                    scanner.feed(piece)
-                    if scanner.size > STREAM_CAP:
-                        raise FramingError(f"the result is larger than {STREAM_CAP // 2**20} MiB")
-                    await self.client.raw(piece)
-                scanner.finish()
+                async with asyncio.timeout_at(pending.deadline):  # a server that stalls mid-line keeps to call_timeout
+                    async for piece in _chain(head.prefix[found[1] :], reader.rest()):
+                        scanner.feed(piece)
+                        if scanner.size > STREAM_CAP:
+                            raise FramingError(f"the result is larger than {STREAM_CAP // 2**20} MiB")
+                        await self.client.raw(piece)
+                    scanner.finish()
             except FramingError as exc:
                 failure = str(exc)
-                await reader.skip()
+            except TimeoutError:
+                failure, timed_out = f"it passed its call_timeout of {pending.timeout:g}s", True
             await self.client.raw(b"\n")  # a cut line is not JSON: the client discards it
         if failure is None:
             self.audit_call(pending.decision, pending.started, "ok", scanner.size)
             return
         self.note(f"cut the result of a call of {pending.tool!r}: {failure}")
-        self.audit_call(pending.decision, pending.started, "cut", scanner.size, reason=failure)
-        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(f"refused by mcpspec run: the server's result was cut: {failure}"))))
+        self.audit_call(pending.decision, pending.started, "timeout" if timed_out else "cut", scanner.size, reason=failure)
+        if timed_out:
+            text = f"refused by policy: the call of {pending.tool!r} passed its call_timeout of {pending.timeout:g}s and was cancelled"
+        else:
+            text = f"refused by mcpspec run: the server's result was cut: {failure}"
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+        if timed_out:
+            cancel = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": server_id, "reason": "call timeout"})
+            await self.server.send(_wire(cancel))
+        await reader.skip()  # the rest of the line, however long the server takes: the client is answered
 
 
 async def _chain(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

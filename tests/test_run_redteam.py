@@ -1,0 +1,93 @@
+"""`mcpspec run` attacked as a hostile client and a hostile server (real relay, real sandbox).
+
+Each test is one attack that once got through; the misbehaving server is tests/probe/raw_server.py,
+which logs every message it receives, so a test proves what never arrived.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp.types import Tool
+
+from mcpspec.run.lockfile import Lock, lock_path, write_lock
+from test_run_relay_real import box, raw_session, received, write_spec
+
+__all__ = ["box"]  # the sandbox fixture, shared with the relay's own end-to-end tests
+
+
+def pin(spec: Path, *names: str) -> None:
+    """Lock ``names`` as the raw server offers them at start (``ghost`` as if it had been offered once)."""
+    tools = [Tool.model_validate({"name": name, "description": f"the {name} tool", "inputSchema": {"type": "object"}}) for name in names]
+    write_lock(lock_path(spec), Lock().with_server("probe", tools))
+
+
+def approver(spec: Path, seconds: float) -> str:
+    path = spec.with_name("approve.sh")
+    path.write_text(f"#!/bin/sh\ncat >/dev/null\nsleep {seconds}\nexit 0\n", encoding="utf-8")
+    path.chmod(0o755)
+    return str(path)
+
+
+def call(request_id: Any, name: str, **arguments: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+def cancel(request_id: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id}}
+
+
+def calls_seen(box: Any, name: str) -> list[tuple[str, Any]]:
+    seen = [json.loads(line) for line in received(box, name, "r1", "received.log") if line.strip()]
+    return [(m["params"]["name"], m["params"].get("arguments")) for m in seen if isinstance(m, dict) and m.get("method") == "tools/call"]
+
+
+def test_a_pinned_tool_the_server_no_longer_offers_is_refused(box: Any) -> None:
+    """The server leaves a pinned tool out of its listing (its metadata can no longer be checked) yet answers it."""
+    spec = write_spec(box, "ghost", "      echo: {effects: []}\n      ghost: {effects: []}", script="raw_server.py")
+    pin(spec, "echo", "ghost")
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "ghost"), call(2, "echo", text="fine")])
+    assert replies[1]["result"]["isError"] is True and "refused by policy" in replies[1]["result"]["content"][0]["text"], stderr
+    assert replies[2]["result"].get("isError") is not True
+    assert calls_seen(box, "ghost") == [("echo", {"text": "fine"})]
+    assert status == 0, stderr  # not offered is not a changed pin
+
+
+def test_a_tool_changed_while_its_call_awaits_approval_is_refused(box: Any) -> None:
+    """list_changed (and a changed description) lands between the pin check and the approver's answer."""
+    spec = write_spec(box, "toctou", "      echo: {effects: [], approval: always}\n      announce: {effects: []}", script="raw_server.py")
+    pin(spec, "echo", "listish", "asker", "batch", "late", "big", "smuggle", "announce", "stall")
+    messages = [call(1, "echo", text="after the change"), 0.8, call(2, "announce")]
+    replies, status, stderr = raw_session(spec, "r1", messages, "--approver", approver(spec, 2.5), wait=20)
+    assert "changed" in replies[2]["result"]["content"][0]["text"]
+    assert replies[1]["result"]["isError"] is True and "mcp-sandbox.lock" in replies[1]["result"]["content"][0]["text"], stderr
+    assert calls_seen(box, "toctou") == [("announce", {})]
+    assert status == 3, stderr
+
+
+def test_a_cancelled_call_whose_id_is_reused_can_still_be_cancelled(box: Any) -> None:
+    """Cancel a call while it awaits approval, reuse its id at once, cancel again: neither reaches the server."""
+    spec = write_spec(box, "reuse", "      echo: {effects: [], approval: always}\n      late: {effects: []}", script="raw_server.py")
+    messages = [call(1, "echo", text="first"), 2.5, cancel(1), call(1, "echo", text="second"), 0.3, cancel(1), 4.0, call(2, "late", seconds=0)]
+    replies, status, stderr = raw_session(spec, "r1", messages, "--approver", approver(spec, 3.0), wait=12)
+    assert "late" in replies[2]["result"]["content"][0]["text"], stderr
+    assert calls_seen(box, "reuse") == [("late", {"seconds": 0})]
+    assert not [r for r in replies["others"] if r.get("id") == 1]
+    assert status == 0, stderr
+
+
+def test_a_large_result_that_stalls_mid_line_still_times_out(box: Any) -> None:
+    """Past the parse cap the result is streamed; a server that stops mid-line must not outlive call_timeout."""
+    spec = write_spec(box, "stall", "      stall: {effects: [], limits: {call_timeout: 2s}}", script="raw_server.py")
+    started = time.monotonic()
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "stall")], wait=12)
+    assert 1 in replies, f"no answer to the stalled call; mcpspec run said:\n{stderr[-2000:]}"
+    assert time.monotonic() - started < 12
+    assert replies[1]["result"]["isError"] is True and "call_timeout" in replies[1]["result"]["content"][0]["text"]
+    assert [r["cut"] for r in replies["others"] if "cut" in r]  # the streamed line was cut, never ended as JSON
+    seen = [json.loads(line) for line in received(box, "stall", "r1", "received.log") if line.strip()]
+    assert any(m.get("method") == "notifications/cancelled" for m in seen if isinstance(m, dict))
+    assert status == 0, stderr
