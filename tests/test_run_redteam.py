@@ -6,17 +6,23 @@ which logs every message it receives, so a test proves what never arrived.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.types import Tool
 
 from mcpspec.run.lockfile import Lock, lock_path, write_lock
-from test_run_relay_real import box, raw_session, received, write_spec
+from test_run_relay_real import RUN, box, raw_session, received, write_spec
 
 __all__ = ["box"]  # the sandbox fixture, shared with the relay's own end-to-end tests
+RAW_TOOLS = ("echo", "listish", "asker", "batch", "late", "big", "smuggle", "announce", "stall")  # as raw_server.py lists them
 
 
 def pin(spec: Path, *names: str) -> None:
@@ -59,12 +65,26 @@ def test_a_pinned_tool_the_server_no_longer_offers_is_refused(box: Any) -> None:
 def test_a_tool_changed_while_its_call_awaits_approval_is_refused(box: Any) -> None:
     """list_changed (and a changed description) lands between the pin check and the approver's answer."""
     spec = write_spec(box, "toctou", "      echo: {effects: [], approval: always}\n      announce: {effects: []}", script="raw_server.py")
-    pin(spec, "echo", "listish", "asker", "batch", "late", "big", "smuggle", "announce", "stall")
+    pin(spec, *RAW_TOOLS)
     messages = [call(1, "echo", text="after the change"), 0.8, call(2, "announce")]
     replies, status, stderr = raw_session(spec, "r1", messages, "--approver", approver(spec, 2.5), wait=20)
     assert "changed" in replies[2]["result"]["content"][0]["text"]
     assert replies[1]["result"]["isError"] is True and "mcp-sandbox.lock" in replies[1]["result"]["content"][0]["text"], stderr
     assert calls_seen(box, "toctou") == [("announce", {})]
+    assert status == 3, stderr
+
+
+def test_a_later_page_alone_does_not_renew_the_verdicts_after_list_changed(box: Any) -> None:
+    """After list_changed, a client lists only a later page (which leaves out the changed tool): the stale
+    verdict of that tool must not let its call through."""
+    spec = write_spec(box, "page2", "      echo: {effects: []}\n      announce: {effects: []}", script="raw_server.py")
+    pin(spec, *RAW_TOOLS)
+    page2 = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "p2"}}
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "announce"), 1.0, page2, call(3, "echo", text="via a stale verdict")], wait=20)
+    assert "changed" in replies[1]["result"]["content"][0]["text"], stderr
+    assert "echo" not in [tool["name"] for tool in replies[2]["result"]["tools"]]
+    assert replies[3]["result"]["isError"] is True and "mcp-sandbox.lock" in replies[3]["result"]["content"][0]["text"], stderr
+    assert calls_seen(box, "page2") == [("announce", {})]
     assert status == 3, stderr
 
 
@@ -91,3 +111,53 @@ def test_a_large_result_that_stalls_mid_line_still_times_out(box: Any) -> None:
     seen = [json.loads(line) for line in received(box, "stall", "r1", "received.log") if line.strip()]
     assert any(m.get("method") == "notifications/cancelled" for m in seen if isinstance(m, dict))
     assert status == 0, stderr
+
+
+def descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        try:
+            children = Path(f"/proc/{todo.pop()}/task").glob("*/children")
+            kids = {int(child) for path in children for child in path.read_text(encoding="ascii").split()}
+        except OSError:
+            continue
+        todo += sorted(kids - found)
+        found |= kids
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killing_mcpspec_run_stops_the_launcher_and_its_sandbox(box: Any, sig: signal.Signals) -> None:
+    """A server that outlives the end of its input must not outlive `mcpspec run` either."""
+    name = f"kill-{sig.name.lower()}"
+    spec = write_spec(box, name, "      linger: {effects: []}", script="raw_server.py")
+    process = subprocess.Popen([*RUN, str(spec), "probe", "--run-id", "r1"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    process.stdin.write((json.dumps(hello) + "\n" + json.dumps(call(1, "linger")) + "\n").encode())
+    process.stdin.flush()
+    process.stdout.readline()
+    assert b"lingering" in process.stdout.readline()
+    tree = descendants(process.pid)
+    assert tree, "mcpspec run has no launcher"
+    try:
+        process.send_signal(sig)
+        process.wait(30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and any(alive(pid) for pid in tree):
+            time.sleep(0.2)
+        assert not [pid for pid in tree if alive(pid)], "the launcher or its sandbox outlived mcpspec run"
+    finally:
+        for pid in tree:
+            if alive(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)

@@ -6,7 +6,8 @@ Tools: echo (a normal result), listish (answers with a tools/list-shaped result)
 the client a sampling request), batch (answers inside a batch), late (answers after `seconds`),
 big (a result of `bytes` bytes, written in chunks), smuggle (a large result with a `tools` key),
 announce (says its tools changed, and from then on offers echo with another description), stall (starts
-a large result, then waits for a line on stdin before it ends it), ghost (never listed, yet answered).
+a large result, then waits for a line on stdin before it ends it), ghost (never listed, yet answered),
+linger (from then on, the server outlives the end of its input).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 
+LINGER: list[bool] = []
 QUEUE: deque[str] = deque()  # lines read while waiting for the answer to the server's own request
 
 LOG = "/workspace/output/received.log"
@@ -91,6 +93,9 @@ def call(request_id: int, name: str, arguments: dict[str, object]) -> None:
         send({"jsonrpc": "2.0", "id": request_id, "result": text("changed")})
     elif name == "stall":
         write_big(request_id, 5 * 1024 * 1024, pause=True)
+    elif name == "linger":  # from now on, outlive the end of our input
+        LINGER.append(True)
+        send({"jsonrpc": "2.0", "id": request_id, "result": text("lingering")})
     elif name == "ghost":
         send({"jsonrpc": "2.0", "id": request_id, "result": text("boo")})
 
@@ -124,8 +129,8 @@ def main() -> None:
                 "serverInfo": {"name": "raw", "version": "1"},
             }
             send({"jsonrpc": "2.0", "id": request_id, "result": result})
-        elif method == "tools/list":
-            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS}})
+        elif method == "tools/list":  # any cursor asks for a "second page": every tool but echo
+            send({"jsonrpc": "2.0", "id": request_id, "result": {"tools": TOOLS[1:] if params.get("cursor") else TOOLS}})
         elif method == "tools/call":
             call(request_id, params.get("name", ""), params.get("arguments") or {})
         else:
@@ -134,3 +139,5 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    if LINGER:
+        time.sleep(600)

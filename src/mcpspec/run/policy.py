@@ -32,7 +32,7 @@ class ToolPolicy:
     lock: Lock | None
     offered: dict[str, Hidden | None] | None = None
     refused_pins: set[str] = field(default_factory=set)
-    pages: dict[str, Hidden | None] = field(default_factory=dict)
+    pages: dict[str, Hidden | None] | None = None  # the listing being read; None until its first page
 
     def listed(self, name: str) -> bool:
         return name in self.sandbox.tools or self.sandbox.unlisted_tools == "allow"
@@ -59,14 +59,17 @@ class ToolPolicy:
         """Remember the verdicts of one page of a listing; the last page makes them the offer."""
         if first:
             self.pages = {}
+        if self.pages is None:  # a later page with no first page since the last change: not a whole offer
+            return
         self.pages.update({tool.name: None for tool in tools})
         self.pages.update({item.name: item for item in hidden})
         if last:
             self.offered = dict(self.pages)
 
     def forget(self) -> None:
-        """The server said its tools changed: verdicts must be taken again before the next call."""
+        """The server said its tools changed: verdicts must be taken again, from a first page, before the next call."""
         self.offered = None
+        self.pages = None
 
     @property
     def needs_listing(self) -> bool:

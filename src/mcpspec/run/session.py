@@ -3,7 +3,7 @@
 Exit status: 0 the client ended the session; 1 the server could not be started (the spec does not
 build, the lock or the audit sink cannot be read); 2 usage; 3 the session refused a tool that is new
 or changed versus mcp-sandbox.lock (reported even when everything else went well); 4 the server
-ended before the client did.
+ended before the client did; 128+N stopped by signal N (SIGTERM, SIGHUP, SIGINT), the sandbox with it.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.run import watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker
 from mcpspec.run.launch import LaunchError, PreparedLauncher, prepared_launcher
@@ -31,6 +33,7 @@ from mcpspec.settings import Settings
 
 EXIT_ENDED, EXIT_NOT_STARTED, EXIT_USAGE, EXIT_PINS, EXIT_SERVER_ENDED = 0, 1, 2, 3, 4
 APPROVER_TIMEOUT = 120.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 STOP_GRACE = 10.0  # seconds the launcher has to tear the sandbox down after the client has gone
 
 
@@ -142,9 +145,8 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     except (ValueError, OSError) as exc:
         raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=2**16
-    )
+    process = await asyncio.create_subprocess_exec(str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=2**16)
+    watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
     assert process.stdin is not None and process.stdout is not None
     audit.write(
         "session_start",
@@ -155,19 +157,34 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     )
     policy = ToolPolicy(sandbox, lock)
     relay = Relay(policy, CallLimiter(sandbox), audit, _gate(plan, sandbox, approvals, agent, run_id), client_in, client_out, process.stdin, process.stdout)
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+        stopped_by.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+
+    loop = asyncio.get_running_loop()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
     try:
         await relay.run()
     finally:
         status = await _stop(process, relay.client_ended)
+        if watch is not None:  # the launcher has ended: the watchdog ends with its pipe
+            os.close(watch[1])
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                watch[0].wait(5)
         code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
-        audit.write(
-            "session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins)
-        )
+        code = 128 + stopped_by[0] if stopped_by else code
+        audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins))
         if log is not None:
             log.close()
         with contextlib.suppress(Exception):
             client_out.close()
-    if policy.refused_pins:
+    if stopped_by:
+        _say(f"{sandbox.name}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandbox was stopped with it")
+    elif policy.refused_pins:
         _say(f"{sandbox.name}: refused tools that are new or changed versus the lock: {', '.join(sorted(policy.refused_pins))} (exit status {EXIT_PINS})")
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
