@@ -80,10 +80,10 @@ def test_a_later_page_alone_does_not_renew_the_verdicts_after_list_changed(box: 
     spec = write_spec(box, "page2", "      echo: {effects: []}\n      announce: {effects: []}", script="raw_server.py")
     pin(spec, *RAW_TOOLS)
     page2 = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "p2"}}
-    replies, status, stderr = raw_session(spec, "r1", [call(1, "announce"), 1.0, page2, call(3, "echo", text="via a stale verdict")], wait=20)
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "announce"), 3.0, page2, 0.5, call(3, "echo", text="via a stale verdict")], wait=20)
     assert "changed" in replies[1]["result"]["content"][0]["text"], stderr
     assert "echo" not in [tool["name"] for tool in replies[2]["result"]["tools"]]
-    assert replies[3]["result"]["isError"] is True and "mcp-sandbox.lock" in replies[3]["result"]["content"][0]["text"], stderr
+    assert replies[3]["result"].get("isError") is True and "mcp-sandbox.lock" in replies[3]["result"]["content"][0]["text"], (replies, stderr)
     assert calls_seen(box, "page2") == [("announce", {})]
     assert status == 3, stderr
 
