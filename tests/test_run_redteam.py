@@ -161,3 +161,22 @@ def test_killing_mcpspec_run_stops_the_launcher_and_its_sandbox(box: Any, sig: s
             if alive(pid):
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+
+
+def test_the_servers_stderr_cannot_leak_its_secret_forge_or_break_audit_lines(box: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the default audit sink (stderr) the server's own stderr shares the stream: it is masked, kept
+    apart from the audit lines and never parses as one, and holds no terminal control character."""
+    spec = write_spec(box, "noisy", "      noisy: {effects: []}", server="    secrets: [{use: token, as: {env: PROBE_TOKEN}}]", script="raw_server.py")
+    spec.write_text(spec.read_text(encoding="utf-8") + "secrets:\n  token: {provider: env, ref: RUN_NOISY_TOKEN}\n", encoding="utf-8")
+    monkeypatch.setenv("RUN_NOISY_TOKEN", "tok-noisy-8c41d2e9f7")
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "noisy"), 1.0, call(2, "noisy")])
+    assert "noisy" in replies[2]["result"]["content"][0]["text"] and status == 0, stderr
+    assert "tok-noisy-8c41d2e9f7" not in stderr
+    assert "PARTIAL" in stderr and "\x1b" not in stderr
+    events = []
+    for line in stderr.splitlines():
+        if line.startswith("{"):
+            record = json.loads(line)  # every line that looks like an audit line is one whole JSON object
+            assert "forged" not in record, line
+            events.append(record["event"])
+    assert events.count("call") == 2 and "session_end" in events

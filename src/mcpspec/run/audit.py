@@ -204,7 +204,7 @@ def utc_now() -> str:
 # ---------------------------------------------------------------- sinks
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` to a pipe or terminal that may be non-blocking (stderr)."""
     while data:
         try:
@@ -286,12 +286,12 @@ class AuditLog:
                 elif self._journal is not None:
                     self._journal.send(self._journal_entry(data, event))
                 else:
-                    _write_all(2, data)
+                    write_all(2, data)
             except OSError as exc:
                 self.failures += 1
                 if self.failures == 1:
                     self._warn(f"mcpspec: cannot write the audit log ({exc}); this line goes to stderr\n")
-                _write_all(2, data)
+                write_all(2, data)
 
     def _journal_entry(self, data: bytes, event: str) -> bytes:
         """journald's native protocol: KEY=value lines (the JSON line has no newline inside)."""
@@ -303,7 +303,7 @@ class AuditLog:
     @staticmethod
     def _warn(text: str) -> None:
         sys.stderr.flush()
-        _write_all(2, text.encode("utf-8", "replace"))
+        write_all(2, text.encode("utf-8", "replace"))
 
     def close(self) -> None:
         with self._lock:

@@ -29,6 +29,7 @@ from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
+from mcpspec.run.stderr import pass_stderr
 from mcpspec.settings import Settings
 
 EXIT_ENDED, EXIT_NOT_STARTED, EXIT_USAGE, EXIT_PINS, EXIT_SERVER_ENDED = 0, 1, 2, 3, 4
@@ -145,7 +146,11 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     except (ValueError, OSError) as exc:
         raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=env, limit=2**16)
+    process = await asyncio.create_subprocess_exec(
+        str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
+    )  # fmt: skip
+    assert process.stderr is not None
+    stderr = asyncio.create_task(pass_stderr(process.stderr, sandbox.name, masker))
     watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
     assert process.stdin is not None and process.stdout is not None
     audit.write(
@@ -171,6 +176,8 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
         await relay.run()
     finally:
         status = await _stop(process, relay.client_ended)
+        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
+            await asyncio.wait_for(stderr, 5.0)
         if watch is not None:  # the launcher has ended: the watchdog ends with its pipe
             os.close(watch[1])
             with contextlib.suppress(subprocess.TimeoutExpired):
