@@ -180,3 +180,39 @@ def test_the_servers_stderr_cannot_leak_its_secret_forge_or_break_audit_lines(bo
             assert "forged" not in record, line
             events.append(record["event"])
     assert events.count("call") == 2 and "session_end" in events
+
+
+def test_ids_that_look_alike_get_their_own_replies_and_odd_ids_never_run(box: Any) -> None:
+    spec = write_spec(box, "ids", "      late: {effects: []}\n      echo: {effects: []}", script="raw_server.py")
+    odd = [json.dumps(call(request_id, "echo", text=f"odd-{n}")).encode() for n, request_id in enumerate((1.0, 2**53, None, True, [1]))]
+    messages = [call(1, "late", seconds=1), call("1", "echo", text="string one"), call(-1, "echo", text="minus one"), *odd]
+    replies, status, stderr = raw_session(spec, "r1", messages, wait=20)
+    assert replies[1]["result"]["content"][0]["text"] == "late", stderr
+    assert "string one" in replies["1"]["result"]["content"][0]["text"]
+    assert "minus one" in replies[-1]["result"]["content"][0]["text"]
+    assert len([r for r in replies["others"] if r.get("id") is None and "error" in r]) == 5
+    assert not [args for _, args in calls_seen(box, "ids") if "odd" in json.dumps(args)]
+    assert status == 0
+
+
+def test_calls_held_for_approval_are_bounded(box: Any) -> None:
+    """A client cannot pile up calls awaiting approval (each up to 4 MiB) until the relay's memory runs out."""
+    spec = write_spec(box, "pile", "      echo: {effects: [], approval: always}", script="raw_server.py")
+    arguments = "p" * (3 * 1024 * 1024)
+    messages: list[Any] = [json.dumps(call(n, "echo", text=arguments)).encode() for n in range(1, 41)]
+    messages += [2.0, {"jsonrpc": "2.0", "id": "sync", "method": "ping"}]
+    replies, status, stderr = raw_session(spec, "r1", messages, "--approver", approver(spec, 30), wait=20)
+    refused = [r for r in replies["others"] if "result" in r and "too many" in r["result"]["content"][0]["text"]]
+    assert replies["sync"]["result"] == {} and len(refused) >= 40 - 6, stderr  # at most 16 MiB held
+    assert not calls_seen(box, "pile") and status == 0
+
+
+def test_a_call_awaiting_approval_never_runs_once_the_client_has_gone(box: Any) -> None:
+    spec = write_spec(box, "gone", "      echo: {effects: [], approval: always}", script="raw_server.py")
+    process = subprocess.Popen([*RUN, str(spec), "probe", "--run-id", "r1", "--approver", approver(spec, 2)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    process.stdin.write((json.dumps(hello) + "\n" + json.dumps(call(1, "echo", text="after the client left")) + "\n").encode())
+    process.stdin.close()
+    assert process.wait(40) == 0
+    assert not calls_seen(box, "gone")

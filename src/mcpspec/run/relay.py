@@ -63,6 +63,8 @@ SERVER_NOTIFICATIONS = frozenset(
 _CALL_KEYS = frozenset(key.decode() for key in RESULT_KEYS)
 
 RequestId = int | str
+# Calls awaiting a decision (listing, limits, approval) hold their arguments: so many, so large at most.
+MAX_JUDGING, MAX_JUDGING_BYTES = 64, 16 * 1024 * 1024
 
 
 class Audit(Protocol):
@@ -171,6 +173,7 @@ class Relay:
         self.by_client: dict[RequestId, int] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.judging: dict[RequestId, asyncio.Task[None]] = {}  # calls not yet sent on (listing, limits, approval)
+        self.judging_bytes = 0  # the size of their lines
         self.listing = asyncio.Lock()
         self.server_ended = False
         self.client_ended = False
@@ -221,6 +224,14 @@ class Relay:
             elif item.strip():
                 await self.client_message(item)
 
+    def held(self, size: int) -> Callable[[asyncio.Task[None]], None]:
+        self.judging_bytes += size
+
+        def release(_: asyncio.Task[None]) -> None:
+            self.judging_bytes -= size
+
+        return release
+
     async def client_error(self, client_id: RequestId | None, code: int, message: str) -> None:
         await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=client_id, error=ErrorData(code=code, message=message))))
 
@@ -242,11 +253,11 @@ class Relay:
             self.audit.write("message_refused", direction="client", reason="a response to no request of the relay's")
             return
         if "id" in message:
-            await self.client_request(message)
+            await self.client_request(message, len(line))
         else:
             await self.client_notification(message)
 
-    async def client_request(self, message: dict[str, Any]) -> None:
+    async def client_request(self, message: dict[str, Any], size: int) -> None:
         client_id = message["id"]
         if not _valid_id(client_id):
             await self.client_error(None, INVALID_REQUEST, "refused by mcpspec run: a request id is an integer or a short string")
@@ -265,10 +276,16 @@ class Relay:
             self.audit.write("message_refused", direction="client", reason="method not relayed", method=request.method[:100])
             await self.client_error(client_id, METHOD_NOT_FOUND, f"refused by mcpspec run: method {request.method[:100]!r} is not relayed")
             return
-        self.in_flight.add(client_id)
         params = message.get("params")
+        if request.method == "tools/call" and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
+            self.audit.write("message_refused", direction="client", reason="too many calls awaiting a decision", method=request.method)
+            text = f"refused by mcpspec run: too many calls awaiting a decision (at most {MAX_JUDGING}, {MAX_JUDGING_BYTES // 2**20} MiB)"
+            await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+            return
+        self.in_flight.add(client_id)
         if request.method == "tools/call":
-            self.judging[client_id] = self.spawn(self.call(client_id, params))
+            self.judging[client_id] = task = self.spawn(self.call(client_id, params))
+            task.add_done_callback(self.held(size))
         else:
             pending = Pending(client_id, request.method, time.monotonic())
             pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
