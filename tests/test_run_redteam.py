@@ -216,3 +216,19 @@ def test_a_call_awaiting_approval_never_runs_once_the_client_has_gone(box: Any) 
     process.stdin.close()
     assert process.wait(40) == 0
     assert not calls_seen(box, "gone")
+
+
+def test_malformed_notifications_and_stream_heads_do_not_end_the_session(box: Any) -> None:
+    """Client notifications with params that are not an object, and a server's oversized reply whose id is
+    not JSON (01), are refused or dropped; the session goes on."""
+    spec = write_spec(box, "crash", "      echo: {effects: []}\n      bad_head: {effects: [], limits: {call_timeout: 2s}}", script="raw_server.py")
+    messages = [
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1, 2]},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": "everything"},
+        call(1, "bad_head"),
+        call(2, "echo", text="still here"),
+    ]
+    replies, status, stderr = raw_session(spec, "r1", messages, wait=20)
+    assert "still here" in replies[2]["result"]["content"][0]["text"], stderr
+    assert replies[1]["result"]["isError"] is True
+    assert "Traceback" not in stderr and status == 0, stderr

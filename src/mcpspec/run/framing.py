@@ -130,7 +130,7 @@ def dump(message: dict[str, Any]) -> bytes:
 
 
 # The head a streamed response must start with: jsonrpc and id (either order), then "result" as the last key.
-_ID = rb'(-?[0-9]{1,18}|"[A-Za-z0-9._:-]{1,128}")'
+_ID = rb'(-?(?:0|[1-9][0-9]{0,17})|"[A-Za-z0-9._:-]{1,128}")'  # a JSON number: no leading zero
 _HEAD = re.compile(
     rb'\A\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*' + _ID + rb'|"id"\s*:\s*' + _ID + rb'\s*,\s*"jsonrpc"\s*:\s*"2\.0")'
     rb'\s*,\s*"result"\s*:\s*(?=\{)'

@@ -65,6 +65,7 @@ _CALL_KEYS = frozenset(key.decode() for key in RESULT_KEYS)
 RequestId = int | str
 # Calls awaiting a decision (listing, limits, approval) hold their arguments: so many, so large at most.
 MAX_JUDGING, MAX_JUDGING_BYTES = 64, 16 * 1024 * 1024
+MAX_PAGES = 100  # pages of tools/list the relay reads to check the tools against the lock
 
 
 class Audit(Protocol):
@@ -321,6 +322,9 @@ class Relay:
             self.audit.write("message_refused", direction="client", reason="notification not relayed", method=str(method)[:100])
             return
         params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            self.audit.write("message_refused", direction="client", reason="params not an object", method=str(method))
+            return
         if method == "notifications/cancelled":
             request_id = params.get("requestId") if isinstance(params, dict) else None
             judged = self.judging.pop(request_id, None) if _valid_id(request_id) else None  # type: ignore[arg-type]
@@ -447,7 +451,9 @@ class Relay:
         async with self.listing:
             cursor: str | None = None
             first = True
-            while self.policy.needs_listing:
+            for _ in range(MAX_PAGES):
+                if not self.policy.needs_listing:
+                    return
                 pending = Pending(None, "tools/list", time.monotonic(), first_page=first)
                 pending.waiter = asyncio.get_running_loop().create_future()
                 await self.forward(pending, {"cursor": cursor} if cursor else None)
@@ -456,10 +462,14 @@ class Relay:
                     self.screen_listing(result, first)
                 except (TimeoutError, ValidationError, ValueError) as exc:
                     self.note(f"cannot list the server's tools to check them against the lock: {exc}")
-                    self.policy.learn([], [], first, True)  # nothing offered: every call is refused as new
+                    self.policy.learn([], [], first, True)  # what was not offered is refused
                     return
                 cursor = result.get("nextCursor")
                 first = False
+            if not self.policy.needs_listing:
+                return
+            self.note(f"the server's tools/list has more than {MAX_PAGES} pages: its tools cannot be checked against the lock")
+            self.policy.learn([], [], first, True)
 
     # --- server to client ---
 
