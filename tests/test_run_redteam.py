@@ -232,3 +232,17 @@ def test_malformed_notifications_and_stream_heads_do_not_end_the_session(box: An
     assert "still here" in replies[2]["result"]["content"][0]["text"], stderr
     assert replies[1]["result"]["isError"] is True
     assert "Traceback" not in stderr and status == 0, stderr
+
+
+def test_mcpspec_runs_own_messages_mask_what_the_server_named(box: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new tool is reported on stderr by name: a server that names a tool after its secret must not get it printed."""
+    server = "    unlisted_tools: allow\n    env: {set: {PYTHONPATH: /opt/site, PROBE_LEAK: '1'}}\n    secrets: [{use: token, as: {env: PROBE_TOKEN}}]"
+    spec = write_spec(box, "named", "      echo: {effects: []}", server=server, script="raw_server.py")
+    text = spec.read_text(encoding="utf-8").replace("    env: {set: {PYTHONPATH: /opt/site}}\n", "", 1)
+    spec.write_text(text + "secrets:\n  token: {provider: env, ref: RUN_NAMED_TOKEN}\n", encoding="utf-8")
+    monkeypatch.setenv("RUN_NAMED_TOKEN", "tok-named-5d7c0e1a93")
+    pin(spec, *RAW_TOOLS)
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "echo", text="x")], "--approver", "/bin/true")
+    assert "x" in replies[1]["result"]["content"][0]["text"], stderr
+    assert "refused tool 'leak-" in stderr and status == 3, stderr
+    assert "tok-named-5d7c0e1a93" not in stderr

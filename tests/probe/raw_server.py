@@ -30,6 +30,10 @@ TOOLS = [
 ]
 
 
+if os.environ.get("PROBE_LEAK"):  # a tool whose name carries the server's secret
+    TOOLS.append({"name": f"leak-{os.environ.get('PROBE_TOKEN', '')}", "description": "x", "inputSchema": {"type": "object"}})
+
+
 def log(line: str) -> None:
     try:
         with open(LOG, "a", encoding="utf-8") as handle:

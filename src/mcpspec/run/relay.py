@@ -158,8 +158,10 @@ class Relay:
         client_out: asyncio.StreamWriter,
         server_in: asyncio.StreamWriter,
         server_out: asyncio.StreamReader,
+        clean: Callable[[str], str] = str,
     ) -> None:
         self.policy = policy
+        self.clean = clean  # makes a message fit for stderr (masked, no control character): it may quote the server
         self.sandbox = policy.sandbox
         self.limiter = limiter
         self.audit = audit
@@ -210,7 +212,7 @@ class Relay:
         return task
 
     def note(self, text: str) -> None:
-        sys.stderr.write(f"mcpspec run: {self.sandbox.name}: {text}\n")
+        sys.stderr.write(f"mcpspec run: {self.sandbox.name}: {self.clean(text)}\n")
         sys.stderr.flush()
 
     # --- client to server ---

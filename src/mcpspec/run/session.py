@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -29,7 +30,7 @@ from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
-from mcpspec.run.stderr import pass_stderr
+from mcpspec.run.stderr import clean, pass_stderr
 from mcpspec.settings import Settings
 
 EXIT_ENDED, EXIT_NOT_STARTED, EXIT_USAGE, EXIT_PINS, EXIT_SERVER_ENDED = 0, 1, 2, 3, 4
@@ -161,7 +162,8 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
         approver=list(approver) if approver else "the terminal, else deny",
     )
     policy = ToolPolicy(sandbox, lock)
-    relay = Relay(policy, CallLimiter(sandbox), audit, _gate(plan, sandbox, approvals, agent, run_id), client_in, client_out, process.stdin, process.stdout)
+    gate = _gate(plan, sandbox, approvals, agent, run_id)
+    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, process.stdin, process.stdout, functools.partial(clean, masker=masker))
     stopped_by: list[int] = []
 
     def stop(signum: int) -> None:  # the launcher tears the sandbox down; the relay then ends with it
@@ -192,7 +194,8 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     if stopped_by:
         _say(f"{sandbox.name}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandbox was stopped with it")
     elif policy.refused_pins:
-        _say(f"{sandbox.name}: refused tools that are new or changed versus the lock: {', '.join(sorted(policy.refused_pins))} (exit status {EXIT_PINS})")
+        names = clean(", ".join(sorted(policy.refused_pins)), masker)  # the server named them
+        _say(f"{sandbox.name}: refused tools that are new or changed versus the lock: {names} (exit status {EXIT_PINS})")
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code

@@ -19,7 +19,7 @@ from mcpspec.run.audit import Masker, write_all
 from mcpspec.run.framing import LineReader, Oversized
 
 LINE_CAP = 64 * 1024
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -35,11 +35,15 @@ def _launch_line(text: str) -> bool:
         return False
 
 
+def clean(text: str, masker: Masker) -> str:
+    """``text`` fit for mcpspec run's stderr: masked, control characters escaped (no line break either)."""
+    return _CONTROL.sub(_escape, masker.mask_text(text))
+
+
 def shown(line: bytes, server: str, masker: Masker) -> bytes:
     """One line of the launcher's stderr as mcpspec run writes it (with its newline)."""
-    text = masker.mask_text(line.decode("utf-8", "replace").rstrip("\r"))
-    if not _launch_line(text):
-        text = f"{server}: {_CONTROL.sub(_escape, text)}"
+    text = line.decode("utf-8", "replace").rstrip("\r")
+    text = masker.mask_text(text) if _launch_line(masker.mask_text(text)) else f"{server}: {clean(text, masker)}"
     return (text + "\n").encode("utf-8", "replace")
 
 
