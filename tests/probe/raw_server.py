@@ -8,7 +8,7 @@ big (a result of `bytes` bytes, written in chunks), smuggle (a large result with
 announce (says its tools changed, and from then on offers echo with another description), stall (starts
 a large result, then waits for a line on stdin before it ends it), ghost (never listed, yet answered),
 linger (from then on, the server outlives the end of its input), noisy (writes hostile lines to stderr),
-bad_head (an oversized reply whose id has a leading zero).
+bad_head (an oversized reply whose id has a leading zero), deaf (reads nothing for `seconds`).
 """
 
 from __future__ import annotations
@@ -113,6 +113,9 @@ def call(request_id: int, name: str, arguments: dict[str, object]) -> None:
     elif name == "bad_head":  # an oversized reply whose id is not JSON
         sys.stdout.write('{"jsonrpc":"2.0","id":0' + str(request_id) + ',"result":{"content":[{"type":"text","text":"' + "z" * (5 * 1024 * 1024) + '"}]}}\n')
         sys.stdout.flush()
+    elif name == "deaf":  # reads nothing for a while: what the relay writes to it piles up
+        time.sleep(float(arguments.get("seconds", 8)))  # type: ignore[arg-type]
+        send({"jsonrpc": "2.0", "id": request_id, "result": text("deaf")})
     elif name == "ghost":
         send({"jsonrpc": "2.0", "id": request_id, "result": text("boo")})
 

@@ -417,11 +417,15 @@ class Relay:
         pending = self.settle(server_id)
         if pending is None or pending.client_id is None:
             return
-        cancel = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": server_id, "reason": "call timeout"})
-        await self.server.send(_wire(cancel))
         text = f"refused by policy: the call of {pending.tool!r} passed its call_timeout of {timeout:g}s and was cancelled"
         self.audit_call(pending.decision, pending.started, "timeout", 0)
         await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=pending.client_id, result=_call_result(text))))
+        self.cancel_at_server(server_id)
+
+    def cancel_at_server(self, server_id: int) -> None:
+        """Tell the server a call timed out, without waiting: a server that stopped reading must not hold the relay."""
+        cancel = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": server_id, "reason": "call timeout"})
+        self.spawn(self.server.send(_wire(cancel)))
 
     def report_hidden(self, hidden: Hidden, on_call: bool) -> None:
         if hidden.reason in ("new", "changed"):
@@ -626,8 +630,7 @@ class Relay:
             text = f"refused by mcpspec run: the server's result was cut: {failure}"
         await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
         if timed_out:
-            cancel = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": server_id, "reason": "call timeout"})
-            await self.server.send(_wire(cancel))
+            self.cancel_at_server(server_id)
         await reader.skip()  # the rest of the line, however long the server takes: the client is answered
 
 
