@@ -36,3 +36,12 @@ def test_the_context_filters_call_lines_and_keeps_session_lines_whole() -> None:
     context.write("session_start", lock="absent")
     assert lines.lines == [("call", {"server": "s", "decision": "denied"}),
                            ("session_start", {"server": "s", "agent": "coder", "run_id": "r1", "lock": "absent"})]
+
+
+def test_logging_redact_false_turns_off_shapes_never_the_servers_own_secrets() -> None:
+    from mcpspec.run.audit import Masker
+
+    shape = "ghp_" + "a" * 36
+    masked = Masker(["s3cret-value-1"], shapes=False).mask_text(f"s3cret-value-1 {shape}")
+    assert "s3cret-value-1" not in masked and shape in masked
+    assert shape not in Masker(["s3cret-value-1"]).mask_text(shape)

@@ -55,8 +55,8 @@ def built(outcome: BuildOutcome, server: str) -> Build:
     """The bwrap build of ``outcome`` when it may start ``server``; LaunchError with the findings otherwise."""
     if outcome.build is None or outcome.stopped:
         raise LaunchError(build_summary.render(outcome).rstrip("\n"))
-    plan_server = f"{server}.py"
-    if plan_server not in outcome.build.files:
+    launcher_name = f"{server}.py"
+    if launcher_name not in outcome.build.files:
         raise LaunchError(f"the bwrap build has no launcher for {server!r}")
     return outcome.build
 

@@ -151,7 +151,7 @@ def secret_value(sandbox: EffectiveSandbox, name: str) -> bytes:
     return runtime.secret_value(runtime.TrustedPaths(), secret)
 
 
-def request(sandbox: EffectiveSandbox, spec: Path, options: Options, listeners: tuple[Destination, ...], environ: Mapping[str, str],
+def request(sandbox: EffectiveSandbox, spec: Path, options: Options, listeners: tuple[Destination, ...],
             mount_targets: Iterable[str], extra_hidden: Iterable[str] = ()) -> Request:
     """The probe's input for one server."""
     req = Request()

@@ -153,7 +153,7 @@ def verify_server(plan: Plan, server: str, launcher: Path, spec: Path, options: 
         with probe_launcher(launcher, server) as probe, listeners() as opened:
             env = run_environment(probe, run_id)
             targets = [*BASE_BINDS, PROBE_INSIDE]
-            req = request(sandbox, spec, options, tuple(item.destination for item in opened), env, targets, extra_hidden)
+            req = request(sandbox, spec, options, tuple(item.destination for item in opened), targets, extra_hidden)
             try:
                 report, status, elapsed, stderr = run_probe(probe.command, req.checks, env, req.lifetime)
             finally:
