@@ -2,8 +2,13 @@
 ## What it does
 Flags launch commands that go through a shell: a `command` written as one string (which a shell
 runs), an argv whose program is a shell (`sh`, `bash`, `zsh`, `dash`, `cmd`, `powershell`, `pwsh`)
-given a script with `-c` (or `/c`, `-Command`), and arguments that hold shell syntax (`&&`, `||`,
-`;` or `|` between words, backticks, `$(`).
+given a script with `-c` (or `/c`, `-Command`), also behind `env` and `VAR=value`. The message
+names the shell syntax the script holds (`&&`, `||`, `;` or `|` between words, backticks, `$(`).
+
+Shell syntax in an argument no shell reads is not flagged: in
+`[/usr/bin/python3, -c, "import os; print(os.getcwd())"]` the `;` is Python's, and in
+`[node, cli.js, "--origins=a;b"]` it is part of one option value. Only `sh -c` (`bash -c`,
+`/bin/sh -lc`, `cmd /c`, `pwsh -Command`, `env ... sh -c`) and a string `command` hand text to a shell.
 
 ## Why is this risky
 A shell turns one launch into any number of commands: `a && curl ... | sh` downloads and runs code
@@ -48,33 +53,41 @@ from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
 from mcpspec.rules.subprocess._common import program_index, shell_script_index
 
-# Shell syntax in a plain argument. ';' and '|' count only next to a space (or alone), so option
-# values such as '--allowed-origins=https://a;https://b' or a regex 'a|b' do not.
+# Shell syntax in a script a shell runs. ';' and '|' count only next to a space (or alone), so a
+# script word such as '--allowed-origins=https://a;https://b' or a regex 'a|b' does not.
 _SHELL_SYNTAX = re.compile(r"&&|\|\||\$\(|`|;\s|;$|\s\||\|\s|^\|$")
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server in launched(plan):
         if server.command_is_shell:
-            yield Finding(path=(*server.path, "command"), message=f"server '{server.name}' gives its command as one string, which a shell runs")
+            yield Finding(
+                path=(*server.path, "command"),
+                message=f"server '{server.name}' gives its command as one string, which a shell runs{_syntax(server.command[-1])}",
+            )
         elif server.command:
             yield from _argv_findings(server)
 
 
 def _argv_findings(server: EffectiveSandbox) -> Iterator[Finding]:
+    """Only the script a shell is given (``sh -c SCRIPT``) is shell code; other arguments are literal."""
     argv = server.command
     flag = shell_script_index(argv)
-    script = None
-    if flag is not None:
-        start = program_index(argv)
-        script = flag + 1 if flag + 1 < len(argv) else flag
-        shell = " ".join(argv[start : flag + 1]) if start is not None else argv[flag]
-        yield Finding(path=(*server.path, "command", script), message=f"server '{server.name}' runs a shell script through '{shell}'")
-    for index, arg in enumerate(argv):
-        match = _SHELL_SYNTAX.search(arg)
-        if index != script and match is not None:
-            syntax = match.group().strip() or match.group()
-            yield Finding(path=(*server.path, "command", index), message=f"server '{server.name}' has shell syntax '{syntax}' in a command argument, which only a shell would act on")
+    if flag is None:
+        return
+    start = program_index(argv)
+    script = flag + 1 if flag + 1 < len(argv) else flag
+    shell = " ".join(argv[start : flag + 1]) if start is not None else argv[flag]
+    syntax = _syntax(argv[script]) if script != flag else ""
+    yield Finding(path=(*server.path, "command", script), message=f"server '{server.name}' runs a shell script through '{shell}'{syntax}")
+
+
+def _syntax(script: str) -> str:
+    """`` with shell syntax ';'`` for the first shell operator of ``script``, else ''."""
+    match = _SHELL_SYNTAX.search(script)
+    if match is None:
+        return ""
+    return f" with shell syntax '{match.group().strip() or match.group()}'"
 
 
 RULE = Rule(
