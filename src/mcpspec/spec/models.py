@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
 
 from mcpspec.spec.values import (
     DIR_NAME_PATTERN,
@@ -21,13 +21,16 @@ from mcpspec.spec.values import (
     NAME_PATTERN,
     SIZE_PATTERN,
     TOOL_NAME_PATTERN,
+    TTL_PATTERN,
     Destination,
     check_name,
     normalize_host_path,
     normalize_sandbox_path,
     parse_destination,
     parse_duration,
+    parse_scopes,
     parse_size,
+    parse_ttl,
 )
 
 SCHEMA_VERSION = 1
@@ -79,11 +82,28 @@ Effect = Literal[
     "financial",
     "exports_data",
 ]
+# `none` says a tool has no effect at all (a pure computation); it stands alone in a tool's list.
+ToolEffect = Literal[Effect, "none"]
 IMAGE_PATTERN = (
     r"^[a-z0-9]+([._-][a-z0-9]+)*(\.[a-z0-9-]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*"
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
 )
 ImageRef = Annotated[str, Field(pattern=IMAGE_PATTERN)]
+Ttl = Annotated[
+    float | Literal["none"],
+    PlainValidator(parse_ttl),
+    WithJsonSchema({"type": "string", "pattern": TTL_PATTERN, "description": "A duration (1h, 30d), or none for a credential that does not expire."}),
+]
+Scopes = Annotated[
+    list[str] | Literal["none"],
+    PlainValidator(parse_scopes),
+    WithJsonSchema(
+        {
+            "oneOf": [{"type": "array", "items": {"type": "string", "minLength": 1, "not": {"const": "none"}}}, {"const": "none"}],
+            "description": "Scopes or permissions, or none for a credential that has none.",
+        }
+    ),
+]
 Arg = Annotated[str, Field(pattern=r"^[^\x00]*$")]
 
 
@@ -302,11 +322,23 @@ class Secret(SpecModel):
         examples=["ISSUES_TOKEN_RO"],
     )
     description: str = _doc("What the credential is for.", "Read-only issue tracker token.", default="")
-    scopes: list[Annotated[str, Field(min_length=1)]] = Field(
-        default_factory=list, description="Scopes or permissions the credential carries.", examples=[["issues:read"]]
+    scopes: Scopes = Field(
+        default_factory=list,
+        description="Scopes or permissions the credential carries; none says it has no scopes (a database password).",
+        examples=[["issues:read"]],
     )
-    ttl: Duration | None = _doc("How long one issued value stays valid.", "1h")
+    ttl: Ttl | None = _doc("How long one issued value stays valid; none says it does not expire (a Slack bot token).", "1h")
     rotation: Rotation | None = _doc("Rotation policy.", {"every": "30d", "on_exposure": True})
+
+    @property
+    def scope_list(self) -> tuple[str, ...]:
+        """The declared scopes; empty for none or for none declared."""
+        return () if self.scopes == "none" else tuple(self.scopes)
+
+    @property
+    def ttl_seconds(self) -> float | None:
+        """How long one value stays valid; None for no expiry (written none) or none declared."""
+        return None if self.ttl == "none" else self.ttl
 
 
 # --- servers ---
@@ -381,7 +413,12 @@ class Tool(SpecModel):
     """What one MCP tool of the server does, as the spec asserts it (annotations are not trusted)."""
 
     description: str = _doc("What the tool does.", "Deploy a preview.", default="")
-    effects: list[Effect] = Field(default_factory=list, description="What the tool's calls do.", examples=[["deploy"]])
+    effects: list[ToolEffect] = Field(
+        default_factory=list,
+        description="What the tool's calls do; [none] says they do none of these (a pure computation). Unset or [] means undeclared.",
+        examples=[["deploy"]],
+        json_schema_extra={"if": {"contains": {"const": "none"}}, "then": {"maxItems": 1}},
+    )
     approval: Literal["always", "per-session", "never"] | None = _doc(
         "When a person must approve a call. Unset: decided by the top-level approvals.", "always"
     )
@@ -389,6 +426,14 @@ class Tool(SpecModel):
         "Call limits of this tool alone (`mcpspec run` enforces them beside the server's: its own rate, and its timeout instead of the server's).",
         {"call_timeout": "30s"},
     )
+
+    @field_validator("effects")
+    @classmethod
+    def _none_alone(cls, effects: list[ToolEffect]) -> list[ToolEffect]:
+        if "none" in effects and len(effects) > 1:
+            others = ", ".join(effect for effect in effects if effect != "none")
+            raise ValueError(f"'none' says the tool has no effects, so it cannot be listed with {others}: keep [none] or drop it")
+        return effects
 
 
 ServerKind = Literal["code-exec", "filesystem", "browser", "data", "deploy", "package", "search", "memory", "other"]
