@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
 
+from mcpspec.presets import PATTERN as PRESET_PATTERN
+from mcpspec.presets import PRESETS, PresetRef, parse_egress_entry
 from mcpspec.spec.values import (
     DIR_NAME_PATTERN,
     DURATION_PATTERN,
@@ -26,7 +28,6 @@ from mcpspec.spec.values import (
     check_name,
     normalize_host_path,
     normalize_sandbox_path,
-    parse_destination,
     parse_duration,
     parse_scopes,
     parse_size,
@@ -34,6 +35,8 @@ from mcpspec.spec.values import (
 )
 
 SCHEMA_VERSION = 1
+# An egress entry in the schema: a preset by name, or any text not starting with '@' (the linter parses it).
+PRESET_OR_DESTINATION = PRESET_PATTERN + "|^[^@]"
 PROTOCOL_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
 Name = Annotated[str, AfterValidator(check_name), WithJsonSchema({"type": "string", "pattern": NAME_PATTERN})]
@@ -61,12 +64,13 @@ HostPath = Annotated[
     WithJsonSchema({"type": "string", "pattern": "^(/|~/|~$)", "description": "An absolute host path, or one under ~/."}),
 ]
 EgressEntry = Annotated[
-    Destination,
-    PlainValidator(parse_destination),
+    Destination | PresetRef,
+    PlainValidator(parse_egress_entry),
     WithJsonSchema(
         {
             "type": "string",
-            "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port or [IPv6]:port.",
+            "pattern": PRESET_OR_DESTINATION,
+            "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port, [IPv6]:port, or a preset: " + ", ".join(p.ref for p in PRESETS.values()) + ".",
         }
     ),
 ]
@@ -150,10 +154,12 @@ class Egress(SpecModel):
 
     default: Literal["deny", "allow"] | None = _doc("What happens to destinations not listed. Default deny.", "deny")
     allow: list[EgressEntry] | None = _doc(
-        "Destinations reachable despite default deny: host:port, *.domain:port (subdomains only), CIDR, IP:port.",
+        "Destinations reachable despite default deny: host:port, *.domain:port (subdomains only), CIDR, IP:port, or a preset such as @private.",
         ["docs.python.org:443", "*.readthedocs.io:443"],
     )
-    deny: list[EgressEntry] | None = _doc("Destinations refused even when default is allow.", ["169.254.169.254/32"])
+    deny: list[EgressEntry] | None = _doc(
+        "Destinations refused even when default is allow; presets such as @metadata and @private name whole sets.", ["@metadata", "@private"]
+    )
     via: Literal["proxy", "direct"] | None = _doc(
         "How a target enforces names: proxy (a filtering proxy resolves and checks names) or direct (IP rules only). Default proxy.",
         "proxy",

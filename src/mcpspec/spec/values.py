@@ -8,7 +8,7 @@ import functools
 import ipaddress
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$"
@@ -137,13 +137,15 @@ class Destination:
     ``kind`` is ``domain`` (``api.example.com:443``), ``wildcard`` (``*.example.com:443``,
     which matches subdomains only, not the apex), or ``cidr`` (``10.0.0.0/8``,
     ``10.0.0.5:5432``, ``[fd00::1]:443``; a single address is a /32 or /128).
-    ``port`` is None when every port is meant.
+    ``port`` is None when every port is meant. ``preset`` names the preset
+    (``@metadata``) an entry of the Plan was expanded from, if any.
     """
 
     kind: Literal["domain", "wildcard", "cidr"]
     host: str
     port: int | None
     text: str
+    preset: str | None = field(default=None, compare=False)
 
     @property
     def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
