@@ -127,3 +127,9 @@ def test_docs_list_every_preset_in_full() -> None:
     spec_md = (REPO / "docs" / "spec.md").read_text(encoding="utf-8")
     for preset in PRESETS.values():
         assert f"### {preset.ref}" in spec_md and all(f"`{item}`" in spec_md for item in preset.items())
+
+
+def test_sarif_carries_the_items_too(tmp_path: Path) -> None:
+    result = run_cli("lint", "--format", "sarif", "--select", "NW003", str(write(tmp_path, '["@metadata", "@rfc1918"]')))
+    (found,) = json.loads(result.stdout)["runs"][0]["results"]
+    assert "fc00::/7" in found["properties"]["items"] and "10.0.0.0/8" not in found["properties"]["items"]
