@@ -2,7 +2,8 @@
 ## What it does
 Flags launch commands that go through a shell: a `command` written as one string (which a shell
 runs), an argv whose program is a shell (`sh`, `bash`, `zsh`, `dash`, `cmd`, `powershell`, `pwsh`)
-given a script with `-c` (or `/c`, `-Command`), also behind `env` and `VAR=value`. The message
+given a script with `-c` (or `/c`, `-Command`), also behind `env` and `VAR=value` or run by
+another program (`sudo -u app sh -c ...`, `timeout 60 bash -c ...`). The message
 names the shell syntax the script holds (`&&`, `||`, `;` or `|` between words, backticks, `$(`).
 
 Shell syntax in an argument no shell reads is not flagged: in
@@ -51,7 +52,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import program_index, shell_script_index
+from mcpspec.rules.subprocess._common import SHELLS, program_index, program_name, shell_script_index
 
 # Shell syntax in a script a shell runs. ';' and '|' count only next to a space (or alone), so a
 # script word such as '--allowed-origins=https://a;https://b' or a regex 'a|b' does not.
@@ -73,9 +74,14 @@ def _argv_findings(server: EffectiveSandbox) -> Iterator[Finding]:
     """Only the script a shell is given (``sh -c SCRIPT``) is shell code; other arguments are literal."""
     argv = server.command
     flag = shell_script_index(argv)
-    if flag is None:
-        return
     start = program_index(argv)
+    if flag is None:
+        # A shell run by another program: `sudo -u app sh -c ...`, `timeout 60 bash -c ...`.
+        start = next((index for index in range(1, len(argv)) if program_name(argv[index]) in SHELLS
+                      and shell_script_index(argv[index:]) is not None), None)
+        if start is None:
+            return
+        flag = start + (shell_script_index(argv[start:]) or 0)
     script = flag + 1 if flag + 1 < len(argv) else flag
     shell = " ".join(argv[start : flag + 1]) if start is not None else argv[flag]
     syntax = _syntax(argv[script]) if script != flag else ""
