@@ -211,8 +211,10 @@ def _add_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
     if facts.egress_open(server):
         graph.add_node(INTERNET, "destination", "the internet", ())
         graph.add_edge(node, INTERNET, "egress-to", server.origin("egress.default"))
-    for index, entry in enumerate(server.egress.allow):
-        dest = graph.add_node(f"dest:{entry.text}", "destination", entry.text, (*server.origin("egress.allow"), index))
+    for index, entries in server.egress.written("allow"):
+        # A preset (@private) is one destination, as the spec writes it.
+        text = f"@{entries[0].preset}" if entries[0].preset is not None else entries[0].text
+        dest = graph.add_node(f"dest:{text}", "destination", text, (*server.origin("egress.allow"), index))
         graph.add_edge(node, dest, "egress-to", (*server.origin("egress.allow"), index))
 
 
