@@ -339,6 +339,7 @@ class LockState:
 
     pinned: frozenset[str] | None  # None: no lock file
     error: str | None = None  # the lock exists but cannot be read
+    tools: Mapping[str, frozenset[str]] = field(default_factory=dict)  # server -> the tool names the lock pins
 
 
 @dataclass(frozen=True, slots=True)
