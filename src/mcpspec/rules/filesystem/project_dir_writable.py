@@ -5,8 +5,8 @@ checkout: a directory in a home (`~/notes`, `/home/alice/app`,
 `/Users/bob/site`), a directory over homes (`~`, `/home`, `/Users`, `/root`,
 `/`), or a path with a component such as `src`, `projects`, `repos`, `git`,
 `workspace`, `code`, `dev` or `checkouts`. Hidden directories of a home
-(`~/.local/share/...`), state directories such as `/var/lib/<name>`, tmpfs
-and workspace dirs are not flagged, nor a mount whose `.git` the same server
+(`~/.local/share/...`), state directories such as `/var/lib/<name>`, tmpfs,
+workspace dirs and paths inside the workspace root are not flagged, nor a mount whose `.git` the same server
 mounts read-only on top of it.
 
 ## Why is this risky
@@ -95,9 +95,14 @@ def _git_protected(server: EffectiveSandbox, mount: EffectiveMount) -> bool:
     return any(other.target == target and not other.writable for other in server.mounts)
 
 
+def _in_workspace(plan: Plan, source: str) -> bool:
+    """Whether a host path lies in the spec's workspace root (per-run directories mcpspec makes, not checkouts)."""
+    return plan.workspace is not None and contains(plan.workspace.root, source)
+
+
 def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
-        if not mount.writable or fs006_flags(mount.location) or _git_protected(server, mount):
+        if not mount.writable or fs006_flags(mount.location) or _git_protected(server, mount) or _in_workspace(plan, mount.location):
             continue
         why = looks_like_project(mount.location)
         if why is not None:

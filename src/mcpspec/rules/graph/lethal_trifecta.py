@@ -24,7 +24,8 @@ the model puts in the URL. Chat tools that post messages (Slack, Discord,
 Microsoft Teams, Mattermost) send data out twice over: the message itself,
 and every link in it, which the chat service unfurls (fetches for a preview)
 from its own servers, so a URL carrying private data reaches the attacker's
-host even when nobody clicks it. Declare such tools `external_send`.
+host even when nobody clicks it. Declare such tools `external_send`; when
+the sending tool is a chat service's, the finding says so.
 
 ## Example
 ```yaml
@@ -90,6 +91,8 @@ def check(plan: Plan) -> Iterator[Finding]:
         source, secret = untrusted[0], private[0]
         implied = implied_send(plan, sink)
         how = "sends it out without approval" if implied is None else f"sends it out without approval ({implied.hop})"
+        if chat_service(sink):
+            how += ", and the chat service unfurls any link in it from its own servers"
         chain = f"{source.label} reads untrusted content -> {secret.label} reads private data -> {sink.label} {how}"
         related = [
             Related(source.path, f"{source.label} brings untrusted content into the context"),
@@ -99,6 +102,15 @@ def check(plan: Plan) -> Iterator[Finding]:
         if implied is not None:
             related.append(Related(implied.path, f"{implied.hop}: {implied.note}"))
         yield Finding(path=("agents", agent), message=f"agent '{agent}' holds the lethal trifecta: {chain}", related=tuple(related))
+
+
+CHAT_SERVICES = ("slack", "discord", "teams", "mattermost", "rocketchat", "rocket.chat", "zulip", "telegram", "webex")
+
+
+def chat_service(item: AgentTool) -> bool:
+    """Whether the tool posts to a chat service that unfurls links (judged by the server's and tool's names and command)."""
+    words = " ".join((item.server.name, item.name, *item.server.command[:3], item.server.package.name if item.server.package else "")).lower()
+    return any(service in words for service in CHAT_SERVICES)
 
 
 def _sink(plan: Plan, tools: list[AgentTool]) -> AgentTool | None:
