@@ -37,7 +37,7 @@ def compare_plans(old: Plan, new: Plan) -> list[Change]:
 
 
 def _summary(server: EffectiveSandbox) -> str:
-    egress = "open egress" if server.egress.default == "allow" else f"egress to {len(server.egress.allow)} destinations"
+    egress = "open egress" if server.egress.default == "allow" else f"egress to {_count(len(server.egress.allow), 'destination')}"
     rw = sum(1 for m in server.mounts if m.writable)
     return (
         f"placement {server.placement}, {egress}, {_count(len(server.secrets), 'secret')}, "
@@ -138,10 +138,21 @@ def _show(value: object) -> str:
     return str(value)
 
 
+_SIZES = (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024))
+_DURATIONS = (("d", 86400), ("h", 3600), ("m", 60))
+
+
 def _limit(value: float | None, unit: str) -> str:
+    """A limit as a spec writes it: ``unlimited``, ``512Mi``, ``4h``, ``30s``, ``60``."""
     if value is None:
         return "unlimited"
+    scale = _SIZES if unit == "bytes" else _DURATIONS if unit == "s" else ()
+    for suffix, size in scale:
+        if value >= size and value % size == 0:
+            return f"{int(value // size)}{suffix}"
     number = str(int(value)) if float(value).is_integer() else str(value)
+    if unit == "bytes":
+        return f"{number} bytes"
     return f"{number}{unit}"
 
 
@@ -170,7 +181,7 @@ def _runtime(found: Found, old: EffectiveSandbox, new: EffectiveSandbox) -> None
         effect: Effect = "grew" if root_after and not root_before else "shrank" if root_before and not root_after else "neutral"
         found.add("identity", effect, f"runs as uid:gid {old.identity.uid}:{old.identity.gid} -> {new.identity.uid}:{new.identity.gid}",
                   f"{old.identity.uid}:{old.identity.gid}", f"{new.identity.uid}:{new.identity.gid}")
-    found.limit("resources", "memory limit", old.resources.memory, new.resources.memory, " bytes")
+    found.limit("resources", "memory limit", old.resources.memory, new.resources.memory, "bytes")
     found.limit("resources", "CPU limit", old.resources.cpus, new.resources.cpus, " CPUs")
     found.limit("resources", "process limit", old.resources.pids, new.resources.pids, " processes")
 
@@ -257,7 +268,7 @@ def _mounts(found: Found, old: Sequence[EffectiveMount], new: Sequence[Effective
         if a.mode != b.mode:
             found.add("mounts", "grew" if b.writable else "shrank", f"mount {_mount_name(b)} turned {b.mode}", a.mode, b.mode)
         if a.tmpfs and b.tmpfs:
-            found.limit("mounts", f"size of {_mount_name(b)}", a.size, b.size, " bytes")
+            found.limit("mounts", f"size of {_mount_name(b)}", a.size, b.size, "bytes")
 
 
 def _process(found: Found, old: EffectiveSandbox, new: EffectiveSandbox) -> None:

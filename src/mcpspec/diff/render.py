@@ -78,11 +78,21 @@ def json_output(diff: Diff) -> str:
 
 
 def _md(value: str) -> str:
-    """Text safe inside GitHub markdown and HTML: no markup, no mention, no link of the spec's."""
-    escaped = html.escape(_one_line(value), quote=True)
+    """Text safe in a markdown list item: no markup, no mention, no link of the spec's."""
+    escaped = _one_line(value)
     for char in "\\`*_[]|#~!":
         escaped = escaped.replace(char, "\\" + char)
-    return escaped.replace("@", "@\u200b")
+    return html.escape(escaped, quote=False).replace("@", "@\u200b")
+
+
+def _html(value: str) -> str:
+    """Text safe inside an HTML block (``<summary>``), where markdown is not read."""
+    return html.escape(_one_line(value), quote=True).replace("@", "@\u200b")
+
+
+def _code(value: str) -> str:
+    """Text for a code span, where nothing is interpreted: only a backtick could end it."""
+    return _one_line(value).replace("`", "'")
 
 
 def markdown(diff: Diff, limit: int = MARKDOWN_LIMIT) -> str:
@@ -93,7 +103,7 @@ def markdown(diff: Diff, limit: int = MARKDOWN_LIMIT) -> str:
     head = [
         f"### mcpspec diff: {diff.verdict}",
         "",
-        f"`{_md(diff.old)}` → `{_md(diff.new)}`" + (f" (target {_md(diff.target)})" if diff.target else ""),
+        f"`{_code(diff.old)}` → `{_code(diff.new)}`" + (f" (target `{_code(diff.target)}`)" if diff.target else ""),
         "",
     ]
     if not diff.changes:
@@ -123,7 +133,7 @@ def _item(change: Change) -> str:
 
 def _block(server: str, changes: list[Change], items: list[str] | None = None) -> str:
     grew = sum(1 for c in changes if c.effect == "grew")
-    title = "the project" if server == PROJECT else f"server <code>{_md(server)}</code>"
+    title = "the project" if server == PROJECT else f"server <code>{_html(server)}</code>"
     summary = f"{title}: {len(changes)} change{'s' if len(changes) != 1 else ''}" + (f", {grew} grew" if grew else "")
     listed = items if items is not None else [_item(c) for c in changes]
     return "\n".join([f"<details{' open' if grew else ''}>", f"<summary>{summary}</summary>", "", *listed, "", "</details>", ""]) + "\n"
