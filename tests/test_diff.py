@@ -253,3 +253,9 @@ def test_a_secret_shaped_value_never_reaches_any_format() -> None:
     assert any(c.category == "runtime" for c in found.changes)
     for render in (text, markdown, json_output):
         assert token not in render(found)
+
+
+def test_the_text_example_of_the_docs_is_what_diff_prints() -> None:
+    docs = (REPO / "docs" / "diff.md").read_text(encoding="utf-8")
+    shown = docs.split("### text", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert shown == (CASES_DIR / "new-attack-path" / "expected.txt").read_text(encoding="utf-8")
