@@ -259,3 +259,17 @@ def test_the_text_example_of_the_docs_is_what_diff_prints() -> None:
     docs = (REPO / "docs" / "diff.md").read_text(encoding="utf-8")
     shown = docs.split("### text", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     assert shown == (CASES_DIR / "new-attack-path" / "expected.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("example", sorted((REPO / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_an_example_rewritten_with_sorted_keys_and_no_anchors_is_no_change(example: Path, tmp_path: Path) -> None:
+    """yaml.safe_dump sorts every key, expands every alias and drops comments: only the inline
+    suppressions (comments) that the rewrite loses may show, as findings no longer waived."""
+    import yaml
+
+    rewritten = tmp_path / example.name
+    rewritten.write_text(yaml.safe_dump(yaml.safe_load(example.read_text(encoding="utf-8")), sort_keys=True), encoding="utf-8")
+    found = diff_plans(_plan(example), _plan(rewritten), Settings(), "bwrap")
+    lost = [c for c in found.changes if c.message.startswith("finding no longer waived: ")]
+    assert [c for c in found.changes if c not in lost] == []
+    assert not lost or "mcpspec: ignore" in example.read_text(encoding="utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import NamedTuple
 
@@ -71,12 +72,20 @@ def _text(raw: bytes) -> str | None:
         return None
 
 
+def canonical(plan: Plan) -> Plan:
+    """The plan with servers and agents (and each agent's servers) in name order: the rules name
+    servers in the plan's order, and the order of keys in the file is no change."""
+    servers = {name: plan.servers[name] for name in sorted(plan.servers)}
+    agents = {name: tuple(sorted(plan.agents[name])) for name in sorted(plan.agents)}
+    return dataclasses.replace(plan, servers=servers, agents=agents, derived={})
+
+
 def diff_plans(old: Plan, new: Plan, settings: Settings, target: str | None = None, names: tuple[str, str] = ("old", "new")) -> Diff:
     """The changes from ``old`` to ``new``; findings as lint reports them with ``settings``."""
     with gc_paused():
         changes = compare_plans(old, new)
-        found_old = lint_plan(old, settings.lint_options(old.file))
-        found_new = lint_plan(new, settings.lint_options(new.file))
+        found_old = lint_plan(canonical(old), settings.lint_options(old.file))
+        found_new = lint_plan(canonical(new), settings.lint_options(new.file))
         changes += compare_findings(found_old, found_new)
         if target is not None:
             changes += compare_enforcement(old, new, target)
