@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from mcpspec.diff.model import PROJECT, Change, Effect
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.facts import approval_mode
-from mcpspec.spec.models import Tool
+from mcpspec.spec.models import Tool, Workspace
 
 # Placement, from farthest from the agent to closest.
 PLACEMENT_ORDER = ("external", "dedicated", "agent")
@@ -245,8 +245,9 @@ def _form(grant: SecretGrant) -> str:
     return f"env {grant.env}" if grant.env is not None else f"file {grant.file}"
 
 
-def _mount_key(mount: EffectiveMount) -> tuple[str, str]:
-    return (mount.location, mount.target)
+def _mount_key(mount: EffectiveMount) -> tuple[str, str, str]:
+    """A workspace dir by its name (the workspace's root is compared once, for the project)."""
+    return (mount.kind, mount.location if mount.kind in ("host", "home") else mount.source, mount.target)
 
 
 def _mount_name(mount: EffectiveMount) -> str:
@@ -369,8 +370,20 @@ def _project(old: Plan, new: Plan) -> list[Change]:
     found = Found(PROJECT)
     found.members("approvals", "approvals.require of effect", (str(e) for e in old.approvals.require), (str(e) for e in new.approvals.require), "shrank", "grew")
     found.flag("approvals", "showing the arguments to the approver", old.approvals.show_arguments, new.approvals.show_arguments, granting=False)
+    _workspace(found, old.workspace, new.workspace)
     found.members("waivers", "waiver", (_waiver(w) for w in old.waivers), (_waiver(w) for w in new.waivers), "grew", "shrank")
     return found.changes
+
+
+def _workspace(found: Found, old: Workspace | None, new: Workspace | None) -> None:
+    if old is None or new is None:
+        if old != new:
+            found.add("workspace", "neutral", f"workspace {'added' if new is not None else 'removed'}", None if old is None else str(old.root), None if new is None else str(new.root))
+        return
+    found.neutral("workspace", "workspace root", str(old.root), str(new.root))
+    found.flag("workspace", "a workspace per agent", old.per_agent, new.per_agent, granting=False)
+    found.ordered("workspace", "workspace reset", old.reset, new.reset, ("per-task", "per-session", "never"))
+    found.members("workspace", "artifact pattern", old.artifacts, new.artifacts, "grew", "shrank")
 
 
 def _waiver(waiver: object) -> str:

@@ -19,7 +19,7 @@ EFFECTS: tuple[Effect, ...] = ("grew", "shrank", "neutral")
 CATEGORIES = (
     "server", "agents", "placement", "trust", "runtime", "identity", "resources", "env",
     "egress", "secrets", "mounts", "process", "lifecycle", "limits", "logging", "tools",
-    "approvals", "waivers", "findings", "attack-paths", "enforcement",
+    "approvals", "workspace", "waivers", "findings", "attack-paths", "enforcement",
 )
 PROJECT = ""  # the scope of a change that concerns no single server
 
