@@ -1,8 +1,9 @@
 """New and resolved lint findings between two versions, graph findings (attack paths) apart.
 
-A finding is the same in both versions when its rule and its logical path are (an attack path's
-hops, its message, too): line numbers never count, so moving text around resolves nothing. A
-finding whose message changed is reported as neutral, with the new message. A finding that a waiver or
+A finding is the same in both versions when its rule and its logical path are: line numbers
+never count, so moving text around resolves nothing. A finding whose message changed (an attack
+path now found through other hops, a list of servers that grew) is reported as neutral, with
+the new message. A finding that a waiver or
 an inline suppression newly covers is reported as waived (grew: a risk is accepted), one that
 lost its waiver as unwaived.
 """
@@ -14,13 +15,13 @@ from mcpspec.diff.model import PROJECT, Change
 from mcpspec.rules.engine import Result
 from mcpspec.rules.registry import find
 
-Key = tuple[str, str, str]
+Key = tuple[str, str]
 
 
 def _key(result: Result) -> Key:
-    """Rule and path; for an attack path its hops (the message) too: other hops are another path."""
-    hops = result.message if _category(result) == "attack-paths" else ""
-    return (result.code, format_path(result.path), hops)
+    """Rule and logical path: a rule reports one finding per place (an attack path, the route it
+    found first), so the same place with another message is the same finding, reworded."""
+    return (result.code, format_path(result.path))
 
 
 def _server(result: Result) -> str:
@@ -57,7 +58,8 @@ def compare_findings(old: list[Result], new: list[Result]) -> list[Change]:
     for key in before.keys() & after.keys():
         a, b = before[key], after[key]
         if a.message != b.message:
-            changes.append(Change(_server(b), _category(b), "neutral", f"finding now reads: {_words(b)}", a.message, b.message))
+            noun = "attack path now reads" if _category(b) == "attack-paths" else "finding now reads"
+            changes.append(Change(_server(b), _category(b), "neutral", f"{noun}: {_words(b)}", a.message, b.message))
         if (a.suppression is None) == (b.suppression is None):
             continue
         now_waived = b.suppression is not None
