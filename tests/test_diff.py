@@ -273,3 +273,17 @@ def test_an_example_rewritten_with_sorted_keys_and_no_anchors_is_no_change(examp
     lost = [c for c in found.changes if c.message.startswith("finding no longer waived: ")]
     assert [c for c in found.changes if c not in lost] == []
     assert not lost or "mcpspec: ignore" in example.read_text(encoding="utf-8")
+
+
+def test_a_revision_path_is_from_the_root_or_relative_with_dot_slash(repo: Path) -> None:
+    sub = repo / "sub"
+    sub.mkdir()
+    (repo / "mcp-sandbox.yaml").rename(sub / "mcp-sandbox.yaml")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "moved")
+    for source in ("git:HEAD:./mcp-sandbox.yaml", "git:HEAD:sub/mcp-sandbox.yaml"):
+        result = run_cli("diff", source, "mcp-sandbox.yaml", cwd=sub)
+        assert (result.returncode, result.stdout) == (0, "verdict: privileges unchanged\n"), result.stderr
+    result = run_cli("diff", "git:HEAD:mcp-sandbox.yaml", "mcp-sandbox.yaml", cwd=sub)
+    assert result.returncode == 2
+    assert "write ./mcp-sandbox.yaml or sub/mcp-sandbox.yaml" in result.stderr

@@ -62,7 +62,9 @@ def read_revision(source: Source, cwd: Path | None = None) -> bytes:
     sha = commit.stdout.decode().strip()
     kind = _git(["cat-file", "-t", f"{sha}:{inside}"], where, env)
     if kind.returncode != 0:
-        raise UsageError(f"{source.text}: no file {source.inside!r} in revision {source.revision}")
+        prefix = _git(["rev-parse", "--show-prefix"], where, env).stdout.decode().strip()
+        hint = f" (a path is read from the repository's root: write ./{source.inside} or {prefix}{source.inside})" if prefix and not inside.startswith("./") else ""
+        raise UsageError(f"{source.text}: no file {source.inside!r} in revision {source.revision}{hint}")
     if kind.stdout.decode().strip() != "blob":
         raise UsageError(f"{source.text}: {source.inside!r} is a directory in revision {source.revision}, not a spec file")
     size = _git(["cat-file", "-s", f"{sha}:{inside}"], where, env)
