@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from mcpspec.diff.model import PROJECT, Change, Effect
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.facts import approval_mode
-from mcpspec.spec.models import Tool, Workspace
+from mcpspec.spec.models import HttpTransport, StdioTransport, Tool, Workspace
 
 # Placement, from farthest from the agent to closest.
 PLACEMENT_ORDER = ("external", "dedicated", "agent")
@@ -172,7 +172,7 @@ def _runtime(found: Found, old: EffectiveSandbox, new: EffectiveSandbox) -> None
     found.neutral("runtime", "command", list(old.command), list(new.command))
     found.neutral("runtime", "image", old.image, new.image)
     found.neutral("runtime", "package", None if old.package is None else old.package.model_dump(mode="json"), None if new.package is None else new.package.model_dump(mode="json"))
-    found.neutral("runtime", "transport", old.transport.model_dump(mode="json"), new.transport.model_dump(mode="json"))
+    _transport(found, old.transport, new.transport)
     found.neutral("runtime", "workdir", old.workdir, new.workdir)
     found.flag("runtime", "command run by a shell", old.command_is_shell, new.command_is_shell)
     found.flag("runtime", "read-only root", old.read_only_root, new.read_only_root, granting=False)
@@ -184,6 +184,39 @@ def _runtime(found: Found, old: EffectiveSandbox, new: EffectiveSandbox) -> None
     found.limit("resources", "memory limit", old.resources.memory, new.resources.memory, "bytes")
     found.limit("resources", "CPU limit", old.resources.cpus, new.resources.cpus, " CPUs")
     found.limit("resources", "process limit", old.resources.pids, new.resources.pids, " processes")
+
+
+def _transport(found: Found, old: StdioTransport | HttpTransport, new: StdioTransport | HttpTransport) -> None:
+    """The transport: who can call the server over HTTP is a privilege; the rest is neutral."""
+    if not isinstance(old, HttpTransport) or not isinstance(new, HttpTransport):
+        found.neutral("transport", "transport", old.type, new.type)
+        return
+    found.neutral("transport", "transport", old.type, new.type)
+    found.neutral("transport", "url", old.url, new.url)
+    found.neutral("transport", "port", old.port, new.port)
+    before, after = _auth(old), _auth(new)
+    if before != after:
+        effect: Effect = "grew" if after == "none" else "shrank" if before == "none" else "neutral"
+        found.add("transport", effect, f"HTTP authentication {before} -> {after}", before, after)
+    loopback_before, loopback_after = _loopback(old.bind), _loopback(new.bind)
+    if old.bind != new.bind:
+        effect = "grew" if loopback_before and not loopback_after else "shrank" if loopback_after and not loopback_before else "neutral"
+        found.add("transport", effect, f"listens on {old.bind or '127.0.0.1'} -> {new.bind or '127.0.0.1'}", old.bind, new.bind)
+    if old.allowed_origins != new.allowed_origins:
+        if old.allowed_origins is None or new.allowed_origins is None:
+            unchecked = new.allowed_origins is None
+            found.add("transport", "grew" if unchecked else "shrank", "Origin header no longer checked" if unchecked else "Origin header checked",
+                      old.allowed_origins, new.allowed_origins)
+        else:
+            found.members("transport", "allowed origin", old.allowed_origins, new.allowed_origins, "grew", "shrank")
+
+
+def _auth(transport: HttpTransport) -> str:
+    return "none" if transport.auth is None else transport.auth.type
+
+
+def _loopback(bind: str | None) -> bool:
+    return bind is None or bind in ("localhost", "::1") or bind.startswith("127.")
 
 
 def _env(found: Found, old: EffectiveSandbox, new: EffectiveSandbox) -> None:

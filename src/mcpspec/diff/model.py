@@ -17,7 +17,7 @@ EFFECTS: tuple[Effect, ...] = ("grew", "shrank", "neutral")
 
 # The kinds of change, in the order a server's changes are listed.
 CATEGORIES = (
-    "server", "agents", "placement", "trust", "runtime", "identity", "resources", "env",
+    "server", "agents", "placement", "trust", "transport", "runtime", "identity", "resources", "env",
     "egress", "secrets", "mounts", "process", "lifecycle", "limits", "logging", "tools",
     "approvals", "workspace", "waivers", "findings", "attack-paths", "enforcement",
 )
