@@ -287,3 +287,18 @@ def test_a_revision_path_is_from_the_root_or_relative_with_dot_slash(repo: Path)
     result = run_cli("diff", "git:HEAD:mcp-sandbox.yaml", "mcp-sandbox.yaml", cwd=sub)
     assert result.returncode == 2
     assert "write ./mcp-sandbox.yaml or sub/mcp-sandbox.yaml" in result.stderr
+
+
+@pytest.mark.parametrize("target", ["bwrap", "systemd", "compose", "k8s"])
+def test_every_example_against_the_risky_one_renders_in_every_format(target: str) -> None:
+    risky = _plan(REPO / "examples" / "risky.yaml")
+    for example in sorted((REPO / "examples").glob("*.yaml")):
+        if example.name == "risky.yaml":
+            continue
+        found = diff_plans(_plan(example), risky, Settings(), target)
+        assert found.grew, example.name
+        assert len(markdown(found)) <= MARKDOWN_LIMIT
+        assert json.loads(json_output(found))["counts"]["grew"] == sum(1 for c in found.changes if c.effect == "grew")
+        assert text(found).count("\n") == len(found.changes) + 1
+        back = diff_plans(risky, _plan(example), Settings(), target)
+        assert {c.effect for c in back.changes} >= {"shrank"}
