@@ -91,15 +91,15 @@ class Found:
         effect: Effect = "grew" if order.index(new) > order.index(old) else "shrank"
         self.add(category, effect, f"{what} {_show(old)} -> {_show(new)}", old, new)
 
-    def limit(self, category: str, what: str, old: float | None, new: float | None, unit: str = "") -> None:
-        """A limit where None means none: a higher or removed limit grew."""
+    def limit(self, category: str, what: str, old: float | None, new: float | None, unit: str = "", unset: str = "unlimited") -> None:
+        """A limit where None means none (``unset`` says it): a higher or removed limit grew."""
         if old == new:
             return
         if old is None or (new is not None and new < old):
             effect: Effect = "shrank"
         else:
             effect = "grew"
-        self.add(category, effect, f"{what} {_limit(old, unit)} -> {_limit(new, unit)}", old, new)
+        self.add(category, effect, f"{what} {_limit(old, unit, unset)} -> {_limit(new, unit, unset)}", old, new)
 
     def members(self, category: str, what: str, old: Iterable[str], new: Iterable[str], added: Effect, removed: Effect) -> None:
         """A set of names: each one added or removed is a change of its own."""
@@ -142,10 +142,10 @@ _SIZES = (("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024))
 _DURATIONS = (("d", 86400), ("h", 3600), ("m", 60))
 
 
-def _limit(value: float | None, unit: str) -> str:
+def _limit(value: float | None, unit: str, unset: str = "unlimited") -> str:
     """A limit as a spec writes it: ``unlimited``, ``512Mi``, ``4h``, ``30s``, ``60``."""
     if value is None:
-        return "unlimited"
+        return unset
     scale = _SIZES if unit == "bytes" else _DURATIONS if unit == "s" else ()
     for suffix, size in scale:
         if value >= size and value % size == 0:
@@ -377,10 +377,12 @@ def _tool(found: Found, name: str, old_plan: Plan, new_plan: Plan, a: Tool, b: T
         what = "approval removed" if after is None else "approval relaxed" if fewer else "approval added" if before is None else "approval tightened"
         found.add("approvals", "grew" if fewer else "shrank", f"tool {name}: {what} ({before or 'never'} -> {after or 'never'})", before, after)
     la, lb = old.tool_limits(name), new.tool_limits(name)
-    if a.limits is not None or b.limits is not None:
-        found.limit("limits", f"tool {name} requests per minute", la.requests_per_minute, lb.requests_per_minute)
-        if old.limits.call_timeout == new.limits.call_timeout:
-            found.limit("limits", f"tool {name} call timeout", la.call_timeout, lb.call_timeout, "s")
+    # A tool's own rate (None: only the server's applies); its timeout when either version sets its own
+    # (one it inherits changes with the server's, reported once there).
+    found.limit("limits", f"tool {name} requests per minute", la.requests_per_minute, lb.requests_per_minute, unset="the server's only")
+    own = [tool.limits.call_timeout for tool in (a, b) if tool.limits is not None and tool.limits.call_timeout is not None]
+    if own:
+        found.limit("limits", f"tool {name} call timeout", la.call_timeout, lb.call_timeout, "s")
 
 
 def _agents(old: Plan, new: Plan) -> list[Change]:
