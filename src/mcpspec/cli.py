@@ -49,7 +49,7 @@ def _usage(message: str) -> NoReturn:
 
 # Commands that read, compute and exit (through os._exit): the cyclic collector's passes over a
 # 10,000-server Plan cost more than the garbage they could free. Long-running commands keep it.
-_BATCH_COMMANDS = frozenset({"lint", "graph", "build", "plan"})
+_BATCH_COMMANDS = frozenset({"lint", "graph", "build", "plan", "diff"})
 
 
 @app.callback()
@@ -347,6 +347,50 @@ def plan(
         sys.stderr.write(text.render(LintReport([found])))
         raise typer.Exit(EXIT_FINDINGS)
     _emit(render(data), output)
+
+
+@app.command()
+def diff(
+    old: Annotated[str, typer.Argument(help="The old version: a file or git:REV:PATH (git:HEAD~1:mcp-sandbox.yaml).", show_default=False)],
+    new: Annotated[str, typer.Argument(help="The new version: a file or git:REV:PATH.", show_default=False)],
+    target: Annotated[str | None, typer.Option("--target", "-t", help=f"Also report controls this target enforces less well: {', '.join(TARGET_NAMES)}.")] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text, markdown or json.")] = "text",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
+    fail_on_growth: Annotated[bool, typer.Option("--fail-on-growth", help="Exit 1 when any privilege grew (for a required check).")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Compare the privileges two versions of a spec grant, server by server (resolved plans,
+    not YAML text), and print one verdict line (see docs/diff.md).
+
+    Exit status: 0, or 1 with --fail-on-growth when a privilege grew; 2 when a version cannot
+    be read or is not a valid spec."""
+    from mcpspec.diff.render import FORMATS, RENDERERS
+    from mcpspec.diff.run import diff_plans, load_side
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
+    from mcpspec.settings import Flags
+
+    if output_format not in FORMATS:
+        _usage(f"--format must be one of {', '.join(FORMATS)}")
+    if target is not None and target not in TARGET_NAMES:
+        _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
+    chosen = _settings(Flags(config))
+    try:
+        sides = [load_side(old), load_side(new)]
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    broken = [side.lint for side in sides if side.plan is None]
+    if broken:
+        sys.stderr.write(text.render(LintReport(broken)))
+        raise typer.Exit(EXIT_USAGE)
+    before, after = sides[0].plan, sides[1].plan
+    assert before is not None and after is not None
+    try:
+        found = diff_plans(before, after, chosen, target, (old, new))
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    _emit(RENDERERS[output_format](found), output)
+    raise typer.Exit(EXIT_FINDINGS if fail_on_growth and found.grew else EXIT_CLEAN)
 
 
 @app.command()

@@ -86,6 +86,12 @@ def load_file(path: str | os.PathLike[str], display_name: str | None = None) -> 
     return parse_text(_decode(raw, name), name)
 
 
+def load_bytes(raw: bytes, name: str) -> tuple[Any, SourceMap]:
+    """Parse a spec's bytes read elsewhere (``git show``), as :func:`load_file` parses a file's;
+    diagnostics name ``name``."""
+    return parse_text(_decode(raw, name), name)
+
+
 def _decode(raw: bytes, name: str) -> str:
     if len(raw) > MAX_FILE_BYTES:
         raise SpecError([_diag(name, FILE_START, "YM010", f"file is larger than the limit of {MAX_FILE_BYTES} bytes (16 MiB)")])
