@@ -20,6 +20,7 @@ from mcpspec.targets import TARGET_NAMES
 
 if TYPE_CHECKING:
     from mcpspec.settings import Flags, Settings
+    from mcpspec.source.discover import SpecText
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -90,7 +91,7 @@ def _colour(stream: object) -> bool:
 
 @app.command()
 def lint(
-    files: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
+    files: Annotated[list[Path], typer.Argument(help="Spec files, directories to search for them (mcp-sandbox*.yaml, *.mcp-sandbox.yaml), or - for standard input.", show_default=False)],
     output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help=f"Output format, repeatable: {', '.join(LINT_FORMATS)}.")] = None,
     output: Annotated[list[Path] | None, typer.Option("--output", "-o", help="File for the matching --format (in order); the rest go to stdout.")] = None,
     select: Annotated[list[str] | None, typer.Option(help="Only these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
@@ -120,7 +121,7 @@ def lint(
         _usage("only one format can go to stdout; give an --output file for the others")
     chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline))
     try:
-        run = api.lint_files(files, chosen, write_baseline=write_baseline)
+        run = api.lint_files(_lint_inputs(files), chosen, write_baseline=write_baseline)
     except _usage_errors() as exc:
         _usage(str(exc))
     if run.baseline_written is not None:
@@ -132,6 +133,18 @@ def lint(
         else:
             sys.stdout.write(render(run.report, _colour(sys.stdout)))
     raise typer.Exit(EXIT_FINDINGS if run.failed and not exit_zero else EXIT_CLEAN)
+
+
+def _lint_inputs(arguments: list[Path]) -> list[Path | SpecText]:
+    """The files to lint: directories walked for spec files, ``-`` read from standard input."""
+    from mcpspec.source.discover import STDIN_ARGUMENT, STDIN_NAME, SpecText, expand
+    from mcpspec.source.loader import UsageError
+
+    try:
+        found = expand(arguments)
+    except UsageError as exc:
+        _usage(str(exc))
+    return [SpecText(STDIN_NAME, sys.stdin.buffer.read()) if str(path) == STDIN_ARGUMENT else path for path in found]
 
 
 @app.command()

@@ -85,6 +85,12 @@ def load_file(path: str | os.PathLike[str], display_name: str | None = None) -> 
     return parse_text(_decode(raw, name), name)
 
 
+def parse_bytes(raw: bytes, name: str) -> tuple[Any, SourceMap]:
+    """Like :func:`load_file` for bytes already read (standard input): the same size and
+    encoding checks, then :func:`parse_text`."""
+    return parse_text(_decode(raw, name), name)
+
+
 def _decode(raw: bytes, name: str) -> str:
     if len(raw) > MAX_FILE_BYTES:
         raise SpecError([_diag(name, FILE_START, "YM010", f"file is larger than the limit of {MAX_FILE_BYTES} bytes (16 MiB)")])
