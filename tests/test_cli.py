@@ -69,3 +69,23 @@ def test_lint_walks_directories_with_the_hook_pattern_and_the_docs_show_it() -> 
     assert f"# files: {SPEC_FILE_PATTERN}\n" in readme
     section = readme.split("## Which files lint checks", 1)[1].split("\n## ", 1)[0]
     assert all(f"`{name}`" in section for name in SKIPPED_DIRS if not name.endswith("_cache")), "a skipped folder is not documented"
+
+
+def test_every_command_help_names_values_not_python_types() -> None:
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from mcpspec.cli import app
+
+    group = get_command(app)
+    names = list(group.commands)  # type: ignore[attr-defined]
+    assert {"lint", "build", "verify", "lock"} <= set(names)
+    runner = CliRunner()
+    for name in names:
+        shown = runner.invoke(app, [name, "--help"], prog_name="mcpspec", terminal_width=200)
+        assert shown.exit_code == 0, name
+        assert not re.search(r"<(list\[|path|str|int|float|bool|text|choice)", shown.output, re.IGNORECASE), f"{name} --help shows a type name:\n{shown.output}"
+        assert "{" not in shown.output.splitlines()[0], shown.output.splitlines()[0]
+    lint_help = runner.invoke(app, ["lint", "--help"], prog_name="mcpspec", terminal_width=200).output
+    assert "Usage: mcpspec lint [OPTIONS] PATH..." in lint_help
+    assert "--format FORMAT" in lint_help and "--output FILE" in lint_help and "--color WHEN" in lint_help

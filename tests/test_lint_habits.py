@@ -89,3 +89,77 @@ def test_the_walker_and_the_hook_pattern_agree_on_a_name(name: str) -> None:
 
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     assert is_spec_file(name) and re.search(hooks[0]["files"], name)
+
+
+def test_quiet_prints_the_findings_without_the_summary(tmp_path: Path) -> None:
+    spec = _write(tmp_path / "mcp-sandbox.yaml")
+    loud = lint(spec.name, "--select", "FS004", cwd=tmp_path)
+    quiet = lint(spec.name, "--select", "FS004", "--quiet", cwd=tmp_path)
+    assert quiet.returncode == loud.returncode == 1
+    assert quiet.stdout == loud.stdout.removesuffix("2 problems (2 medium) in 1 of 1 file.\n") and quiet.stdout.startswith("mcp-sandbox.yaml:7:44: FS004")
+    clean = lint(spec.name, "--select", "SU001", "-q", cwd=tmp_path)
+    assert (clean.returncode, clean.stdout, clean.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize(("option", "env", "coloured"), [
+    ("auto", {}, False),  # not a terminal
+    ("auto", {"FORCE_COLOR": "1"}, True),
+    ("auto", {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),  # NO_COLOR wins, as in CPython
+    ("auto", {"FORCE_COLOR": "1", "NO_COLOR": ""}, True),  # an empty NO_COLOR means nothing (no-color.org)
+    ("always", {"NO_COLOR": "1"}, True),
+    ("never", {"FORCE_COLOR": "1"}, False),
+])
+def test_color_follows_the_option_then_no_color_and_force_color(tmp_path: Path, option: str, env: dict[str, str], coloured: bool) -> None:
+    spec = _write(tmp_path / "mcp-sandbox.yaml")
+    result = lint(spec.name, "--select", "FS004", "--color", option, cwd=tmp_path, env=env)
+    assert result.returncode == 1
+    assert ("\x1b[33m[medium]\x1b[0m" in result.stdout) is coloured
+    assert "\x1b[" in result.stdout or not coloured
+
+
+def test_color_takes_three_words_only(tmp_path: Path) -> None:
+    result = lint(_write(tmp_path / "mcp-sandbox.yaml").name, "--color", "yes", cwd=tmp_path)
+    assert result.returncode == 2 and "--color must be one of auto, always, never" in result.stderr
+
+
+def test_statistics_count_the_findings_per_rule(tmp_path: Path) -> None:
+    spec = _write(tmp_path / "mcp-sandbox.yaml")
+    result = lint(spec.name, "--select", "FS004,LC", "--statistics", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        "2  FS004  [medium]    writable-mount-read-only-tools",
+        "1  LC001  [medium]    no-idle-timeout",
+        "1  LC002  [medium]    no-max-lifetime",
+        "4 problems (4 medium) in 1 of 1 file.",
+    ]
+    assert lint(spec.name, "--select", "FS004", "--statistics", "-q", cwd=tmp_path).stdout == "2  FS004  [medium]    writable-mount-read-only-tools\n"
+    _write(tmp_path / "b.mcp-sandbox.yaml", BROKEN)
+    both = lint(".", "--select", "FS004", "--statistics", cwd=tmp_path)
+    assert both.stdout.splitlines()[:2] == ["2  FS004  [medium]    writable-mount-read-only-tools", "1  SC001  [error]     unknown-key"]
+    refused = lint(spec.name, "--statistics", "-f", "json", cwd=tmp_path)
+    assert refused.returncode == 2 and "--statistics prints text" in refused.stderr
+
+
+def test_carets_stay_under_a_value_after_a_masked_secret_and_end_at_the_end_of_the_line(tmp_path: Path) -> None:
+    text = SPEC.replace("command: [mcp-files]", "command: [mcp-files, --token, ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]")
+    spec = _write(tmp_path / "mcp-sandbox.yaml", text)
+    lines = lint(spec.name, "--select", "SE001", cwd=tmp_path).stdout.splitlines()
+    assert lines[1] == "  5 |     command: [mcp-files, --token, ghp_****]"
+    assert lines[2] == "  " + " " * len("5 |     command: [mcp-files, --token, ") + "^" * len("ghp_****")
+    assert "aaaa" not in "".join(lines)
+
+
+def test_a_frame_never_runs_past_its_line() -> None:
+    from mcpspec.diagnostics import Span
+    from mcpspec.report.text import _frame
+
+    def carets(span: Span, line: str) -> tuple[int, int]:
+        _shown, under = _frame(span, [line, "next: line"])
+        return under.index("^") - 2 - len("1 | "), under.count("^")
+
+    assert carets(Span(1, 1, 1, 99), "key: value") == (0, 10)  # an end past the line is cut at its end
+    assert carets(Span(1, 6, 2, 3), "key: value") == (5, 5)  # several lines: to the end of the first
+    assert carets(Span(1, 30, 1, 31), "key: value") == (10, 1)  # a place past the end: one caret just after it
+    assert carets(Span(1, 5, 1, 7), "名前: ab") == (6, 2)  # wide characters take two columns
+    text = "a: [ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, later]"
+    assert carets(Span(1, 47, 1, 52), text) == (len("a: [ghp_****, "), 5)
