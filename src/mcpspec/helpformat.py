@@ -7,14 +7,16 @@ makes it the default), which gives each of its parameters the plain display belo
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-import click
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-def value_name(param: click.Parameter) -> str:
+
+def value_name(param: TyperOption | TyperArgument) -> str:
     """The metavar, else the long option's or the argument's name in capitals (``--fail-on`` -> ``FAIL_ON``)."""
     if param.metavar is not None:
         return param.metavar
@@ -23,12 +25,12 @@ def value_name(param: click.Parameter) -> str:
 
 
 class _PlainOption(TyperOption):
-    def display_type_rich(self, ctx: click.Context) -> str | None:
+    def display_type_rich(self, ctx: Any) -> str | None:
         return value_name(self) + ("..." if self.nargs != 1 else "")
 
 
 class _PlainArgument(TyperArgument):
-    def display_type_rich(self, ctx: click.Context) -> str | None:
+    def display_type_rich(self, ctx: Any) -> str | None:
         return None  # the name column already says what the value is
 
     def _rich_display_name(self) -> str:
@@ -56,5 +58,5 @@ class PlainHelpCommand(TyperCommand):
 class App(typer.Typer):
     """A Typer app whose commands are PlainHelpCommands unless told otherwise."""
 
-    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Callable[[_F], _F]:
         return super().command(*args, cls=cls or PlainHelpCommand, **kwargs)
