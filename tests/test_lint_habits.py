@@ -163,3 +163,56 @@ def test_a_frame_never_runs_past_its_line() -> None:
     assert carets(Span(1, 5, 1, 7), "名前: ab") == (6, 2)  # wide characters take two columns
     text = "a: [ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, later]"
     assert carets(Span(1, 47, 1, 52), text) == (len("a: [ghp_****, "), 5)
+
+
+def test_sarif_to_a_file_alone_still_prints_the_summary(tmp_path: Path) -> None:
+    spec = _write(tmp_path / "mcp-sandbox.yaml")
+    result = lint(spec.name, "--select", "FS004", "-f", "sarif", "-o", "x.sarif", cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (1, "2 problems (2 medium) in 1 of 1 file.\n", "")
+    assert len(json.loads((tmp_path / "x.sarif").read_text(encoding="utf-8"))["runs"][0]["results"]) == 2
+    quiet = lint(spec.name, "--select", "FS004", "-f", "sarif", "-o", "q.sarif", "-q", cwd=tmp_path)
+    assert (quiet.returncode, quiet.stdout) == (1, "") and (tmp_path / "q.sarif").is_file()
+    paired = lint(spec.name, "--select", "FS004", "-f", "sarif", "-o", "y.sarif", "-f", "text", cwd=tmp_path)
+    assert paired.stdout.startswith("mcp-sandbox.yaml:7:44: FS004 [medium]") and paired.stdout.endswith("2 problems (2 medium) in 1 of 1 file.\n")
+    assert json.loads((tmp_path / "y.sarif").read_text(encoding="utf-8")) == json.loads((tmp_path / "x.sarif").read_text(encoding="utf-8"))
+    piped = lint(spec.name, "--select", "FS004", "-f", "sarif", "-o", "z.sarif", "-f", "json", cwd=tmp_path)
+    assert json.loads(piped.stdout)["summary"]["problems"] == 2  # stdout holds the json alone
+    unwritable = lint(spec.name, "-f", "sarif", "-o", "missing/dir/x.sarif", cwd=tmp_path)
+    assert unwritable.returncode == 2 and "cannot write missing/dir/x.sarif" in unwritable.stderr and "Traceback" not in unwritable.stderr
+
+
+def _help_uris(log: dict[str, object]) -> dict[str, str]:
+    runs = log["runs"]
+    assert isinstance(runs, list)
+    return {rule["id"]: rule["helpUri"] for rule in runs[0]["tool"]["driver"]["rules"] if "helpUri" in rule}
+
+
+def test_sarif_help_uri_is_an_absolute_url_with_a_configurable_base(tmp_path: Path) -> None:
+    from urllib.parse import urlsplit
+
+    from jsonschema import Draft7Validator
+
+    from conftest import REPO, SARIF_SCHEMA
+
+    validator = Draft7Validator(json.loads(SARIF_SCHEMA.read_text(encoding="utf-8")))
+    spec = _write(tmp_path / "mcp-sandbox.yaml")
+    default = json.loads(lint(spec.name, "--select", "FS004,LC", "-f", "sarif", cwd=tmp_path).stdout)
+    assert not list(validator.iter_errors(default))
+    uris = _help_uris(default)
+    assert set(uris) == {"FS004", "LC001", "LC002"}
+    for code, uri in uris.items():
+        parts = urlsplit(uri)
+        assert parts.scheme == "https" and parts.netloc, uri
+        page = parts.path.rsplit("/", 1)[1]
+        assert page.startswith(code + "-") and (REPO / "docs" / "rules" / page).is_file(), uri
+    flag = json.loads(lint(spec.name, "--select", "FS004", "-f", "sarif", "--docs-url", "https://git.acme.example/mcpspec/blob/v1/docs/rules", cwd=tmp_path).stdout)
+    assert _help_uris(flag) == {"FS004": "https://git.acme.example/mcpspec/blob/v1/docs/rules/FS004-writable-mount-read-only-tools.md"}
+    assert not list(validator.iter_errors(flag))
+    (tmp_path / ".mcpspec.yaml").write_text("docs-url: https://docs.acme.example/rules/\n", encoding="utf-8")
+    configured = json.loads(lint(spec.name, "--select", "FS004", "-f", "sarif", cwd=tmp_path).stdout)
+    assert _help_uris(configured)["FS004"] == "https://docs.acme.example/rules/FS004-writable-mount-read-only-tools.md"
+    relative = lint(spec.name, "--docs-url", "docs/rules/", cwd=tmp_path)
+    assert relative.returncode == 2 and "not an absolute http(s) URL" in relative.stderr
+    (tmp_path / ".mcpspec.yaml").write_text("docs-url: file:///srv/rules/\n", encoding="utf-8")
+    bad = lint(spec.name, cwd=tmp_path)
+    assert bad.returncode == 2 and ".mcpspec.yaml" in bad.stderr and "docs-url" in bad.stderr

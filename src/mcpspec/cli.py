@@ -108,6 +108,7 @@ def lint(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print the findings only: no summary line.")] = False,
     color: Annotated[str, typer.Option("--color", metavar="WHEN", help="Colour the text output: auto (a terminal, unless NO_COLOR is set; or FORCE_COLOR is set), always, never.")] = "auto",
     statistics: Annotated[bool, typer.Option("--statistics", help="Print the number of findings per rule instead of the findings.")] = False,
+    docs_url: Annotated[str | None, typer.Option("--docs-url", metavar="URL", help="Folder URL of the rule pages that SARIF's helpUri links (default: the config's docs-url, else https://mcpspec.dev/docs/rules/).")] = None,
 ) -> None:
     """Check spec files against the language and the risk rules."""
     from mcpspec import api
@@ -119,8 +120,9 @@ def lint(
 
     formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
     outputs = list(output or [])
+    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline, docs_url))
     try:
-        renderers = [lint_renderer(name) for name in formats]
+        renderers = [lint_renderer(name, chosen.docs_url) for name in formats]
         colour = colour_wanted(color, sys.stdout, os.environ)
     except (UnknownFormat, ValueError) as exc:
         _usage(str(exc))
@@ -131,7 +133,6 @@ def lint(
     on_stdout = formats[-1] if len(formats) > len(outputs) else None
     if statistics and on_stdout not in (None, "text"):
         _usage(f"--statistics prints text; write the {on_stdout} output to a file with --output")
-    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline))
     try:
         run = api.lint_files(_lint_inputs(files), chosen, write_baseline=write_baseline)
     except _usage_errors() as exc:

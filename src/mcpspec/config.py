@@ -3,7 +3,8 @@ pyproject.toml, found by searching upward from the working directory.
 
 Keys (hyphens and underscores are the same): select, ignore, severity
 (rule -> severity), fail-on, per-file-ignores (glob -> rules), baseline (a path
-relative to the config file), no-inline-suppressions; and for `mcpspec run`, approver (the
+relative to the config file), no-inline-suppressions, docs-url (the folder URL of the rule pages
+that SARIF's helpUri links); and for `mcpspec run`, approver (the
 approval command, split into words as a shell would, never run by one) and approver-timeout
 (seconds).
 """
@@ -13,13 +14,14 @@ from __future__ import annotations
 import fnmatch
 import shlex
 import tomllib
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcpspec.rules.base import Severity
+from mcpspec.rules.base import DEFAULT_DOCS_URL, Severity
 
 FailOn = Literal["critical", "high", "medium", "low", "info", "never"]
 CONFIG_NAMES = (".mcpspec.yaml", ".mcpspec.yml")
@@ -39,6 +41,7 @@ class _ConfigModel(BaseModel):
     per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
     baseline: str | None = None
     no_inline_suppressions: bool = False
+    docs_url: str | None = None
     approver: str | None = Field(None, min_length=1)
     approver_timeout: float | None = Field(None, gt=0)
 
@@ -55,6 +58,7 @@ class LintConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     baseline: Path | None = None
     no_inline_suppressions: bool = False
+    docs_url: str | None = None
     approver: list[str] | None = None
     approver_timeout: float | None = None
 
@@ -76,6 +80,14 @@ def split_approver(text: str, where: str = "--approver") -> list[str]:
     if not argv:
         raise ConfigError(f"{where}: the command is empty")
     return argv
+
+
+def check_docs_url(text: str, where: str = "--docs-url") -> str:
+    """An absolute http(s) URL of the folder of rule pages, ending in ``/``; ConfigError otherwise."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.query or parts.fragment or any(c.isspace() for c in text):
+        raise ConfigError(f"{where}: {text!r} is not an absolute http(s) URL of the folder of rule pages, such as {DEFAULT_DOCS_URL}")
+    return text if text.endswith("/") else text + "/"
 
 
 def find_config(start: Path) -> Path | None:
@@ -117,6 +129,7 @@ def load_config(path: Path | None) -> LintConfig:
         per_file_ignores=model.per_file_ignores,
         baseline=baseline,
         no_inline_suppressions=model.no_inline_suppressions,
+        docs_url=check_docs_url(model.docs_url, f"{path}: docs-url") if model.docs_url is not None else None,
         approver=approver,
         approver_timeout=model.approver_timeout,
     )
