@@ -216,3 +216,37 @@ def test_sarif_help_uri_is_an_absolute_url_with_a_configurable_base(tmp_path: Pa
     (tmp_path / ".mcpspec.yaml").write_text("docs-url: file:///srv/rules/\n", encoding="utf-8")
     bad = lint(spec.name, cwd=tmp_path)
     assert bad.returncode == 2 and ".mcpspec.yaml" in bad.stderr and "docs-url" in bad.stderr
+
+
+def test_write_baseline_refuses_a_spec_with_errors_and_writes_nothing(tmp_path: Path) -> None:
+    _write(tmp_path / "mcp-sandbox.yaml")
+    _write(tmp_path / "b.mcp-sandbox.yaml", BROKEN)
+    result = lint(".", "--select", "FS004", "--write-baseline", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout.startswith("b.mcp-sandbox.yaml:3:15: SC001 unknown key 'comand'") and "FS004" not in result.stdout
+    assert "not writing the baseline" in result.stderr
+    assert not (tmp_path / ".mcpspec-baseline.json").exists()
+    # An existing baseline is left as it was.
+    assert lint("mcp-sandbox.yaml", "--select", "FS004", "--write-baseline", cwd=tmp_path).returncode == 0
+    before = (tmp_path / ".mcpspec-baseline.json").read_bytes()
+    assert lint(".", "--select", "FS004", "--write-baseline", cwd=tmp_path).returncode == 1
+    assert (tmp_path / ".mcpspec-baseline.json").read_bytes() == before
+
+
+def test_updating_a_baseline_for_some_files_keeps_the_entries_of_the_others(tmp_path: Path) -> None:
+    _write(tmp_path / "a.mcp-sandbox.yaml")
+    _write(tmp_path / "b.mcp-sandbox.yaml")
+    assert lint(".", "--select", "FS004", "--write-baseline", cwd=tmp_path).returncode == 0
+
+    def entries() -> set[tuple[str, str]]:
+        data = json.loads((tmp_path / ".mcpspec-baseline.json").read_text(encoding="utf-8"))
+        return {(e["file"], e["path"]) for e in data["findings"]}
+
+    assert entries() == {(f, f"servers.files.mounts[{i}].mode") for f in ("a.mcp-sandbox.yaml", "b.mcp-sandbox.yaml") for i in (0, 1)}
+    # a.mcp-sandbox.yaml loses one finding; updating the baseline for it alone keeps b's entries.
+    _write(tmp_path / "a.mcp-sandbox.yaml", SPEC.replace("to: /logs, mode: rw", "to: /logs, mode: ro"))
+    update = lint("a.mcp-sandbox.yaml", "--select", "FS004", "--write-baseline", cwd=tmp_path)
+    assert update.returncode == 0 and "kept 2 of files not checked now" in update.stderr
+    assert entries() == {("a.mcp-sandbox.yaml", "servers.files.mounts[0].mode")} | {("b.mcp-sandbox.yaml", f"servers.files.mounts[{i}].mode") for i in (0, 1)}
+    judged = lint(".", "--select", "FS004", "--baseline", ".mcpspec-baseline.json", cwd=tmp_path)
+    assert judged.returncode == 0, judged.stdout

@@ -138,6 +138,8 @@ class LintRun:
     report: LintReport
     fail_on: str
     baseline_written: Path | None = None  # set when the run wrote the baseline instead
+    baseline_refused: bool = False  # --write-baseline on a spec with errors: nothing was written
+    baseline_kept: int = 0  # entries of files this run did not check, kept in the written baseline
 
     @property
     def failed(self) -> bool:
@@ -147,7 +149,8 @@ class LintRun:
 def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Settings | None = None, write_baseline: bool = False) -> LintRun:
     """Lint files as ``mcpspec lint`` does; ``settings`` (default: the built-in ones) come from
     :func:`mcpspec.settings.settings`. With ``write_baseline`` the findings are written to the
-    baseline file instead of judged.
+    baseline file instead of judged: the entries of files not checked now are kept, and
+    nothing is written when a file has spec errors (``LintRun.baseline_refused``).
 
     Raises ``UsageError`` for a file that cannot be read, ConfigError for an unknown rule in a
     per-file ignore and ``BaselineError`` for a baseline that cannot be read.
@@ -160,8 +163,11 @@ def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Set
     baseline = chosen.baseline(writing=write_baseline)
     if write_baseline:
         assert baseline is not None
-        write_atomically(baseline, baselines.render(report))
-        return LintRun(report, chosen.fail_on, baseline)
+        if any(result.severity == "error" for result in report.results):
+            return LintRun(report, chosen.fail_on, baseline_refused=True)
+        previous = baselines.load(baseline) if baseline.exists() else set()
+        write_atomically(baseline, baselines.render(report, previous))
+        return LintRun(report, chosen.fail_on, baseline, baseline_kept=len(baselines.kept(report, previous)))
     if baseline is not None:
         report = baselines.apply(report, baselines.load(baseline))
     return LintRun(report, chosen.fail_on)

@@ -111,10 +111,13 @@ def lint(
     docs_url: Annotated[str | None, typer.Option("--docs-url", metavar="URL", help="Folder URL of the rule pages that SARIF's helpUri links (default: the config's docs-url, else https://mcpspec.dev/docs/rules/).")] = None,
 ) -> None:
     """Check spec files against the language and the risk rules."""
+    from dataclasses import replace
+
     from mcpspec import api
     from mcpspec.colour import colour_wanted
     from mcpspec.output import write_atomically
     from mcpspec.report import text
+    from mcpspec.report.model import LintReport
     from mcpspec.report.renderers import UnknownFormat, lint_renderer
     from mcpspec.settings import Flags
 
@@ -137,8 +140,14 @@ def lint(
         run = api.lint_files(_lint_inputs(files), chosen, write_baseline=write_baseline)
     except _usage_errors() as exc:
         _usage(str(exc))
+    if run.baseline_refused:
+        errors = LintReport([replace(item, results=[r for r in item.results if r.severity == "error"]) for item in run.report.files])
+        sys.stdout.write(text.render(errors, colour))
+        typer.echo(f"mcpspec: error: not writing the baseline: fix the spec errors first (nothing written to {chosen.baseline(writing=True)})", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
     if run.baseline_written is not None:
-        typer.echo(f"wrote {len(run.report.active)} findings to {run.baseline_written}", err=True)
+        kept = f" (kept {run.baseline_kept} of files not checked now)" if run.baseline_kept else ""
+        typer.echo(f"wrote {len(run.report.active)} findings to {run.baseline_written}{kept}", err=True)
         raise typer.Exit(EXIT_CLEAN)
     for position, render in enumerate(renderers[: len(outputs)]):
         try:
