@@ -23,7 +23,7 @@ from mcpspec.report.model import FileLint, LintReport
 from mcpspec.rules.pipeline import LintOptions
 from mcpspec.settings import Settings
 from mcpspec.source.discover import SpecText
-from mcpspec.source.loader import load_file, parse_bytes, parse_text
+from mcpspec.source.loader import load_bytes, load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.targets.base import BuildOptions
 
@@ -183,7 +183,7 @@ def _text_plan_or_errors(spec: SpecText) -> tuple[Plan | None, FileLint]:
 
     try:
         with gc_paused():
-            data, source = parse_bytes(spec.data, spec.name)
+            data, source = load_bytes(spec.data, spec.name)
             return plan_from(data, source), FileLint(spec.name, [])
     except SpecError as exc:
         return None, FileLint(spec.name, [from_diagnostic(d) for d in exc.diagnostics], spec.data.decode("utf-8", "replace"))

@@ -85,9 +85,9 @@ def load_file(path: str | os.PathLike[str], display_name: str | None = None) -> 
     return parse_text(_decode(raw, name), name)
 
 
-def parse_bytes(raw: bytes, name: str) -> tuple[Any, SourceMap]:
-    """Like :func:`load_file` for bytes already read (standard input): the same size and
-    encoding checks, then :func:`parse_text`."""
+def load_bytes(raw: bytes, name: str) -> tuple[Any, SourceMap]:
+    """Parse a spec's bytes read elsewhere (``git show``), as :func:`load_file` parses a file's;
+    diagnostics name ``name``."""
     return parse_text(_decode(raw, name), name)
 
 

@@ -31,11 +31,6 @@ from mcpspec.spec.values import (
 )
 
 SCHEMA_VERSION = 1
-# What env.inherit: minimal passes from the host. docs/spec.md says so from this constant, the
-# bwrap launcher passes exactly these, and container targets keep the image's own values of
-# IMAGE_ENV (tests/test_minimal_env.py checks the docs and the targets against it).
-MINIMAL_ENV = ("HOME", "LANG", "PATH", "TERM")
-IMAGE_ENV = ("HOME", "PATH")
 PROTOCOL_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
 Name = Annotated[str, AfterValidator(check_name), WithJsonSchema({"type": "string", "pattern": NAME_PATTERN})]
@@ -115,6 +110,13 @@ class Runtime(SpecModel):
     cpus: float | None = Field(None, gt=0, le=1024, description="CPU limit in cores. Default 1.0; null means unlimited.", examples=[1.0])
     pids: int | None = Field(None, ge=1, le=4194304, description="Maximum number of processes and threads. Default 128; null means unlimited.", examples=[128])
     read_only_root: bool | None = _doc("Mount the root filesystem read-only. Default true.", True)
+
+
+# What env.inherit: minimal passes from the host. docs/spec.md says so from this constant, the
+# bwrap launcher passes exactly these, and container targets keep the image's own values of
+# IMAGE_ENV (tests/test_minimal_env.py checks the docs and the targets against it).
+MINIMAL_ENV = ("HOME", "LANG", "PATH", "TERM")
+IMAGE_ENV = ("HOME", "PATH")
 
 
 class EnvPolicy(SpecModel):
