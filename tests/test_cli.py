@@ -52,7 +52,39 @@ def test_pre_commit_hook_runs_lint_on_sandbox_specs_only() -> None:
     assert hook["entry"] == "mcpspec lint"
     assert hook["language"] == "python"
     pattern = re.compile(hook["files"])
-    for name in ("mcp-sandbox.yaml", "deploy/mcp-sandbox.prod.yml", "mcp-sandbox-dev.yaml"):
+    for name in ("mcp-sandbox.yaml", "mcp-sandbox.yml", "deploy/mcp-sandbox.prod.yml", "mcp-sandbox-dev.yaml", "sub/dir/x.mcp-sandbox.yaml", "team.mcp-sandbox.yml"):
         assert pattern.search(name), name
-    for name in ("docker-compose.yaml", "mcp-sandbox.yaml.bak", "my-mcp-sandbox.yaml"):
+    for name in ("docker-compose.yaml", "mcp-sandbox.yaml.bak", "my-mcp-sandbox.yaml", "sub/x-mcp-sandbox.yaml", "mcp-sandbox.lock", "mcp-sandbox.yaml/notes.txt"):
         assert not pattern.search(name), name
+
+
+def test_lint_walks_directories_with_the_hook_pattern_and_the_docs_show_it() -> None:
+    from mcpspec.source.discover import SKIPPED_DIRS, SPEC_FILE_PATTERN
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    (hook,) = [h for h in hooks if h["id"] == "mcpspec-lint"]
+    assert hook["files"] == SPEC_FILE_PATTERN
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"`{SPEC_FILE_PATTERN}`" in readme
+    section = readme.split("## Which files lint checks", 1)[1].split("\n## ", 1)[0]
+    assert all(f"`{name}`" in section for name in SKIPPED_DIRS if not name.endswith("_cache")), "a skipped folder is not documented"
+
+
+def test_every_command_help_names_values_not_python_types() -> None:
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from mcpspec.cli import app
+
+    group = get_command(app)
+    names = list(group.commands)  # type: ignore[attr-defined]
+    assert {"lint", "build", "verify", "lock"} <= set(names)
+    runner = CliRunner()
+    for name in names:
+        shown = runner.invoke(app, [name, "--help"], prog_name="mcpspec", terminal_width=200)
+        assert shown.exit_code == 0, name
+        assert not re.search(r"<(list\[|path|str|int|float|bool|text|choice)", shown.output, re.IGNORECASE), f"{name} --help shows a type name:\n{shown.output}"
+        assert "{" not in shown.output.splitlines()[0], shown.output.splitlines()[0]
+    lint_help = runner.invoke(app, ["lint", "--help"], prog_name="mcpspec", terminal_width=200).output
+    assert "Usage: mcpspec lint [OPTIONS] PATH..." in lint_help
+    assert "--format FORMAT" in lint_help and "--output FILE" in lint_help and "--color WHEN" in lint_help

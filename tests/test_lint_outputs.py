@@ -171,7 +171,7 @@ def test_sarif_of_every_example_validates_against_the_sarif_schema(tmp_path: Pat
         assert item["partialFingerprints"]["mcpspecLogicalPath/v1"]
     for rule in run["tool"]["driver"]["rules"]:
         if not rule["id"].startswith(("SC", "YM")):
-            assert isinstance(rule["properties"]["security-severity"], str) and rule["helpUri"]
+            assert isinstance(rule["properties"]["security-severity"], str) and rule["helpUri"].startswith("https://")
 
 
 def test_sarif_of_a_clean_run_still_has_a_results_array_and_suppressions_carry_justification(spec: Path) -> None:

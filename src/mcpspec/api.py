@@ -22,7 +22,8 @@ from mcpspec.perf import gc_paused
 from mcpspec.report.model import FileLint, LintReport
 from mcpspec.rules.pipeline import LintOptions
 from mcpspec.settings import Settings
-from mcpspec.source.loader import load_file, parse_text
+from mcpspec.source.discover import SpecText
+from mcpspec.source.loader import load_bytes, load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.targets.base import BuildOptions
 
@@ -115,14 +116,15 @@ def _related(a: SpecPath, b: SpecPath) -> bool:
     return a[:shorter] == b[:shorter]
 
 
-def lint_file(path: str | os.PathLike[str], options: LintOptions, display_name: str | None = None) -> FileLint:
-    """Lint one file: spec errors become results; otherwise every enabled rule runs.
+def lint_file(path: str | os.PathLike[str] | SpecText, options: LintOptions, display_name: str | None = None) -> FileLint:
+    """Lint one file (or a SpecText, such as standard input): spec errors become results;
+    otherwise every enabled rule runs.
 
     Raises ``UsageError`` when the file cannot be read at all.
     """
     from mcpspec.rules.pipeline import lint_plan
 
-    plan, errors = load_or_errors(path, display_name)
+    plan, errors = _text_plan_or_errors(path) if isinstance(path, SpecText) else load_or_errors(path, display_name)
     if plan is None:
         return errors
     with gc_paused():
@@ -136,16 +138,19 @@ class LintRun:
     report: LintReport
     fail_on: str
     baseline_written: Path | None = None  # set when the run wrote the baseline instead
+    baseline_refused: bool = False  # --write-baseline on a spec with errors: nothing was written
+    baseline_kept: int = 0  # entries of files this run did not check, kept in the written baseline
 
     @property
     def failed(self) -> bool:
         return self.baseline_written is None and self.report.fails(self.fail_on)
 
 
-def lint_files(files: Sequence[str | os.PathLike[str]], settings: Settings | None = None, write_baseline: bool = False) -> LintRun:
+def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Settings | None = None, write_baseline: bool = False) -> LintRun:
     """Lint files as ``mcpspec lint`` does; ``settings`` (default: the built-in ones) come from
     :func:`mcpspec.settings.settings`. With ``write_baseline`` the findings are written to the
-    baseline file instead of judged.
+    baseline file instead of judged: the entries of files not checked now are kept, and
+    nothing is written when a file has spec errors (``LintRun.baseline_refused``).
 
     Raises ``UsageError`` for a file that cannot be read, ConfigError for an unknown rule in a
     per-file ignore and ``BaselineError`` for a baseline that cannot be read.
@@ -154,15 +159,34 @@ def lint_files(files: Sequence[str | os.PathLike[str]], settings: Settings | Non
     from mcpspec.rules import baseline as baselines
 
     chosen = settings if settings is not None else Settings()
-    report = LintReport([lint_file(file, chosen.lint_options(str(file)), display_name=str(file)) for file in files])
+    report = LintReport([lint_file(file, chosen.lint_options(_name(file)), display_name=_name(file)) for file in files])
     baseline = chosen.baseline(writing=write_baseline)
     if write_baseline:
         assert baseline is not None
-        write_atomically(baseline, baselines.render(report))
-        return LintRun(report, chosen.fail_on, baseline)
+        if any(result.severity == "error" for result in report.results):
+            return LintRun(report, chosen.fail_on, baseline_refused=True)
+        previous = baselines.load(baseline) if baseline.exists() else set()
+        write_atomically(baseline, baselines.render(report, previous))
+        return LintRun(report, chosen.fail_on, baseline, baseline_kept=len(baselines.kept(report, previous)))
     if baseline is not None:
         report = baselines.apply(report, baselines.load(baseline))
     return LintRun(report, chosen.fail_on)
+
+
+def _name(file: str | os.PathLike[str] | SpecText) -> str:
+    return file.name if isinstance(file, SpecText) else str(file)
+
+
+def _text_plan_or_errors(spec: SpecText) -> tuple[Plan | None, FileLint]:
+    """The plan of a spec read from elsewhere than a file (it has no lock beside it), or its errors."""
+    from mcpspec.rules.engine import from_diagnostic
+
+    try:
+        with gc_paused():
+            data, source = load_bytes(spec.data, spec.name)
+            return plan_from(data, source), FileLint(spec.name, [])
+    except SpecError as exc:
+        return None, FileLint(spec.name, [from_diagnostic(d) for d in exc.diagnostics], spec.data.decode("utf-8", "replace"))
 
 
 class GraphOutcome(NamedTuple):

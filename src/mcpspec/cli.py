@@ -15,18 +15,20 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from mcpspec import __version__
+from mcpspec.helpformat import App
 from mcpspec.report.renderers import GRAPH_FORMATS, LINT_FORMATS, PLAN_FORMATS
 from mcpspec.targets import TARGET_NAMES
 
 if TYPE_CHECKING:
     from mcpspec.settings import Flags, Settings
+    from mcpspec.source.discover import SpecText
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward)."
 
-app = typer.Typer(
+app = App(
     name="mcpspec",
     help="Lint and compile MCP server sandbox policy (mcp-sandbox.yaml).",
     add_completion=False,
@@ -85,53 +87,91 @@ def _settings(flags: Flags) -> Settings:
 
 
 def _colour(stream: object) -> bool:
-    return bool(getattr(stream, "isatty", lambda: False)()) and "NO_COLOR" not in os.environ
+    from mcpspec.colour import colour_wanted
+
+    return colour_wanted("auto", stream, os.environ)
 
 
 @app.command()
 def lint(
-    files: Annotated[list[Path], typer.Argument(help="Spec files to check.", show_default=False)],
-    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", help=f"Output format, repeatable: {', '.join(LINT_FORMATS)}.")] = None,
-    output: Annotated[list[Path] | None, typer.Option("--output", "-o", help="File for the matching --format (in order); the rest go to stdout.")] = None,
-    select: Annotated[list[str] | None, typer.Option(help="Only these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
-    ignore: Annotated[list[str] | None, typer.Option(help="Skip these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
-    fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run: critical, high, medium, low (default), info, never.")] = None,
+    files: Annotated[list[Path], typer.Argument(metavar="PATH", help="Spec files, directories to search for them (mcp-sandbox*.yaml, *.mcp-sandbox.yaml), or - for standard input.", show_default=False)],
+    output_format: Annotated[list[str] | None, typer.Option("--format", "-f", metavar="FORMAT", help=f"Output format, repeatable: {', '.join(LINT_FORMATS)}.")] = None,
+    output: Annotated[list[Path] | None, typer.Option("--output", "-o", metavar="FILE", help="File for the matching --format (in order); the rest go to stdout. When every format goes to a file, stdout gets the one-line summary.")] = None,
+    select: Annotated[list[str] | None, typer.Option(metavar="RULES", help="Only these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option(metavar="RULES", help="Skip these rules (IDs, slugs or ID prefixes; comma-separated).")] = None,
+    fail_on: Annotated[str | None, typer.Option("--fail-on", metavar="LEVEL", help="Lowest severity that fails the run: critical, high, medium, low (default), info, never.")] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
     no_inline_suppressions: Annotated[bool, typer.Option("--no-inline-suppressions", help="Ignore '# mcpspec: ignore[...]' comments.")] = False,
-    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
-    baseline: Annotated[Path | None, typer.Option("--baseline", help="Baseline file of accepted findings.")] = None,
-    write_baseline: Annotated[bool, typer.Option("--write-baseline", help="Write the current findings to the baseline file and exit 0.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", metavar="FILE", help=CONFIG_HELP)] = None,
+    baseline: Annotated[Path | None, typer.Option("--baseline", metavar="FILE", help="Baseline file of accepted findings.")] = None,
+    write_baseline: Annotated[bool, typer.Option("--write-baseline", help="Write the current findings to the baseline file and exit 0 (refused, exit 1, when a spec has errors).")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print the findings only: no summary line.")] = False,
+    color: Annotated[str, typer.Option("--color", metavar="WHEN", help="Colour the text output: auto (a terminal, unless NO_COLOR is set; or FORCE_COLOR is set), always, never.")] = "auto",
+    statistics: Annotated[bool, typer.Option("--statistics", help="Print the number of findings per rule instead of the findings.")] = False,
+    docs_url: Annotated[str | None, typer.Option("--docs-url", metavar="URL", help="Folder URL of the rule pages that SARIF's helpUri links (default: the config's docs-url, else https://mcpspec.dev/docs/rules/).")] = None,
 ) -> None:
     """Check spec files against the language and the risk rules."""
+    from dataclasses import replace
+
     from mcpspec import api
+    from mcpspec.colour import colour_wanted
     from mcpspec.output import write_atomically
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
     from mcpspec.report.renderers import UnknownFormat, lint_renderer
     from mcpspec.settings import Flags
 
     formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
     outputs = list(output or [])
+    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline, docs_url))
     try:
-        renderers = [lint_renderer(name) for name in formats]
-    except UnknownFormat as exc:
+        renderers = [lint_renderer(name, chosen.docs_url) for name in formats]
+        colour = colour_wanted(color, sys.stdout, os.environ)
+    except (UnknownFormat, ValueError) as exc:
         _usage(str(exc))
     if len(outputs) > len(formats):
         _usage("more --output files than --format options")
     if len(formats) - len(outputs) > 1:
         _usage("only one format can go to stdout; give an --output file for the others")
-    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline))
+    on_stdout = formats[-1] if len(formats) > len(outputs) else None
+    if statistics and on_stdout not in (None, "text"):
+        _usage(f"--statistics prints text; write the {on_stdout} output to a file with --output")
     try:
-        run = api.lint_files(files, chosen, write_baseline=write_baseline)
+        run = api.lint_files(_lint_inputs(files), chosen, write_baseline=write_baseline)
     except _usage_errors() as exc:
         _usage(str(exc))
+    if run.baseline_refused:
+        errors = LintReport([replace(item, results=[r for r in item.results if r.severity == "error"]) for item in run.report.files])
+        sys.stdout.write(text.render(errors, colour))
+        typer.echo(f"mcpspec: error: not writing the baseline: fix the spec errors first (nothing written to {chosen.baseline(writing=True)})", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
     if run.baseline_written is not None:
-        typer.echo(f"wrote {len(run.report.active)} findings to {run.baseline_written}", err=True)
+        kept = f" (kept {run.baseline_kept} of files not checked now)" if run.baseline_kept else ""
+        typer.echo(f"wrote {len(run.report.active)} findings to {run.baseline_written}{kept}", err=True)
         raise typer.Exit(EXIT_CLEAN)
-    for position, render in enumerate(renderers):
-        if position < len(outputs):
+    for position, render in enumerate(renderers[: len(outputs)]):
+        try:
             write_atomically(outputs[position], render(run.report, False))
-        else:
-            sys.stdout.write(render(run.report, _colour(sys.stdout)))
+        except OSError as exc:
+            _usage(f"cannot write {outputs[position]}: {exc.strerror or exc}")
+    if on_stdout in (None, "text"):
+        shown = text.statistics(run.report) if statistics else text.findings(run.report, colour) if on_stdout == "text" else ""
+        sys.stdout.write(shown if quiet else shown + text.summary(run.report) + "\n")
+    else:
+        sys.stdout.write(renderers[-1](run.report, colour))
     raise typer.Exit(EXIT_FINDINGS if run.failed and not exit_zero else EXIT_CLEAN)
+
+
+def _lint_inputs(arguments: list[Path]) -> list[Path | SpecText]:
+    """The files to lint: directories walked for spec files, ``-`` read from standard input."""
+    from mcpspec.source.discover import STDIN_ARGUMENT, STDIN_NAME, SpecText, expand
+    from mcpspec.source.loader import UsageError
+
+    try:
+        found = expand(arguments)
+    except UsageError as exc:
+        _usage(str(exc))
+    return [SpecText(STDIN_NAME, sys.stdin.buffer.read()) if str(path) == STDIN_ARGUMENT else path for path in found]
 
 
 @app.command()

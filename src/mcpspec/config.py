@@ -3,7 +3,8 @@ pyproject.toml, found by searching upward from the working directory.
 
 Keys (hyphens and underscores are the same): select, ignore, severity
 (rule -> severity), fail-on, per-file-ignores (glob -> rules), baseline (a path
-relative to the config file), no-inline-suppressions; and for `mcpspec run`, approver (the
+relative to the config file), no-inline-suppressions, docs-url (the folder URL of the rule pages
+that SARIF's helpUri links); and for `mcpspec run`, approver (the
 approval command, split into words as a shell would, never run by one) and approver-timeout
 (seconds).
 """
@@ -13,13 +14,18 @@ from __future__ import annotations
 import fnmatch
 import shlex
 import tomllib
+import urllib.parse
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcpspec.rules.base import Severity
+from mcpspec.rules.base import DEFAULT_DOCS_URL, Severity
+
+if TYPE_CHECKING:
+    from mcpspec.config_errors import Locate
 
 FailOn = Literal["critical", "high", "medium", "low", "info", "never"]
 CONFIG_NAMES = (".mcpspec.yaml", ".mcpspec.yml")
@@ -39,6 +45,7 @@ class _ConfigModel(BaseModel):
     per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
     baseline: str | None = None
     no_inline_suppressions: bool = False
+    docs_url: str | None = None
     approver: str | None = Field(None, min_length=1)
     approver_timeout: float | None = Field(None, gt=0)
 
@@ -55,6 +62,7 @@ class LintConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     baseline: Path | None = None
     no_inline_suppressions: bool = False
+    docs_url: str | None = None
     approver: list[str] | None = None
     approver_timeout: float | None = None
 
@@ -78,6 +86,14 @@ def split_approver(text: str, where: str = "--approver") -> list[str]:
     return argv
 
 
+def check_docs_url(text: str, where: str = "--docs-url") -> str:
+    """An absolute http(s) URL of the folder of rule pages, ending in ``/``; ConfigError otherwise."""
+    parts = urllib.parse.urlsplit(text)
+    if parts.scheme not in ("https", "http") or not parts.netloc or parts.query or parts.fragment or any(c.isspace() for c in text):
+        raise ConfigError(f"{where}: {text!r} is not an absolute http(s) URL of the folder of rule pages, such as {DEFAULT_DOCS_URL}")
+    return text if text.endswith("/") else text + "/"
+
+
 def find_config(start: Path) -> Path | None:
     """The nearest `.mcpspec.yaml`/`.yml`, or pyproject.toml with [tool.mcpspec], at or above ``start``."""
     for directory in (start, *start.parents):
@@ -91,23 +107,35 @@ def find_config(start: Path) -> Path | None:
 
 
 def load_config(path: Path | None) -> LintConfig:
-    """Read and validate a config file; raise ConfigError with the file named on any problem."""
+    """Read and validate a config file; raise ConfigError naming the file, with ``FILE:LINE:COL:``
+    and a did-you-mean where it can (see :mod:`mcpspec.config_errors`)."""
+    from mcpspec.config_errors import format_problems, problems
+
     if path is None:
         return LintConfig()
     try:
-        raw = _read(path)
+        raw, locate = _read(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: a config is a mapping of keys such as select, ignore, fail-on")
+        raise ConfigError(f"{path}:1:1: a config is a mapping of keys such as select, ignore, fail-on")
     normalized = {str(key).replace("-", "_"): value for key, value in raw.items()}
+    raw_keys = {str(key).replace("-", "_"): str(key) for key in raw}
     try:
         model = _ConfigModel.model_validate(normalized)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False))
-        raise ConfigError(f"{path}: {problems}") from None
+        found = problems(exc, raw_keys, _ConfigModel.model_fields, raw)
+        raise ConfigError(format_problems(path, [(locate(where, key), message) for where, key, message in found])) from None
+    unknown = _unknown_rules(model, raw_keys)
+    if unknown:
+        raise ConfigError(format_problems(path, [(locate(where, key), message) for where, key, message in unknown]))
     baseline = (path.parent / model.baseline) if model.baseline else None
-    approver = split_approver(model.approver, f"{path}: approver") if model.approver is not None else None
+
+    def at(key: str) -> str:
+        line, col = locate((raw_keys.get(key, key),), False)
+        return f"{path}:{line}:{col}: {raw_keys.get(key, key)}"
+
+    approver = split_approver(model.approver, at("approver")) if model.approver is not None else None
     return LintConfig(
         path=path,
         select=model.select,
@@ -117,25 +145,57 @@ def load_config(path: Path | None) -> LintConfig:
         per_file_ignores=model.per_file_ignores,
         baseline=baseline,
         no_inline_suppressions=model.no_inline_suppressions,
+        docs_url=check_docs_url(model.docs_url, at("docs_url")) if model.docs_url is not None else None,
         approver=approver,
         approver_timeout=model.approver_timeout,
     )
 
 
-def _read(path: Path) -> Any:
-    if path.name == "pyproject.toml":
-        with path.open("rb") as handle:
-            return tomllib.load(handle).get("tool", {}).get("mcpspec", {})
+def _unknown_rules(model: _ConfigModel, raw_keys: dict[str, str]) -> list[tuple[tuple[str | int, ...], bool, str]]:
+    """(path, points at a key, message) for each rule name in the config that names no rule."""
+    from mcpspec.config_errors import suggestion
+    from mcpspec.diagnostics import format_path
+    from mcpspec.rules.registry import all_rules, expand
+
+    named: list[tuple[tuple[str | int, ...], bool, str]] = []
+    for field_name in ("select", "ignore"):
+        named += [((raw_keys.get(field_name, field_name), index), False, name) for index, name in enumerate(getattr(model, field_name) or [])]
+    named += [((raw_keys.get("severity", "severity"), name), True, name) for name in model.severity]
+    for pattern, names in model.per_file_ignores.items():
+        named += [((raw_keys.get("per_file_ignores", "per-file-ignores"), pattern, index), False, name) for index, name in enumerate(names)]
+    choices = [name for rule in all_rules() for name in (rule.id, rule.slug)]
+    found: list[tuple[tuple[str | int, ...], bool, str]] = []
+    for where, key, name in named:
+        try:
+            expand([name])
+        except ValueError:
+            shown = format_path(where)
+            hint = suggestion(name.upper() if name[:2].isalpha() and name[2:].isdigit() else name, choices)
+            found.append((where, key, f"{shown}: no rule is named {name!r}{hint} (see `mcpspec rules`)"))
+    return found
+
+
+def _read(path: Path) -> tuple[Any, Locate]:
+    """The config's data and a function that finds where a key or value of it is written."""
+    from mcpspec.config_errors import toml_locator, yaml_locator
     from mcpspec.diagnostics import SpecError
     from mcpspec.source.loader import parse_text
 
+    if path.name == "pyproject.toml":
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text).get("tool", {}).get("mcpspec", {})
+        return data, toml_locator(text, data if isinstance(data, dict) else {})
     text = path.read_text(encoding="utf-8")
     if not text.strip():
-        return {}
+        return {}, _nowhere
     try:
-        data, _ = parse_text(text, str(path))
+        data, source = parse_text(text, str(path))
     except SpecError as exc:
         if all(d.code == "YM008" for d in exc.diagnostics):  # only comments
-            return {}
+            return {}, _nowhere
         raise ConfigError("; ".join(d.format() for d in exc.diagnostics)) from None
-    return data
+    return data, yaml_locator(source)
+
+
+def _nowhere(path: Sequence[str | int], key: bool) -> tuple[int, int]:
+    return 1, 1

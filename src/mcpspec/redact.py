@@ -41,3 +41,35 @@ def redact(text: str) -> str:
     if not text or not any(marker in text for marker in _MARKERS):
         return text
     return SECRET_VALUE.sub(_mask, text)
+
+
+def redact_range(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """``text`` redacted, and the 0-based range ``[start, end)`` of ``text`` moved to where it
+    lies in the result (a range that starts or ends inside a masked value covers its mask), so
+    carets under a code frame stay under the value they point at."""
+    if not text or not any(marker in text for marker in _MARKERS):
+        return text, start, end
+    out: list[str] = []
+    shift = 0  # how much shorter the result is than text, up to the last masked value
+    new_start, new_end = start, end
+    done_start = done_end = False
+    last = 0
+    for match in SECRET_VALUE.finditer(text):
+        begin, finish = match.span()
+        mask = _mask(match)
+        if not done_start and start < finish:
+            new_start = start - shift if start < begin else begin - shift
+            done_start = True
+        if not done_end and end <= finish:
+            new_end = end - shift if end <= begin else begin - shift + len(mask)
+            done_end = True
+        out.append(text[last:begin])
+        out.append(mask)
+        last = finish
+        shift += (finish - begin) - len(mask)
+    out.append(text[last:])
+    if not done_start:
+        new_start = start - shift
+    if not done_end:
+        new_end = end - shift
+    return "".join(out), new_start, new_end

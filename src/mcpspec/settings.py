@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mcpspec.config import ConfigError, LintConfig, find_config, load_config
+from mcpspec.config import ConfigError, LintConfig, check_docs_url, find_config, load_config
+from mcpspec.rules.base import DEFAULT_DOCS_URL
 from mcpspec.rules.pipeline import LintOptions
 from mcpspec.rules.registry import expand
 
@@ -33,6 +34,7 @@ class Flags:
     fail_on: str | None = None
     no_inline_suppressions: bool = False
     baseline: Path | None = None
+    docs_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Settings:
     @property
     def inline_suppressions(self) -> bool:
         return not (self.flags.no_inline_suppressions or self.config.no_inline_suppressions)
+
+    @property
+    def docs_url(self) -> str:
+        """The folder URL of the rule pages: the flag, else the config, else the project's."""
+        return self.flags.docs_url or self.config.docs_url or DEFAULT_DOCS_URL
 
     def baseline(self, writing: bool = False) -> Path | None:
         """The baseline file: the flag, else the config's; writing one defaults to ``.mcpspec-baseline.json``."""
@@ -79,6 +86,8 @@ def settings(flags: Flags | None = None, start: Path | None = None) -> Settings:
     working directory) and check the flags; raises ConfigError for anything unusable."""
     chosen = flags if flags is not None else Flags()
     path = chosen.config if chosen.config is not None else find_config(start if start is not None else Path.cwd())
+    if chosen.docs_url is not None:
+        chosen = replace(chosen, docs_url=check_docs_url(chosen.docs_url))
     loaded = Settings(load_config(path), chosen)
     if chosen.fail_on is not None and chosen.fail_on not in FAIL_ON:
         raise ConfigError(f"--fail-on must be one of {', '.join(FAIL_ON)}")

@@ -105,9 +105,20 @@ def _lookup(table: Mapping[str, _R], name: str) -> _R:
         raise UnknownFormat(f"unknown format {name!r}; choose from {', '.join(table)}") from None
 
 
-def lint_renderer(name: str) -> LintRenderer:
-    """The lint format called ``name``; UnknownFormat names the choices."""
-    return _lookup(LINT_FORMATS, name)
+def lint_renderer(name: str, docs_url: str | None = None) -> LintRenderer:
+    """The lint format called ``name``; UnknownFormat names the choices. ``docs_url`` (default:
+    the project's) is where the formats that link rule pages (SARIF's helpUri) find them."""
+    render = _lookup(LINT_FORMATS, name)
+    if name != "sarif" or docs_url is None:
+        return render
+    url = docs_url
+
+    def _sarif_at(report: LintReport, colour: bool) -> str:
+        from mcpspec.report import sarif
+
+        return sarif.render(report, url)
+
+    return _sarif_at
 
 
 def graph_renderer(name: str) -> GraphRenderer:

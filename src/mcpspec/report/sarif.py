@@ -16,14 +16,14 @@ from typing import Any
 from mcpspec import __version__
 from mcpspec.diagnostics import format_path
 from mcpspec.report.model import LintReport
-from mcpspec.rules.base import SECURITY_SEVERITY, Rule, doc_sections
+from mcpspec.rules.base import DEFAULT_DOCS_URL, SECURITY_SEVERITY, Rule, doc_sections
 from mcpspec.rules.engine import SPEC_ERROR_SLUGS, Result
 from mcpspec.rules.registry import all_rules
 
 _LEVEL = {"error": "error", "critical": "error", "high": "error", "medium": "warning", "low": "note", "info": "note"}
 
 
-def _rule_descriptor(rule: Rule) -> dict[str, Any]:
+def _rule_descriptor(rule: Rule, docs_url: str) -> dict[str, Any]:
     sections = doc_sections(rule.doc)
     return {
         "id": rule.id,
@@ -31,7 +31,7 @@ def _rule_descriptor(rule: Rule) -> dict[str, Any]:
         "shortDescription": {"text": rule.summary},
         "fullDescription": {"text": sections.get("What it does", rule.summary)},
         "help": {"text": sections.get("Why is this risky", rule.summary), "markdown": rule.doc.strip()},
-        "helpUri": rule.help_uri(),
+        "helpUri": rule.help_uri(docs_url),
         "defaultConfiguration": {"level": _LEVEL[rule.severity]},
         "properties": {"tags": ["security", rule.category], "security-severity": SECURITY_SEVERITY[rule.severity], "precision": "high"},
     }
@@ -113,10 +113,11 @@ def _thread_flow(result: Result) -> list[dict[str, Any]]:
     return steps
 
 
-def build(report: LintReport) -> dict[str, Any]:
+def build(report: LintReport, docs_url: str = DEFAULT_DOCS_URL) -> dict[str, Any]:
+    """The SARIF log; each rule's helpUri is its page under ``docs_url``."""
     catalog = {rule.id: rule for rule in all_rules()}
     codes = sorted({result.code for result in report.results})
-    descriptors = [_rule_descriptor(catalog[code]) if code in catalog else _spec_error_descriptor(code) for code in codes]
+    descriptors = [_rule_descriptor(catalog[code], docs_url) if code in catalog else _spec_error_descriptor(code) for code in codes]
     index = {code: position for position, code in enumerate(codes)}
     return {
         "version": "2.1.0",
@@ -130,5 +131,5 @@ def build(report: LintReport) -> dict[str, Any]:
     }
 
 
-def render(report: LintReport) -> str:
-    return json.dumps(build(report), indent=2, ensure_ascii=False) + "\n"
+def render(report: LintReport, docs_url: str = DEFAULT_DOCS_URL) -> str:
+    return json.dumps(build(report, docs_url), indent=2, ensure_ascii=False) + "\n"

@@ -3,8 +3,11 @@ the related places of a finding, and a one-line summary."""
 
 from __future__ import annotations
 
+import unicodedata
+from collections import Counter
+
 from mcpspec.diagnostics import Span
-from mcpspec.redact import redact
+from mcpspec.redact import redact_range
 from mcpspec.report.model import LintReport
 from mcpspec.rules.engine import Result
 
@@ -13,14 +16,29 @@ _COLOURS = {"error": "1;31", "critical": "1;35", "high": "31", "medium": "33", "
 
 def render(report: LintReport, colour: bool = False) -> str:
     """The findings that count, each with its frame, then the summary."""
+    return findings(report, colour) + summary(report) + "\n"
+
+
+def findings(report: LintReport, colour: bool = False) -> str:
+    """The findings that count, each with its frame and related places (``--quiet``: this alone)."""
     out: list[str] = []
     for item in report.files:
         lines = item.text.splitlines() if item.text is not None else None
         for result in item.results:
             if result.suppression is None:
-                out.append(_result(result, lines, colour))
-    out.append(summary(report))
-    return "\n".join(out) + "\n"
+                out.append(_result(result, lines, colour) + "\n")
+    return "".join(out)
+
+
+def statistics(report: LintReport) -> str:
+    """``--statistics``: one line per rule that found something, most findings first:
+    the count, the code, the severity and the slug."""
+    counted = Counter((result.code, result.severity, result.slug) for result in report.active)
+    if not counted:
+        return ""
+    rows = sorted(counted.items(), key=lambda item: (-item[1], item[0][0]))
+    width = len(str(rows[0][1]))
+    return "".join(f"{count:>{width}}  {code:<5}  {f'[{severity}]':<10}  {slug}\n" for (code, severity, slug), count in rows)
 
 
 def _result(result: Result, lines: list[str] | None, colour: bool) -> str:
@@ -39,13 +57,26 @@ def _result(result: Result, lines: list[str] | None, colour: bool) -> str:
 
 
 def _frame(span: Span, lines: list[str] | None) -> list[str]:
+    """The line of ``span`` (secrets masked) and carets under the span, never past the line's end
+    (a span over several lines is underlined to the end of its first)."""
     if lines is None or not 0 < span.line <= len(lines):
         return []
-    line = redact(lines[span.line - 1].expandtabs(1))
-    width = span.end_col - span.col if span.end_line == span.line and span.end_col > span.col else 1
-    width = max(1, min(width, len(line) - span.col + 1))
+    original = lines[span.line - 1].expandtabs(1)
+    start = span.col - 1
+    end = span.end_col - 1 if span.end_line == span.line and span.end_col > span.col else len(original) if span.end_line > span.line else start + 1
+    line, start, end = redact_range(original, start, end)
+    start = max(0, min(start, len(line)))
+    end = max(start, min(end, len(line)))
     gutter = f"{span.line} | "
-    return [f"  {gutter}{line}", f"  {' ' * (len(gutter) + span.col - 1)}{'^' * width}"]
+    carets = max(1, _width(line[start:end]))
+    return [f"  {gutter}{line}", f"  {' ' * (len(gutter) + _width(line[:start]))}{'^' * carets}"]
+
+
+def _width(text: str) -> int:
+    """Terminal columns of ``text``: wide East Asian characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(char) else 2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
 
 
 def summary(report: LintReport) -> str:

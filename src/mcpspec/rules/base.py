@@ -65,6 +65,10 @@ class Finding:
 Check = Callable[[Plan], Iterable[Finding]]
 
 
+# Where the rule pages (docs/rules/ of this repository) are published; SARIF's helpUri is this
+# folder and the page's file name. `docs-url` in the config or `--docs-url` points at a copy.
+DEFAULT_DOCS_URL = "https://mcpspec.dev/docs/rules/"
+
 @dataclass(frozen=True)
 class Rule:
     """One risk rule."""
@@ -86,8 +90,9 @@ class Rule:
         """The text of one ``## title`` section of the docs ('' when missing)."""
         return doc_sections(self.doc).get(title, "")
 
-    def help_uri(self) -> str:
-        return f"docs/rules/{self.id}-{self.slug}.md"
+    def help_uri(self, docs_url: str = DEFAULT_DOCS_URL) -> str:
+        """The absolute URL of this rule's page under ``docs_url`` (a folder URL ending in ``/``)."""
+        return f"{docs_url}{self.id}-{self.slug}.md"
 
 
 def doc_sections(doc: str) -> dict[str, str]:

@@ -51,11 +51,18 @@ def apply(report: LintReport, keys: set[Key]) -> LintReport:
     return LintReport(files)
 
 
-def render(report: LintReport) -> str:
-    """The baseline of every finding that counts now (spec errors excluded)."""
-    keys = sorted({_key(r) for r in report.active if r.severity != "error"})
+def kept(report: LintReport, previous: set[Key]) -> set[Key]:
+    """The entries of ``previous`` for files ``report`` did not check: an update keeps them."""
+    checked = {item.file for item in report.files}
+    return {key for key in previous if key[0] not in checked}
+
+
+def render(report: LintReport, previous: set[Key] | None = None) -> str:
+    """The baseline of every finding that counts now (spec errors excluded), keeping the entries
+    of ``previous`` (the baseline being updated) for files this run did not check."""
+    keys = sorted(kept(report, previous or set()) | {_key(r) for r in report.active if r.severity != "error"})
     data = {"version": BASELINE_VERSION, "findings": [{"file": f, "rule": rule, "path": p} for f, rule, p in keys]}
     return json.dumps(data, indent=2) + "\n"
 
 
-__all__ = ["DEFAULT_BASELINE", "BaselineError", "FileLint", "apply", "load", "render"]
+__all__ = ["DEFAULT_BASELINE", "BaselineError", "FileLint", "apply", "kept", "load", "render"]

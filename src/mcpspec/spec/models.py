@@ -136,11 +136,19 @@ class Runtime(SpecModel):
     read_only_root: bool | None = _doc("Mount the root filesystem read-only. Default true.", True)
 
 
+# What env.inherit: minimal passes from the host. docs/spec.md says so from this constant, the
+# bwrap launcher passes exactly these, and container targets keep the image's own values of
+# IMAGE_ENV (tests/test_minimal_env.py checks the docs and the targets against it).
+MINIMAL_ENV = ("HOME", "LANG", "PATH", "TERM")
+IMAGE_ENV = ("HOME", "PATH")
+
+
 class EnvPolicy(SpecModel):
     """Which environment variables the server's process sees."""
 
     inherit: Literal["none", "minimal", "all"] | list[EnvName] | None = _doc(
-        "Host variables passed through: none, minimal (HOME, PATH, LANG, TERM), all, or a list of names. Default none.",
+        f"Host variables passed through: none, minimal ({', '.join(MINIMAL_ENV)}; container targets keep the image's {' and '.join(IMAGE_ENV)}), "
+        "all, or a list of names. Default none.",
         "none",
     )
     set: dict[EnvName, Annotated[str, Field(pattern=r"^[^\x00]*$")]] | None = _doc(

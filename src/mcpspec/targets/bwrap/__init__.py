@@ -15,6 +15,9 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
+
+# What env.inherit: minimal passes (docs/spec.md documents it from the same constant).
+from mcpspec.spec.models import MINIMAL_ENV as MINIMAL_ENV
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import header, header_text
@@ -72,8 +75,6 @@ the proxy and writes one JSON audit line to the spec's sink:
 `ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`.
 """
 
-# What env.inherit: minimal passes, as docs/spec.md documents it.
-MINIMAL_ENV = ("HOME", "LANG", "PATH", "TERM")
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _REAL = "tests/test_target_bwrap_real.py::"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
-from mcpspec.spec.models import HttpTransport
+from mcpspec.spec.models import IMAGE_ENV, MINIMAL_ENV, HttpTransport
 from mcpspec.targets.base import BuildOptions, Refused
 from mcpspec.targets.egress import egress_plan
 
@@ -30,8 +30,8 @@ PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 SQUID_CONF = "/etc/mcpspec/squid.conf"
 SCRATCH = "/tmp"
 SCRATCH_SIZE = 64 * 2**20
-# Variables a container gets from inherit: minimal (PATH and HOME come from the image, not the host).
-MINIMAL_INHERIT = ("LANG", "TERM")
+# Variables a container gets from the host for inherit: minimal (PATH and HOME come from the image).
+MINIMAL_INHERIT = tuple(name for name in MINIMAL_ENV if name not in IMAGE_ENV)
 # Providers compose can hand over: a file on the host, or a variable of compose's own environment.
 PROVIDERS = ("file", "env")
 # Letters, digits and _@+=./- only: podman-compose joins a mount into `--mount type=bind,source=...`
