@@ -14,6 +14,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 
+from mcpspec.spec.patterns import (
+    CACHE_PATTERN,
+    EGRESS_PATTERN,
+    HOST_PATH_PATTERN,
+    IP_ADDRESS_PATTERN,
+    MOUNT_SOURCE_PATTERN,
+    SANDBOX_PATH_PATTERN,
+    SINK_PATTERN,
+)
 from mcpspec.spec.values import (
     DIR_NAME_PATTERN,
     DURATION_PATTERN,
@@ -50,12 +59,12 @@ Size = Annotated[
 SandboxPath = Annotated[
     str,
     AfterValidator(normalize_sandbox_path),
-    WithJsonSchema({"type": "string", "pattern": "^/", "description": "An absolute path inside the sandbox."}),
+    WithJsonSchema({"type": "string", "pattern": SANDBOX_PATH_PATTERN, "description": "An absolute path inside the sandbox."}),
 ]
 HostPath = Annotated[
     str,
     AfterValidator(normalize_host_path),
-    WithJsonSchema({"type": "string", "pattern": "^(/|~/|~$)", "description": "An absolute host path, or one under ~/."}),
+    WithJsonSchema({"type": "string", "pattern": HOST_PATH_PATTERN, "description": "An absolute host path, or one under ~/."}),
 ]
 EgressEntry = Annotated[
     Destination,
@@ -63,6 +72,7 @@ EgressEntry = Annotated[
     WithJsonSchema(
         {
             "type": "string",
+            "pattern": EGRESS_PATTERN,
             "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port or [IPv6]:port.",
         }
     ),
@@ -85,6 +95,28 @@ IMAGE_PATTERN = (
 )
 ImageRef = Annotated[str, Field(pattern=IMAGE_PATTERN)]
 Arg = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+
+
+# Fields where writing null means something of its own: it lifts a limit (or, for
+# process.allow, the process policy) that `defaults` or the built-in default sets.
+# Elsewhere null means the same as leaving the key out, so the JSON Schema offers only
+# the real type (editors then say "is not of type 'string'", not "... 'null'").
+NULL_LIFTS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("Runtime", "memory"),
+        ("Runtime", "cpus"),
+        ("Runtime", "pids"),
+        ("Process", "allow"),
+        ("Process", "max_runtime"),
+        ("Background", "max_jobs"),
+        ("Background", "max_runtime"),
+        ("Lifecycle", "idle_timeout"),
+        ("Lifecycle", "max_lifetime"),
+        ("Pause", "max_paused"),
+        ("Limits", "requests_per_minute"),
+        ("Limits", "call_timeout"),
+    }
+)
 
 
 class SpecModel(BaseModel):
@@ -148,7 +180,12 @@ class PackageInstall(SpecModel):
         default_factory=list, description="Registries installs may come from (names such as pypi, npm).", examples=[["pypi"]]
     )
     lockfile: Literal["required", "optional"] = _doc("Must installs follow a lockfile.", "required", default="required")
-    cache: str | None = _doc("Where package caches live: workspace.<dir> or an absolute sandbox path.", "workspace.tmp")
+    cache: str | None = Field(
+        None,
+        description="Where package caches live: workspace.<dir> or an absolute sandbox path.",
+        examples=["workspace.tmp"],
+        json_schema_extra={"pattern": CACHE_PATTERN},
+    )
 
 
 class Background(SpecModel):
@@ -226,7 +263,12 @@ class Logging(SpecModel):
     redact: bool | None = _doc("Mask secrets and secret-shaped strings in every log. Default true.", True)
     raw_prompts: bool | None = _doc("Log prompts verbatim. Default false.", False)
     full_output: bool | None = _doc("Log full tool output. Default false.", False)
-    sink: str | None = _doc("Where audit lines go: stderr, journal, or an absolute host file path. Default stderr.", "/var/log/mcp/audit.jsonl")
+    sink: str | None = Field(
+        None,
+        description="Where audit lines go: stderr, journal, or an absolute host file path. Default stderr.",
+        examples=["/var/log/mcp/audit.jsonl"],
+        json_schema_extra={"pattern": SINK_PATTERN},
+    )
 
 
 class Limits(SpecModel):
@@ -279,7 +321,9 @@ class Agent(SpecModel):
     """One model context: the servers whose tools it sees together."""
 
     description: str = _doc("What the agent does.", "Coding assistant for the acme repo.", default="")
-    servers: list[Name] = Field(min_length=1, description="Servers whose tools this agent can call.", examples=[["repo", "fetch"]])
+    servers: list[Name] = Field(
+        min_length=1, description="Servers whose tools this agent can call, each once.", examples=[["repo", "fetch"]], json_schema_extra={"uniqueItems": True}
+    )
 
 
 class Rotation(SpecModel):
@@ -330,7 +374,9 @@ class HttpTransport(SpecModel):
 
     type: Literal["http", "sse"] = _doc("http (Streamable HTTP) or sse (the deprecated HTTP+SSE transport).", "http", default=...)
     url: str | None = Field(None, pattern=r"^https?://[^\s]+$", description="URL of an external server.", examples=["https://mcp.example.com/issues"])
-    bind: str | None = _doc("Address the server listens on. Default 127.0.0.1.", "127.0.0.1")
+    bind: str | None = Field(
+        None, description="Address the server listens on. Default 127.0.0.1.", examples=["127.0.0.1"], json_schema_extra={"pattern": IP_ADDRESS_PATTERN}
+    )
     port: int | None = Field(None, ge=1, le=65535, description="Port the server listens on.", examples=[8931])
     auth: HttpAuth | None = _doc("Authentication. Unset means none.", {"type": "bearer"})
     allowed_origins: list[str] | None = _doc("Origin header values accepted; [] accepts none. Unset means not checked.", [])
@@ -372,6 +418,7 @@ class Mount(SpecModel):
         min_length=1,
         description="workspace.<dir>, an absolute host path, or a path under ~/.",
         examples=["workspace.output"],
+        json_schema_extra={"pattern": MOUNT_SOURCE_PATTERN},
     )
     to: SandboxPath = _doc("Absolute path inside the sandbox.", "/workspace/output", default=...)
     mode: Literal["ro", "rw"] | None = _doc("Read-only or read-write. Default: the workspace dir's mode, or ro for host paths.", "ro")
