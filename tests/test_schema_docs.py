@@ -49,3 +49,15 @@ def test_every_field_where_null_lifts_a_limit_is_named() -> None:
 
 def test_the_readme_links_the_schema_docs() -> None:
     assert "(docs/schema.md)" in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_null_is_offered_only_where_it_lifts_a_limit() -> None:
+    schema = build_schema()
+    nullable: set[tuple[str, str]] = set()
+    for name, node in [("Spec", schema), *schema["$defs"].items()]:
+        for key, prop in node.get("properties", {}).items():
+            text = json.dumps({k: v for k, v in prop.items() if k != "examples"})
+            if '"null"' in text:
+                nullable.add((name, key))
+            assert '"default": null' not in text, f"{name}.{key} still says default: null"
+    assert nullable == set(NULL_LIFTS)

@@ -42,29 +42,68 @@ from mcpspec.spec.values import (
 SCHEMA_VERSION = 1
 PROTOCOL_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
-Name = Annotated[str, AfterValidator(check_name), WithJsonSchema({"type": "string", "pattern": NAME_PATTERN})]
+# patternErrorMessage: what VS Code's YAML extension says instead of quoting the pattern (other tools ignore it).
+Name = Annotated[
+    str,
+    AfterValidator(check_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "patternErrorMessage": "1-40 lowercase letters, digits and '-', starting with a letter and not ending with '-'",
+        }
+    ),
+]
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 ToolName = Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
 DirName = Annotated[str, Field(pattern=DIR_NAME_PATTERN)]
 Duration = Annotated[
     float,
     PlainValidator(parse_duration),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "description": "A duration: 30s, 15m, 4h, 7d, 1h30m."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "patternErrorMessage": "a duration with a unit, more than zero: 30s, 15m, 4h, 7d, 1h30m, 250ms",
+            "description": "A duration: 30s, 15m, 4h, 7d, 1h30m.",
+        }
+    ),
 ]
 Size = Annotated[
     int,
     PlainValidator(parse_size),
-    WithJsonSchema({"type": "string", "pattern": SIZE_PATTERN, "description": "A size: 256Mi, 1Gi, 500M."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": SIZE_PATTERN,
+            "patternErrorMessage": "a size with a unit (B, K, M, G, T, Ki, Mi, Gi, Ti), at least 1: 256Mi, 1Gi, 500M",
+            "description": "A size: 256Mi, 1Gi, 500M.",
+        }
+    ),
 ]
 SandboxPath = Annotated[
     str,
     AfterValidator(normalize_sandbox_path),
-    WithJsonSchema({"type": "string", "pattern": SANDBOX_PATH_PATTERN, "description": "An absolute path inside the sandbox."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": SANDBOX_PATH_PATTERN,
+            "patternErrorMessage": "an absolute path without '..' segments or control characters",
+            "description": "An absolute path inside the sandbox.",
+        }
+    ),
 ]
 HostPath = Annotated[
     str,
     AfterValidator(normalize_host_path),
-    WithJsonSchema({"type": "string", "pattern": HOST_PATH_PATTERN, "description": "An absolute host path, or one under ~/."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": HOST_PATH_PATTERN,
+            "patternErrorMessage": "an absolute path or one under ~/, without '..' segments or control characters",
+            "description": "An absolute host path, or one under ~/.",
+        }
+    ),
 ]
 EgressEntry = Annotated[
     Destination,
@@ -73,6 +112,7 @@ EgressEntry = Annotated[
         {
             "type": "string",
             "pattern": EGRESS_PATTERN,
+            "patternErrorMessage": "host:port ('*' for every port), *.domain:port, a CIDR or IP (optionally :port), or [IPv6]:port",
             "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port or [IPv6]:port.",
         }
     ),
@@ -184,7 +224,7 @@ class PackageInstall(SpecModel):
         None,
         description="Where package caches live: workspace.<dir> or an absolute sandbox path.",
         examples=["workspace.tmp"],
-        json_schema_extra={"pattern": CACHE_PATTERN},
+        json_schema_extra={"pattern": CACHE_PATTERN, "patternErrorMessage": "workspace.<dir> or an absolute sandbox path"},
     )
 
 
@@ -267,7 +307,7 @@ class Logging(SpecModel):
         None,
         description="Where audit lines go: stderr, journal, or an absolute host file path. Default stderr.",
         examples=["/var/log/mcp/audit.jsonl"],
-        json_schema_extra={"pattern": SINK_PATTERN},
+        json_schema_extra={"pattern": SINK_PATTERN, "patternErrorMessage": "stderr, journal, or an absolute host path or one under ~/"},
     )
 
 
@@ -375,7 +415,7 @@ class HttpTransport(SpecModel):
     type: Literal["http", "sse"] = _doc("http (Streamable HTTP) or sse (the deprecated HTTP+SSE transport).", "http", default=...)
     url: str | None = Field(None, pattern=r"^https?://[^\s]+$", description="URL of an external server.", examples=["https://mcp.example.com/issues"])
     bind: str | None = Field(
-        None, description="Address the server listens on. Default 127.0.0.1.", examples=["127.0.0.1"], json_schema_extra={"pattern": IP_ADDRESS_PATTERN}
+        None, description="Address the server listens on. Default 127.0.0.1.", examples=["127.0.0.1"], json_schema_extra={"pattern": IP_ADDRESS_PATTERN, "patternErrorMessage": "an IP address such as 127.0.0.1 or ::1"}
     )
     port: int | None = Field(None, ge=1, le=65535, description="Port the server listens on.", examples=[8931])
     auth: HttpAuth | None = _doc("Authentication. Unset means none.", {"type": "bearer"})
@@ -418,7 +458,10 @@ class Mount(SpecModel):
         min_length=1,
         description="workspace.<dir>, an absolute host path, or a path under ~/.",
         examples=["workspace.output"],
-        json_schema_extra={"pattern": MOUNT_SOURCE_PATTERN},
+        json_schema_extra={
+            "pattern": MOUNT_SOURCE_PATTERN,
+            "patternErrorMessage": "workspace.<dir>, an absolute host path or one under ~/, without '..' segments",
+        },
     )
     to: SandboxPath = _doc("Absolute path inside the sandbox.", "/workspace/output", default=...)
     mode: Literal["ro", "rw"] | None = _doc("Read-only or read-write. Default: the workspace dir's mode, or ro for host paths.", "ro")
