@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from mcpspec.diagnostics import parse_path
 from mcpspec.ir.resolve import _SECRET_REF
 from mcpspec.spec import patterns
 from mcpspec.spec.models import NULL_LIFTS, Spec, SpecModel
@@ -58,6 +59,7 @@ PARSERS: dict[str, tuple[str, Callable[[str], object], list[str]]] = {
     "mount source": (patterns.MOUNT_SOURCE_PATTERN, _workspace_or(normalize_host_path), ["workspace.output", "/srv", "~/x"]),
     "cache": (patterns.CACHE_PATTERN, _workspace_or(normalize_sandbox_path), ["workspace.tmp", "/cache"]),
     "sink": (patterns.SINK_PATTERN, _sink, ["stderr", "journal", "/var/log/mcp/audit.jsonl", "~/audit.jsonl"]),
+    "logical path": (patterns.LOGICAL_PATH_PATTERN, parse_path, ["servers.fetch.egress.allow[1]", "a", 'env.set["A.B"]', "x[0][1]", '["a\\"b"].c']),
     "bind": (patterns.IP_ADDRESS_PATTERN, _ip, ["127.0.0.1", "0.0.0.0", "::1", "fe80::1:2", "::ffff:1.2.3.4"]),
 }
 
@@ -71,6 +73,7 @@ REFUSED = {
     "cache": ["~/x", "rel", "/a/.."],
     "sink": ["syslog", "rel/path"],
     "bind": ["localhost", "10.0.0.0/8", "1.2.3"],
+    "logical path": [".a", "a..b", "a.[1]", "a b", "a[x]", ""],
 }
 
 

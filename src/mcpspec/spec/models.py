@@ -19,6 +19,7 @@ from mcpspec.spec.patterns import (
     EGRESS_PATTERN,
     HOST_PATH_PATTERN,
     IP_ADDRESS_PATTERN,
+    LOGICAL_PATH_PATTERN,
     MOUNT_SOURCE_PATTERN,
     SANDBOX_PATH_PATTERN,
     SINK_PATTERN,
@@ -536,7 +537,12 @@ class Waiver(SpecModel):
     """An accepted risk: one rule at one logical path, with a reason and an end date."""
 
     rule: str = Field(pattern=r"^([A-Z]{2,4}[0-9]{3}|[a-z][a-z0-9-]*)$", description="Rule ID or slug.", examples=["NW004"])
-    at: str = Field(min_length=1, description="Logical path the waiver covers.", examples=["servers.fetch.egress.allow[1]"])
+    at: str = Field(
+        min_length=1,
+        description="Logical path the waiver covers.",
+        examples=["servers.fetch.egress.allow[1]"],
+        json_schema_extra={"pattern": LOGICAL_PATH_PATTERN, "patternErrorMessage": "a logical path such as servers.fetch.egress.allow[1]"},
+    )
     reason: str = Field(min_length=1, pattern=r"\S", description="Why the risk is accepted.", examples=["docs host only"])
     expires: datetime.date = Field(strict=False, description="Last day the waiver applies (YYYY-MM-DD).", examples=["2027-03-01"])
 

@@ -21,6 +21,10 @@ MOUNT_SOURCE_PATTERN = rf"^(?:{WORKSPACE_REF}$|{_NO_DOTDOT}(?:/|~/|~$)[^{_CONTRO
 CACHE_PATTERN = rf"^(?:{WORKSPACE_REF}$|{_NO_DOTDOT}/[^{_CONTROL}]*$)"
 SINK_PATTERN = rf"^(?:stderr$|journal$|{_NO_DOTDOT}(?:/|~/|~$)[^{_CONTROL}]*$)"
 
+# A logical path as mcpspec.diagnostics.parse_path reads it: servers.fetch.egress.allow[1], env.set["A.B"].
+_SEGMENT = r'(?:\[[0-9]+\]|\["(?:[^"\\]|\\.)*"\])'
+LOGICAL_PATH_PATTERN = rf"^(?:[A-Za-z_][A-Za-z0-9_-]*|{_SEGMENT})(?:\.[A-Za-z_][A-Za-z0-9_-]*|{_SEGMENT})*$"
+
 # Secret references by provider (the resolver checks them with the same expressions).
 SECRET_REF_PATTERNS = {
     "env": r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
