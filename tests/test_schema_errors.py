@@ -38,3 +38,26 @@ def test_a_good_minimal_spec_loads() -> None:
 )
 def test_schema_errors_point_at_the_key_or_value(text: str, expected: str) -> None:
     assert first_error(text).startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (GOOD + "    placement: dedicatd\n", "s.yaml:6:16: SC004 servers.a.placement: Input should be 'agent', 'dedicated' or 'external'; did you mean 'dedicated'?"),
+        (GOOD + "    env: {inherit: minmal}\n", "s.yaml:6:20: SC004 servers.a.env.inherit: Input should be 'none', 'minimal' or 'all'; did you mean 'minimal'?"),
+        (GOOD + "    tools: {t: {effects: [exec, deplyo]}}\n", "s.yaml:6:33: SC004 servers.a.tools.t.effects[1]: Input should be 'reads_private', "),
+        (GOOD + "    transport: {type: htp}\n", "s.yaml:6:23: SC004 servers.a.transport.type: Input tag 'htp' found using 'type' does not match"),
+        ("version: 1\nproject: p\nsecrets:\n  s: {provider: vualt, ref: kv/x}\nservers:\n  a:\n    command: [x]\n", "s.yaml:4:17: SC004 secrets.s.provider: Input should be"),
+    ],
+)
+def test_a_misspelt_choice_gets_a_did_you_mean(text: str, expected: str) -> None:
+    error = first_error(text)
+    assert error.startswith(expected)
+    suggestion = {"dedicatd": "dedicated", "minmal": "minimal", "deplyo": "deploy", "htp": "http", "vualt": "vault"}
+    typo = next(word for word in suggestion if word in text)
+    assert error.endswith(f"; did you mean {suggestion[typo]!r}?"), error
+
+
+def test_a_choice_far_from_every_value_gets_no_guess() -> None:
+    error = first_error(GOOD + "    placement: zzzzzz\n")
+    assert error.endswith("Input should be 'agent', 'dedicated' or 'external'"), error

@@ -23,6 +23,7 @@ from mcpspec.spec.errors import INCONSISTENT, INVALID_VALUE, UNRESOLVED_REFERENC
 from mcpspec.spec.models import (
     EnvPolicy,
     HttpTransport,
+    Lifecycle,
     PackageInstall,
     Process,
     Secret,
@@ -30,18 +31,20 @@ from mcpspec.spec.models import (
     Spec,
     SpecModel,
 )
-from mcpspec.spec.values import ENV_NAME_PATTERN, normalize_host_path, normalize_sandbox_path
+from mcpspec.spec.patterns import SECRET_REF_PATTERNS
+from mcpspec.spec.values import normalize_host_path, normalize_sandbox_path
 
 M = TypeVar("M", bound=SpecModel)
 
 # Server keys outside the merged sections whose origin the Plan records when written.
 _SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir", "unlisted_tools")
 
+# The same expressions as the JSON Schema's (mcpspec.spec.patterns), so editors agree.
 _SECRET_REF = {
-    "env": (re.compile(ENV_NAME_PATTERN), "an environment variable name such as ISSUES_TOKEN"),
-    "vault": (re.compile(r"^[A-Za-z0-9_./-]+(#[A-Za-z0-9_.-]+)?$"), "a vault path with an optional #field, such as kv/deploy#token"),
-    "k8s-secret": (re.compile(r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?#[A-Za-z0-9_.-]+$"), "a Kubernetes secret and key as name#key"),
-    "systemd-credential": (re.compile(r"^[A-Za-z0-9_.-]{1,255}$"), "a credential name of letters, digits, '_', '.' and '-'"),
+    "env": (re.compile(SECRET_REF_PATTERNS["env"]), "an environment variable name such as ISSUES_TOKEN"),
+    "vault": (re.compile(SECRET_REF_PATTERNS["vault"]), "a vault path with an optional #field, such as kv/deploy#token"),
+    "k8s-secret": (re.compile(SECRET_REF_PATTERNS["k8s-secret"]), "a Kubernetes secret and key as name#key"),
+    "systemd-credential": (re.compile(SECRET_REF_PATTERNS["systemd-credential"]), "a credential name of letters, digits, '_', '.' and '-'"),
 }
 
 
@@ -70,6 +73,7 @@ class _Resolver:
         spec = self.spec
         self.check_secrets()
         self.check_workspace()
+        self.check_lifecycle(("defaults", "lifecycle"), spec.defaults.lifecycle)
         agents = self.resolve_agents()
         memberships: dict[str, list[str]] = {name: [] for name in spec.servers}
         for agent, members in agents.items():
@@ -117,6 +121,11 @@ class _Resolver:
             if directory.size is not None and not directory.tmpfs:
                 self.error(INCONSISTENT, ("workspace", "dirs", name, "size"),
                            f"workspace.dirs.{name}.size: only a tmpfs directory can be size-limited; add 'tmpfs: true' or drop 'size'", on_key=True)
+
+    def check_lifecycle(self, path: SpecPath, lifecycle: Lifecycle | None) -> None:
+        """A sandbox starts from a template or from a snapshot (the schema says so too)."""
+        if lifecycle is not None and lifecycle.template is not None and lifecycle.snapshot is not None:
+            self.error(INCONSISTENT, (*path, "snapshot"), "give either 'template' or 'snapshot', not both", on_key=True)
 
     def resolve_agents(self) -> dict[str, tuple[str, ...]]:
         agents: dict[str, tuple[str, ...]] = {}
@@ -217,8 +226,7 @@ class _Resolver:
                                f"server {name!r} is external (mcpspec does not run it), so '{key}' would have no effect; remove it or change placement", on_key=True)
         elif server.command is None and server.image is None:
             self.error(INCONSISTENT, base, f"server {name!r} needs 'command' (argv to launch) or 'image'", on_key=True)
-        if server.lifecycle is not None and server.lifecycle.template and server.lifecycle.snapshot:
-            self.error(INCONSISTENT, (*base, "lifecycle", "snapshot"), "give either 'template' or 'snapshot', not both", on_key=True)
+        self.check_lifecycle((*base, "lifecycle"), server.lifecycle)
         try:
             return final.sink(sink_text)
         except ValueError as exc:

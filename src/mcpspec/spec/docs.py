@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from mcpspec.spec.patterns import EGRESS_PATTERN, HOST_PATH_PATTERN, SANDBOX_PATH_PATTERN
 from mcpspec.spec.values import DURATION_PATTERN, SIZE_PATTERN
 
 _PREAMBLE = """\
@@ -41,6 +42,11 @@ mappings are single values: a server's `egress.allow` replaces the default
 list, it does not extend it. Every resolved value remembers where it came
 from, so a finding about a value inherited from `defaults` points at its line
 there.
+
+A field whose type below reads "or null" takes `null` to lift a limit that
+`defaults` or the built-in default sets (`memory: null` is no memory limit,
+`idle_timeout: null` no idle timeout). Elsewhere, leave a key out rather than
+write `null`: the JSON Schema offers editors only the real type.
 
 ## Value formats
 
@@ -160,11 +166,10 @@ def _default(key: str, prop: dict[str, Any], required: set[str], builtin: Any, m
     if "default" in prop:
         return _value(prop["default"], prop)
     factory = _default_factory(model, key)
-    if factory is not None and not isinstance(value := factory(), BaseModel):
-        return _value(value, prop)
-    if "$ref" in prop:
-        return "its own defaults"
-    return {"array": "`[]`", "object": "`{}`"}.get(str(prop.get("type")), "unset")
+    if factory is None:
+        return "unset"
+    value = factory()
+    return "its own defaults" if isinstance(value, BaseModel) else _value(value, prop)
 
 
 def _value(value: Any, prop: dict[str, Any]) -> str:
@@ -195,6 +200,10 @@ def _size_text(size: int) -> str:
 
 
 def _type(prop: dict[str, Any]) -> str:
+    kinds = prop.get("type")
+    if isinstance(kinds, list):  # ["string", "null"]: null lifts a limit
+        text = " or ".join(_type({**prop, "type": kind}) for kind in kinds if kind != "null")
+        return f"{text} or null" if "null" in kinds else text
     if "anyOf" in prop:
         members = [m for m in prop["anyOf"] if m.get("type") != "null"]
         nullable = len(members) != len(prop["anyOf"])
@@ -218,18 +227,17 @@ def _type(prop: dict[str, Any]) -> str:
         return f"mapping of {keys} to {_type(value)}" if isinstance(value, dict) else "mapping"
     if kind == "string":
         pattern = prop.get("pattern")
-        named = {DURATION_PATTERN: "duration", SIZE_PATTERN: "size"}.get(str(pattern))
+        named = {
+            DURATION_PATTERN: "duration",
+            SIZE_PATTERN: "size",
+            EGRESS_PATTERN: "egress entry",
+            SANDBOX_PATH_PATTERN: "sandbox path",
+            HOST_PATH_PATTERN: "host path",
+        }.get(str(pattern))
         if named:
             return named
         if prop.get("format") == "date":
             return "date"
-        description = str(prop.get("description", ""))
-        if description.startswith("host:port"):
-            return "egress entry"
-        if description.startswith("An absolute path inside"):
-            return "sandbox path"
-        if description.startswith("An absolute host path"):
-            return "host path"
         return "string"
     return {"integer": "integer", "number": "number", "boolean": "boolean"}.get(str(kind), str(kind or "any"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import difflib
+import re
 import types
 import typing
 from typing import Any
@@ -20,6 +21,7 @@ INVALID_VALUE = "SC004"
 UNRESOLVED_REFERENCE = "SC005"
 INCONSISTENT = "SC006"
 
+_QUOTED = re.compile(r"'([^']*)'")
 _EXPECTED = {
     "dict_type": "a mapping",
     "model_type": "a mapping",
@@ -78,12 +80,30 @@ def diagnostics_from(error: ValidationError, data: Any, root: type[BaseModel], s
                 message += "; a bare ~ is YAML for null: write \"~\" (quoted) for the home directory"
             found.append(Diagnostic(source.file, source.value_span(path), WRONG_TYPE, message, path))
         else:
+            if kind == "union_tag_invalid" and not on_key:
+                path = (*path, str((item.get("ctx") or {}).get("discriminator", "")).strip("'"))  # point at the tag's value
+                path = path if path in source else path[:-1]
             span = source.key_span(path) if on_key else source.value_span(path)
-            message = str(item["msg"]).removeprefix("Value error, ")
+            message = str(item["msg"]).removeprefix("Value error, ") + _did_you_mean(item)
             what = f"key {path[-1]!r}" if on_key else format_path(path)
             found.append(Diagnostic(source.file, span, INVALID_VALUE, f"{what}: {message}", path))
     found.sort(key=lambda d: (d.span.line, d.span.col, d.code))
     return found
+
+
+def _did_you_mean(item: Any) -> str:
+    """``; did you mean 'dedicated'?`` for a misspelt choice (a literal or a transport type), else ''."""
+    ctx = item.get("ctx") or {}
+    if item["type"] == "literal_error":
+        choices, given = ctx.get("expected", ""), item["input"]
+    elif item["type"] == "union_tag_invalid":
+        choices, given = ctx.get("expected_tags", ""), ctx.get("tag")
+    else:
+        return ""
+    if not isinstance(given, str) or not isinstance(choices, str):
+        return ""
+    close = difflib.get_close_matches(given, _QUOTED.findall(choices), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _source_text(source: SourceMap, path: SpecPath) -> str:

@@ -16,6 +16,16 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidato
 
 from mcpspec.presets import PATTERN as PRESET_PATTERN
 from mcpspec.presets import PRESETS, PresetRef, parse_egress_entry
+from mcpspec.spec.patterns import (
+    CACHE_PATTERN,
+    EGRESS_PATTERN,
+    HOST_PATH_PATTERN,
+    IP_ADDRESS_PATTERN,
+    LOGICAL_PATH_PATTERN,
+    MOUNT_SOURCE_PATTERN,
+    SANDBOX_PATH_PATTERN,
+    SINK_PATTERN,
+)
 from mcpspec.spec.values import (
     DIR_NAME_PATTERN,
     DURATION_PATTERN,
@@ -35,33 +45,72 @@ from mcpspec.spec.values import (
 )
 
 SCHEMA_VERSION = 1
-# An egress entry in the schema: a preset by name, or any text not starting with '@' (the linter parses it).
-PRESET_OR_DESTINATION = PRESET_PATTERN + "|^[^@]"
+# An egress entry in the schema: a preset by name or a destination.
+PRESET_OR_DESTINATION = f"(?:{PRESET_PATTERN})|(?:{EGRESS_PATTERN})"
 PROTOCOL_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
-Name = Annotated[str, AfterValidator(check_name), WithJsonSchema({"type": "string", "pattern": NAME_PATTERN})]
+# patternErrorMessage: what VS Code's YAML extension says instead of quoting the pattern (other tools ignore it).
+Name = Annotated[
+    str,
+    AfterValidator(check_name),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": NAME_PATTERN,
+            "patternErrorMessage": "1-40 lowercase letters, digits and '-', starting with a letter and not ending with '-'",
+        }
+    ),
+]
 EnvName = Annotated[str, Field(pattern=ENV_NAME_PATTERN)]
 ToolName = Annotated[str, Field(pattern=TOOL_NAME_PATTERN)]
 DirName = Annotated[str, Field(pattern=DIR_NAME_PATTERN)]
 Duration = Annotated[
     float,
     PlainValidator(parse_duration),
-    WithJsonSchema({"type": "string", "pattern": DURATION_PATTERN, "description": "A duration: 30s, 15m, 4h, 7d, 1h30m."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "patternErrorMessage": "a duration with a unit, more than zero: 30s, 15m, 4h, 7d, 1h30m, 250ms",
+            "description": "A duration: 30s, 15m, 4h, 7d, 1h30m.",
+        }
+    ),
 ]
 Size = Annotated[
     int,
     PlainValidator(parse_size),
-    WithJsonSchema({"type": "string", "pattern": SIZE_PATTERN, "description": "A size: 256Mi, 1Gi, 500M."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": SIZE_PATTERN,
+            "patternErrorMessage": "a size with a unit (B, K, M, G, T, Ki, Mi, Gi, Ti), at least 1: 256Mi, 1Gi, 500M",
+            "description": "A size: 256Mi, 1Gi, 500M.",
+        }
+    ),
 ]
 SandboxPath = Annotated[
     str,
     AfterValidator(normalize_sandbox_path),
-    WithJsonSchema({"type": "string", "pattern": "^/", "description": "An absolute path inside the sandbox."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": SANDBOX_PATH_PATTERN,
+            "patternErrorMessage": "an absolute path without '..' segments or control characters",
+            "description": "An absolute path inside the sandbox.",
+        }
+    ),
 ]
 HostPath = Annotated[
     str,
     AfterValidator(normalize_host_path),
-    WithJsonSchema({"type": "string", "pattern": "^(/|~/|~$)", "description": "An absolute host path, or one under ~/."}),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": HOST_PATH_PATTERN,
+            "patternErrorMessage": "an absolute path or one under ~/, without '..' segments or control characters",
+            "description": "An absolute host path, or one under ~/.",
+        }
+    ),
 ]
 EgressEntry = Annotated[
     Destination | PresetRef,
@@ -70,6 +119,8 @@ EgressEntry = Annotated[
         {
             "type": "string",
             "pattern": PRESET_OR_DESTINATION,
+            "patternErrorMessage": "host:port ('*' for every port), *.domain:port, a CIDR or IP (optionally :port), [IPv6]:port, or a preset: "
+            + ", ".join(p.ref for p in PRESETS.values()),
             "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port, [IPv6]:port, or a preset: " + ", ".join(p.ref for p in PRESETS.values()) + ".",
         }
     ),
@@ -109,6 +160,28 @@ Scopes = Annotated[
     ),
 ]
 Arg = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+
+
+# Fields where writing null means something of its own: it lifts a limit (or, for
+# process.allow, the process policy) that `defaults` or the built-in default sets.
+# Elsewhere null means the same as leaving the key out, so the JSON Schema offers only
+# the real type (editors then say "is not of type 'string'", not "... 'null'").
+NULL_LIFTS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("Runtime", "memory"),
+        ("Runtime", "cpus"),
+        ("Runtime", "pids"),
+        ("Process", "allow"),
+        ("Process", "max_runtime"),
+        ("Background", "max_jobs"),
+        ("Background", "max_runtime"),
+        ("Lifecycle", "idle_timeout"),
+        ("Lifecycle", "max_lifetime"),
+        ("Pause", "max_paused"),
+        ("Limits", "requests_per_minute"),
+        ("Limits", "call_timeout"),
+    }
+)
 
 
 class SpecModel(BaseModel):
@@ -182,7 +255,12 @@ class PackageInstall(SpecModel):
         default_factory=list, description="Registries installs may come from (names such as pypi, npm).", examples=[["pypi"]]
     )
     lockfile: Literal["required", "optional"] = _doc("Must installs follow a lockfile.", "required", default="required")
-    cache: str | None = _doc("Where package caches live: workspace.<dir> or an absolute sandbox path.", "workspace.tmp")
+    cache: str | None = Field(
+        None,
+        description="Where package caches live: workspace.<dir> or an absolute sandbox path.",
+        examples=["workspace.tmp"],
+        json_schema_extra={"pattern": CACHE_PATTERN, "patternErrorMessage": "workspace.<dir> or an absolute sandbox path"},
+    )
 
 
 class Background(SpecModel):
@@ -260,7 +338,12 @@ class Logging(SpecModel):
     redact: bool | None = _doc("Mask secrets and secret-shaped strings in every log. Default true.", True)
     raw_prompts: bool | None = _doc("Log prompts verbatim. Default false.", False)
     full_output: bool | None = _doc("Log full tool output. Default false.", False)
-    sink: str | None = _doc("Where audit lines go: stderr, journal, or an absolute host file path. Default stderr.", "/var/log/mcp/audit.jsonl")
+    sink: str | None = Field(
+        None,
+        description="Where audit lines go: stderr, journal, or an absolute host file path. Default stderr.",
+        examples=["/var/log/mcp/audit.jsonl"],
+        json_schema_extra={"pattern": SINK_PATTERN, "patternErrorMessage": "stderr, journal, or an absolute host path or one under ~/"},
+    )
 
 
 class Limits(SpecModel):
@@ -313,7 +396,9 @@ class Agent(SpecModel):
     """One model context: the servers whose tools it sees together."""
 
     description: str = _doc("What the agent does.", "Coding assistant for the acme repo.", default="")
-    servers: list[Name] = Field(min_length=1, description="Servers whose tools this agent can call.", examples=[["repo", "fetch"]])
+    servers: list[Name] = Field(
+        min_length=1, description="Servers whose tools this agent can call, each once.", examples=[["repo", "fetch"]], json_schema_extra={"uniqueItems": True}
+    )
 
 
 class Rotation(SpecModel):
@@ -376,7 +461,9 @@ class HttpTransport(SpecModel):
 
     type: Literal["http", "sse"] = _doc("http (Streamable HTTP) or sse (the deprecated HTTP+SSE transport).", "http", default=...)
     url: str | None = Field(None, pattern=r"^https?://[^\s]+$", description="URL of an external server.", examples=["https://mcp.example.com/issues"])
-    bind: str | None = _doc("Address the server listens on. Default 127.0.0.1.", "127.0.0.1")
+    bind: str | None = Field(
+        None, description="Address the server listens on. Default 127.0.0.1.", examples=["127.0.0.1"], json_schema_extra={"pattern": IP_ADDRESS_PATTERN, "patternErrorMessage": "an IP address such as 127.0.0.1 or ::1"}
+    )
     port: int | None = Field(None, ge=1, le=65535, description="Port the server listens on.", examples=[8931])
     auth: HttpAuth | None = _doc("Authentication. Unset means none.", {"type": "bearer"})
     allowed_origins: list[str] | None = _doc("Origin header values accepted; [] accepts none. Unset means not checked.", [])
@@ -418,6 +505,10 @@ class Mount(SpecModel):
         min_length=1,
         description="workspace.<dir>, an absolute host path, or a path under ~/.",
         examples=["workspace.output"],
+        json_schema_extra={
+            "pattern": MOUNT_SOURCE_PATTERN,
+            "patternErrorMessage": "workspace.<dir>, an absolute host path or one under ~/, without '..' segments",
+        },
     )
     to: SandboxPath = _doc("Absolute path inside the sandbox.", "/workspace/output", default=...)
     mode: Literal["ro", "rw"] | None = _doc("Read-only or read-write. Default: the workspace dir's mode, or ro for host paths.", "ro")
@@ -505,7 +596,12 @@ class Waiver(SpecModel):
     """An accepted risk: one rule at one logical path, with a reason and an end date."""
 
     rule: str = Field(pattern=r"^([A-Z]{2,4}[0-9]{3}|[a-z][a-z0-9-]*)$", description="Rule ID or slug.", examples=["NW004"])
-    at: str = Field(min_length=1, description="Logical path the waiver covers.", examples=["servers.fetch.egress.allow[1]"])
+    at: str = Field(
+        min_length=1,
+        description="Logical path the waiver covers.",
+        examples=["servers.fetch.egress.allow[1]"],
+        json_schema_extra={"pattern": LOGICAL_PATH_PATTERN, "patternErrorMessage": "a logical path such as servers.fetch.egress.allow[1]"},
+    )
     reason: str = Field(min_length=1, pattern=r"\S", description="Why the risk is accepted.", examples=["docs host only"])
     expires: datetime.date = Field(strict=False, description="Last day the waiver applies (YYYY-MM-DD).", examples=["2027-03-01"])
 

@@ -15,10 +15,11 @@ NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 DIR_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
-DURATION_PATTERN = r"^(\d+(ms|s|m|h|d))+$"
-SIZE_PATTERN = r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|K|M|G|T|B)$"
+# For the JSON Schema: a duration is more than no time, a size at least one byte.
+DURATION_PATTERN = r"^(?=.*[1-9])([0-9]+(ms|s|m|h|d))+$"
+SIZE_PATTERN = r"^0*[1-9][0-9]*(\.[0-9]+)?(Ki|Mi|Gi|Ti|K|M|G|T|B)$"
 # A secret's ttl: a duration, or `none` for a credential that does not expire.
-TTL_PATTERN = r"^(none|(\d+(ms|s|m|h|d))+)$"
+TTL_PATTERN = r"^(none|(?=.*[1-9])([0-9]+(ms|s|m|h|d))+)$"
 NONE: Literal["none"] = "none"
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
