@@ -12,6 +12,7 @@ import functools
 from typing import Any
 
 import jinja2
+import markupsafe
 
 from mcpspec.redact import redact
 from mcpspec.report.review.data import Review
@@ -19,7 +20,10 @@ from mcpspec.report.review.layout import Picture, lay_out
 
 
 def _finalize(value: Any) -> Any:
-    return redact(value) if isinstance(value, str) else value
+    """Mask every printed string; a macro's output (Markup) was masked part by part already."""
+    if isinstance(value, markupsafe.Markup) or not isinstance(value, str):
+        return value
+    return redact(value)
 
 
 @functools.cache
