@@ -206,3 +206,19 @@ def test_markdown_of_invalid_spec_lists_the_errors() -> None:
     assert done.returncode == 1
     assert "invalid spec" in done.stdout and "### Spec errors (3)" in done.stdout
     assert "SC001" in done.stdout and "<summary>source</summary>" in done.stdout
+
+
+def test_markdown_of_a_large_spec_keeps_summary_and_findings_under_the_cap(tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        from generate import generate
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    spec = tmp_path / "large.yaml"
+    spec.write_text(generate(200), encoding="utf-8")
+    found, _ = api.review_file(spec)
+    text = render_markdown(found)
+    assert len(text) <= MAX_CHARS and _balanced(text) and "**Truncated**" in text
+    assert "| and 140 more | | | |" in text and "### Findings" in text and "### Waivers" in text

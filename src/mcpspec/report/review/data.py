@@ -242,7 +242,11 @@ def review(
     out.counts = {level: n for level, n in counted.items() if n}
     out.agents = [AgentRow(redact(name), redact(plan.spec.agents[name].description), tuple(servers)) for name, servers in sorted(plan.agents.items())]
     enforcement = _enforcement(plan, target) if target is not None else {}
-    out.servers = [_card(plan, graph, sandbox, out.findings, enforcement, target) for sandbox in plan.servers.values()]
+    by_server: dict[str, list[FindingView]] = {}
+    for item in out.findings:
+        for name in item.servers:
+            by_server.setdefault(name, []).append(item)
+    out.servers = [_card(plan, graph, number_, sandbox, by_server.get(sandbox.name, []), enforcement, target) for number_, sandbox in enumerate(plan.servers.values())]
     out.servers.sort(key=lambda card: (TIERS.index(card.tier), -card.counts.get(card.tier, 0), card.name))
     out.waivers = _waivers(plan, lint.results, today)
     out.rules = _rules(item.code for item in [*out.findings, *out.suppressed])
@@ -299,6 +303,7 @@ class _Attribution:
 
     def __init__(self, plan: Plan, shown: GraphView) -> None:
         self.plan = plan
+        self.order = {name: number for number, name in enumerate(plan.servers)}
         self.by_result: dict[int, set[str]] = {}
         holders: dict[str, list[str]] = {}
         for edge in shown.graph.edges:
@@ -339,14 +344,13 @@ class _Attribution:
                 # A message about a default names the servers it concerns ('a', 'b'): when it does, only those.
                 named = {name for name in inheriting if f"'{name}'" in result.message}
                 found |= named or inheriting
-        return tuple(name for name in self.plan.servers if name in found)
+        return tuple(sorted(found, key=self.order.__getitem__))
 
 
 # --- servers ---
 
 
-def _card(plan: Plan, graph: TrustGraph, sandbox: EffectiveSandbox, findings: list[FindingView], enforcement: dict[str, tuple[list[ControlRow], str]], target: str | None) -> ServerCard:
-    own = [item for item in findings if sandbox.name in item.servers]
+def _card(plan: Plan, graph: TrustGraph, number_: int, sandbox: EffectiveSandbox, own: list[FindingView], enforcement: dict[str, tuple[list[ControlRow], str]], target: str | None) -> ServerCard:
     counted: dict[str, int] = {}
     for item in own:
         counted[item.severity] = counted.get(item.severity, 0) + 1
@@ -356,7 +360,7 @@ def _card(plan: Plan, graph: TrustGraph, sandbox: EffectiveSandbox, findings: li
         note = f"{target} builds nothing for this server"
     card = ServerCard(
         name=sandbox.name,
-        anchor=f"server-{list(plan.servers).index(sandbox.name)}",
+        anchor=f"server-{number_}",
         description=redact(sandbox.description),
         kind=sandbox.kind,
         trust=sandbox.trust,

@@ -19,6 +19,7 @@ from mcpspec.report.review.data import FindingView, Review, ServerCard
 from mcpspec.rules.engine import LEVELS
 
 MAX_CHARS = 65_000
+SUMMARY_ROWS = 60  # the riskiest servers; the cards list them all
 _SPECIAL = re.compile(r"[&<>*_\[\]()#|`\\~!@:{}$^=+]|\n|\r|www\.")
 _TIER_MARK = {"critical": "🟥", "high": "🟧", "medium": "🟨", "low": "🟦", "info": "⬜", "minimal": "🟩", "error": "⛔"}
 
@@ -67,16 +68,22 @@ def _note(report: Review, what: str) -> str:
 
 
 def _cut(blocks: list[str], report: Review, limit: int) -> str:
-    """Whole blocks while they fit, the <details> they opened closed, then the note."""
-    note = _note(report, "stops here, the rest did not fit")
+    """The blocks that fit, in order (a block too long for what is left is skipped), the
+    <details> they opened closed, then the note."""
+    note = _note(report, "leaves out what did not fit")
     kept: list[str] = []
     used = len(note) + 2
     depth = 0
+    skipped = 0  # <details> openers left out, whose closers must go too
     for block in blocks:
         opened = block.count("<details") - block.count("</details>")
+        if opened < 0 and skipped:
+            skipped += opened
+            continue
         closing = len("\n\n</details>") * max(0, depth + opened)
         if used + len(block) + 2 + closing > limit:
-            break
+            skipped += max(0, opened)
+            continue
         kept.append(block)
         used += len(block) + 2
         depth += opened
@@ -85,7 +92,7 @@ def _cut(blocks: list[str], report: Review, limit: int) -> str:
 
 
 def _blocks(report: Review, excerpts: bool, compact: bool) -> list[str]:
-    """Summary, picture, findings, waivers and enforcement first (what a reviewer decides on), server cards last."""
+    """Summary, picture, waivers, findings and enforcement first (what a reviewer decides on), server cards last."""
     out = [_head(report)]
     if not report.valid:
         out.append(f"### Spec errors ({len(report.errors)})\n\nThe file is not a valid spec: nothing else can be judged until these are fixed.")
@@ -94,6 +101,7 @@ def _blocks(report: Review, excerpts: bool, compact: bool) -> list[str]:
     out.append(_summary(report))
     if report.shown is not None:
         out.append(_picture(report))
+    out.append(_waivers(report))
     out.append(f"### Findings ({len(report.findings)})" + ("\n\nNo finding: every rule passes." if not report.findings else ""))
     for level in LEVELS:
         found = [f for f in report.findings if f.severity == level]
@@ -105,7 +113,6 @@ def _blocks(report: Review, excerpts: bool, compact: bool) -> list[str]:
         out.append(f"<details><summary>{len(report.suppressed)} suppressed</summary>\n")
         out.extend(_finding(f, report, False, True) for f in report.suppressed)
         out.append("</details>")
-    out.append(_waivers(report))
     if report.target is not None:
         out.append(_enforcement(report, compact))
     out.append("### Servers")
@@ -139,8 +146,10 @@ def _summary(report: Review) -> str:
         "| server | tier | why | what it can do |",
         "|---|---|---|---|",
     ]
-    for card in report.servers:
+    for card in report.servers[:SUMMARY_ROWS]:
         lines.append(f"| {text(card.name)} | {_TIER_MARK[card.tier]} {card.tier} | {text(card.reason)} | {text(', '.join(card.traits))} |")
+    if len(report.servers) > SUMMARY_ROWS:
+        lines.append(f"| and {len(report.servers) - SUMMARY_ROWS} more | | | |")
     if report.agents:
         lines += ["", "| agent | servers in its context |", "|---|---|"]
         lines += [f"| {text(a.name)} | {text(', '.join(a.servers))} |" for a in report.agents]
