@@ -24,7 +24,7 @@ LINE_HEIGHT = 14
 ROW_GAP = 12
 MARGIN = 20
 HEADER = 28
-LABEL_CHARS = 30
+LABEL_CHARS = 27
 # Beyond this many boxes a picture no longer fits a screen: the report says so instead.
 MAX_BOXES = 400
 
@@ -114,8 +114,14 @@ class Picture:
     omitted: str = ""  # why no picture is drawn
 
 
-def _short(text: str) -> str:
-    return text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+def _short(text: str, middle: bool = False) -> str:
+    """At most LABEL_CHARS characters; a path keeps its end, where paths differ."""
+    if len(text) <= LABEL_CHARS:
+        return text
+    if middle:
+        head = 8
+        return text[:head] + "…" + text[-(LABEL_CHARS - head - 1):]
+    return text[: LABEL_CHARS - 1] + "…"
 
 
 def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
@@ -158,7 +164,7 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
                 w=COLUMN_WIDTH,
                 h=height,
                 kind=node.kind,
-                lines=tuple(_short(line) for line in lines),
+                lines=tuple(_short(line, middle=number == 0 and node.kind in ("path", "destination")) for number, line in enumerate(lines)),
                 title=" — ".join(lines),
                 fill=shown.fill(node.id),
                 stroke=ATTACK_COLOUR if node.id in attack_nodes else KIND_STROKE[node.kind],
