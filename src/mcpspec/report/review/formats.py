@@ -1,34 +1,28 @@
-"""The report's formats by name, and the name an output file's suffix stands for."""
+"""Which report format an ``-f`` name or an output file's suffix stands for (the formats
+themselves are in :mod:`mcpspec.report.renderers`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from mcpspec.report.renderers import REPORT_FORMATS, UnknownFormat, report_renderer
 from mcpspec.report.review.data import Review
 
-REPORT_FORMATS = ("html", "markdown")
 _SUFFIXES = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown"}
 
 
 def format_for(name: str | None, output: Path | None) -> str:
-    """``-f`` when given, else the output file's suffix, else html; ValueError names the choices."""
+    """``-f`` when given, else the output file's suffix, else html; UnknownFormat names the choices."""
     if name is not None:
-        if name not in REPORT_FORMATS:
-            raise ValueError(f"unknown format {name!r}; choose from {', '.join(REPORT_FORMATS)}")
+        report_renderer(name)
         return name
     if output is None:
         return "html"
     chosen = _SUFFIXES.get(output.suffix.lower())
     if chosen is None:
-        raise ValueError(f"cannot tell the format from {output.name!r}: name it .html or .md, or give --format html|markdown")
+        raise UnknownFormat(f"cannot tell the format from {output.name!r}: name it .html or .md, or give --format {'|'.join(REPORT_FORMATS)}")
     return chosen
 
 
 def render_report(report: Review, name: str) -> str:
-    if name == "markdown":
-        from mcpspec.report.review.markdown import render_markdown
-
-        return render_markdown(report)
-    from mcpspec.report.review.html import render_html
-
-    return render_html(report)
+    return report_renderer(name)(report)
