@@ -1,9 +1,10 @@
 """The trust graph laid out in columns for the report's inline SVG (no Graphviz at report time).
 
-Columns by node kind, left to right: agents (with the sandbox their servers share),
-servers (their tools folded in: a server box names how many it has), secrets and host
-paths, then network destinations. Within a column, resources sit near the servers that
-use them (the mean row of their servers), so most wires run straight across. Boxes are
+Columns by node kind, left to right: agents (with the sandbox their servers share) and,
+under them, network destinations; servers (their tools folded in: a server box names how
+many it has); secrets and host paths. Every wire then joins neighbouring columns and
+none crosses a box. Within a column, resources sit near the servers that use them (the
+mean row of their servers), so most wires run straight across. Boxes are
 filled by the worst finding that involves them and wires on an attack path (the graph
 rules' findings) are drawn thick and red.
 
@@ -29,11 +30,13 @@ LABEL_CHARS = 27
 MAX_BOXES = 400
 
 COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("agents", ("agent", "namespace")),
+    ("agents", ("agent", "namespace", "destination")),
     ("servers", ("server",)),
     ("secrets and host paths", ("secret", "path")),
-    ("network", ("destination",)),
 )
+# Network destinations sit under the agents, in the same column: every wire then runs
+# between neighbouring columns and none crosses a box.
+SECTION = {"destination": "network"}
 KIND_STROKE = {
     "agent": "#7048e8",
     "namespace": "#7048e8",
@@ -104,7 +107,7 @@ class LegendItem:
 class Picture:
     width: float
     height: float
-    columns: list[tuple[float, str]] = field(default_factory=list)
+    columns: list[tuple[float, float, str]] = field(default_factory=list)  # headings: x, y, text
     boxes: list[Box] = field(default_factory=list)
     wires: list[Wire] = field(default_factory=list)
     node_legend: list[LegendItem] = field(default_factory=list)
@@ -147,15 +150,23 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
     for members in columns:
         sizes = [_lines_height(len(_lines(shown, node))) for node in members]
         heights.append(sizes)
-        tallest = max(tallest, sum(sizes) + ROW_GAP * max(0, len(sizes) - 1))
+        tallest = max(tallest, _used(members, sizes))
     picture = Picture(width=MARGIN * 2 + len(COLUMNS) * COLUMN_WIDTH + (len(COLUMNS) - 1) * COLUMN_GAP, height=MARGIN * 2 + HEADER + tallest)
     where: dict[str, Box] = {}
     for index, (members, sizes) in enumerate(zip(columns, heights, strict=True)):
         x = MARGIN + index * (COLUMN_WIDTH + COLUMN_GAP)
-        picture.columns.append((x + COLUMN_WIDTH / 2, COLUMNS[index][0]))
-        used = sum(sizes) + ROW_GAP * max(0, len(sizes) - 1)
-        y = MARGIN + HEADER + (tallest - used) / 2
+        picture.columns.append((x + COLUMN_WIDTH / 2, 22.0, COLUMNS[index][0] if any(n.kind not in SECTION for n in members) or not members else ""))
+        y = MARGIN + HEADER + (tallest - _used(members, sizes)) / 2
+        previous = ""
         for node, height in zip(members, sizes, strict=True):
+            section = SECTION.get(node.kind, "")
+            if section and section != previous:
+                if not picture.columns[-1][2]:
+                    picture.columns[-1] = (x + COLUMN_WIDTH / 2, 22.0, section)
+                else:
+                    y += HEADER
+                    picture.columns.append((x + COLUMN_WIDTH / 2, y - 8, section))
+            previous = section
             lines = _lines(shown, node)
             box = Box(
                 id=node.id,
@@ -221,16 +232,24 @@ def _lines(shown: GraphView, node: Node) -> list[str]:
     return lines
 
 
+def _used(members: list[Node], sizes: list[float]) -> float:
+    """The height a column's boxes take, with a heading before each section after the first."""
+    sections = {SECTION[n.kind] for n in members if n.kind in SECTION}
+    leading = bool(members) and members[0].kind in SECTION
+    return sum(sizes) + ROW_GAP * max(0, len(sizes) - 1) + HEADER * (len(sections) - (1 if leading else 0))
+
+
 def _lines_height(count: int) -> float:
     return count * LINE_HEIGHT + 10
 
 
 def _order(shown: GraphView, columns: list[list[Node]]) -> None:
-    """Agents by name, each followed by its sandbox; servers by their first agent; resources by the
-    mean row of the servers that reach them (ties by name)."""
+    """Agents by name, each followed by its sandbox; servers by their first agent; resources and
+    destinations by the mean row of the servers that reach them (ties by name)."""
     plan = shown.graph.plan
     agents = sorted((n for n in columns[0] if n.kind == "agent"), key=lambda n: n.label)
     spaces = {n.id: n for n in columns[0] if n.kind == "namespace"}
+    destinations = [n for n in columns[0] if n.kind == "destination"]
     ordered: list[Node] = []
     for agent in agents:
         ordered.append(agent)
@@ -238,7 +257,6 @@ def _order(shown: GraphView, columns: list[list[Node]]) -> None:
         if space is not None:
             ordered.append(space)
     ordered.extend(sorted(spaces.values(), key=lambda n: n.id))
-    columns[0] = ordered
     agent_row = {n.label: index for index, n in enumerate(agents)}
     columns[1].sort(key=lambda n: (min((agent_row.get(a, len(agent_row)) for a in plan.servers[n.label].agents), default=len(agent_row)), n.label))
     server_row = {n.id: index for index, n in enumerate(columns[1])}
@@ -246,8 +264,9 @@ def _order(shown: GraphView, columns: list[list[Node]]) -> None:
     for edge in shown.edges:
         if edge.source in server_row:
             users.setdefault(edge.target, []).append(server_row[edge.source])
-    for index in (2, 3):
-        columns[index].sort(key=lambda n: (n.kind != "secret" if index == 2 else False, _mean(users.get(n.id)), n.label))
+    destinations.sort(key=lambda n: (_mean(users.get(n.id)), n.label))
+    columns[0] = ordered + destinations
+    columns[2].sort(key=lambda n: (n.kind != "secret", _mean(users.get(n.id)), n.label))
 
 
 def _mean(rows: list[int] | None) -> float:
