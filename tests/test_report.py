@@ -222,3 +222,27 @@ def test_markdown_of_a_large_spec_keeps_summary_and_findings_under_the_cap(tmp_p
     text = render_markdown(found)
     assert len(text) <= MAX_CHARS and _balanced(text) and "**Truncated**" in text
     assert "| and 140 more | | | |" in text and "### Findings" in text and "### Waivers" in text
+
+
+@pytest.mark.parametrize("spec", EXAMPLES, ids=lambda p: p.name)
+def test_picture_layout_no_overlap_and_wires_join_neighbouring_columns(spec: Path) -> None:
+    from mcpspec.report.review.layout import COLUMN_GAP, COLUMN_WIDTH, lay_out
+
+    found, _ = api.review_file(spec)
+    assert found.shown is not None
+    picture = lay_out(found.shown, {})
+    boxes = picture.boxes
+    for number, a in enumerate(boxes):
+        assert a.x >= 0 and a.x + a.w <= picture.width and a.y >= 0 and a.y + a.h <= picture.height
+        for b in boxes[number + 1 :]:
+            assert a.x + a.w <= b.x or b.x + b.w <= a.x or a.y + a.h <= b.y or b.y + b.h <= a.y, (a.id, b.id)
+    drawn = {box.id for box in boxes}
+    expected = [e for e in found.shown.edges if e.source in drawn and e.target in drawn]
+    assert len(picture.wires) == len(expected)
+    assert sum(w.attack for w in picture.wires) == sum(1 for e in expected if e in found.shown.attack)
+    step = COLUMN_WIDTH + COLUMN_GAP
+    for wire in picture.wires:
+        start, end = (float(n) for n in (wire.d.split()[0][1:].split(",")[0], wire.d.split()[-1].split(",")[0]))
+        assert abs(start - end) <= step, wire  # neighbouring columns, or an arc within one
+    # Every node but tools is drawn; tools are folded into their servers.
+    assert drawn == {n.id for n in found.shown.nodes if n.kind != "tool"}
