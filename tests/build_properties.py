@@ -43,7 +43,7 @@ SIZES = {"64Mi": 64 * 2**20, "256Mi": 256 * 2**20, "1Gi": 2**30, "500M": 500 * 1
 DURATIONS = {"30s": 30.0, "15m": 900.0, "1h": 3600.0, "1h30m": 5400.0, "2d": 172800.0}
 HOST_PATHS = ["/srv/data", "/srv/data/sub", "/opt/tools", "/var/lib/app", "~/notes", "~"]
 TARGETS = ["/data", "/data/sub", "/data/sub/deep", "/work", "/work/a", "/tools", "/notes", "/srv/data"]
-ALLOW = ["pypi.org:443", "*.example.com:443", "api.example.org:*", "10.1.2.0/24", "192.0.2.10:5432",
+ALLOW = ["pypi.mirror.acme.example:443", "*.example.com:443", "api.example.org:*", "10.1.2.0/24", "192.0.2.10:5432",
          "[2001:db8::1]:443", "203.0.113.0/24:8443", "169.254.0.0/16", "0.0.0.0/0:443", "docs.python.org:443"]
 DENY = ["169.254.169.254/32", "10.0.0.0/8", "bad.example.com:443", "198.51.100.7/32"]
 SECRET_REFS = {

@@ -115,16 +115,18 @@ def test_missing_spec_bad_spec_and_unusable_output_dir(tmp_path: Path) -> None:
 def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> None:
     """Every spec string in a launcher is part of one Python literal: Python reads back exactly the spec's bytes."""
     hostile = ["$(touch pwned)", "`touch pwned`", "a'b\"c", "x\ny", "; rm -rf / #", "*", "~root", "${HOME}", "\\", "-e", "\u2028'''\"\"\"", "é\x1b[2J"]
+    # A shell script whose positional parameters are the hostile words: only the script is shell code.
+    launch = ["/bin/sh", "-c", 'printf "%s\\n" "$@"', "sh"]
     spec = tmp_path / "hostile.yaml"
     spec.write_text(
         "version: 1\nproject: demo\nservers:\n  odd:\n"
-        f"    command: {json.dumps(['/usr/bin/printf', *hostile])}\n"
+        f"    command: {json.dumps([*launch, *hostile])}\n"
         f"    env: {{set: {json.dumps({f'V{i}': value for i, value in enumerate(hostile)})}}}\n"
         "    mounts:\n      - {from: \"/srv/it's $(x)\", to: \"/data/a b\"}\n"
         "    tools:\n      t: {effects: [reads_private]}\n"
     )
     out = tmp_path / "out"
-    # SP003 (shell syntax in an argument) is the point here; the build honours the config that turns it off.
+    # SP003 (a shell script) fires here; the build honours the config that turns it off.
     config = tmp_path / "lint.yaml"
     config.write_text("ignore: [SP003]\n")
     assert run_cli("build", str(spec), "--target", "bwrap", "--out", str(out)).returncode == 1
@@ -134,7 +136,7 @@ def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> Non
     configs = [node for node in tree.body if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "CONFIG" for t in node.targets)]
     assert len(configs) == 1
     config = ast.literal_eval(configs[0].value)  # a literal: nothing in it runs
-    assert config["command"] == ["/usr/bin/printf", *hostile]
+    assert config["command"] == [*launch, *hostile]
     assert sorted(f"{name}={value}" for name, value in config["setenv"] if name != "PATH") == sorted(f"V{i}={value}" for i, value in enumerate(hostile))
     assert {"kind": "host", "mode": "ro", "source": "/srv/it's $(x)", "target": "/data/a b", "size": 0} in config["mounts"]
     head = source.split("# ---- mcpspec bwrap launcher runtime")[0]

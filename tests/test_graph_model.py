@@ -226,3 +226,14 @@ def test_mermaid_text_leaves_no_character_that_ends_a_label_or_starts_markup() -
     assert '"' not in escaped and "]" not in escaped and "<" not in escaped and "\n" not in escaped and "|" not in escaped
     decoded = re.sub(r"#(\d+);", lambda m: chr(int(m.group(1))), escaped)
     assert decoded == hostile
+
+
+def test_open_egress_and_egress_to_a_writable_host_imply_external_send() -> None:
+    text = SMALL.replace('allow: ["docs.example.com:443"]', 'allow: ["docs.example.com:443", "*.ngrok.io:443"]')
+    graph = build(load_text(text, "small.yaml"))
+    runner = graph.implied_effects("runner")
+    assert [(i.effect, i.hop, format_path(i.path)) for i in runner] == [("external_send", "open egress", "servers.runner.egress.default")]
+    web = graph.implied_effects("web")
+    assert [(i.effect, i.hop, format_path(i.path)) for i in web] == [("external_send", "egress to a host anyone can write to", "servers.web.egress.allow[1]")]
+    assert small_graph().implied_effects("web") == ()
+    assert graph.implied_effects("shell") == ()  # egress denied, nothing allowed

@@ -91,7 +91,7 @@ def test_service_hardening() -> None:
                                      {"from": "/srv/data", "to": "/data"}],
                           "secrets": [{"use": "tok", "as": {"file": "/run/secrets/tok"}}, {"use": "gh", "as": {"env": "GH_TOKEN"}}]},
                 "web": {"image": IMAGE, "command": ["/srv"], "transport": {"type": "http", "port": 8100}, "process": {"listeners": True}},
-                "fetch": {"image": IMAGE, "command": ["/srv"], "egress": {"allow": ["pypi.org:443"]}},
+                "fetch": {"image": IMAGE, "command": ["/srv"], "egress": {"allow": ["pypi.mirror.acme.example:443"]}},
             }}
     build = _build(dump(spec))
     document = _valid(build.files["compose.yaml"])
@@ -116,7 +116,7 @@ def test_service_hardening() -> None:
     assert "HTTPS_PROXY=http://mcpspec-egress:3128" in fetch["environment"]
     assert proxy["image"] == PROXY.proxy_image and proxy["networks"]["fetch_net"] == {"aliases": ["mcpspec-egress"]}
     assert document["networks"]["fetch_out"] == {} and "fetch.squid.conf" in build.files
-    assert "acl listed_1 dstdomain -n pypi.org" in build.files["fetch.squid.conf"]
+    assert "acl listed_1 dstdomain -n pypi.mirror.acme.example" in build.files["fetch.squid.conf"]
 
 
 def test_direct_egress_publishes_on_loopback_only_and_says_what_it_cannot_block() -> None:
@@ -130,7 +130,7 @@ def test_direct_egress_publishes_on_loopback_only_and_says_what_it_cannot_block(
 
 
 def test_without_a_proxy_image_an_allowlist_fails_closed() -> None:
-    spec = {"version": 1, "project": "acme", "servers": {"fetch": {"image": IMAGE, "command": ["/srv"], "egress": {"allow": ["pypi.org:443"]}}}}
+    spec = {"version": 1, "project": "acme", "servers": {"fetch": {"image": IMAGE, "command": ["/srv"], "egress": {"allow": ["pypi.mirror.acme.example:443"]}}}}
     build = _build(dump(spec), options=None)
     assert build.blocked and any(r.code == "TG001" and "--proxy-image" in r.message for r in build.results)
     assert yaml.safe_load(build.files["compose.yaml"])["services"]["fetch"]["network_mode"] == "none"

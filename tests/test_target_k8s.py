@@ -65,7 +65,7 @@ servers:
       - {use: api, as: {env: API_TOKEN}}
       - {use: db, as: {file: /run/secrets/db.txt}}
     egress:
-      allow: ["pypi.org:443", "*.example.com:443", "10.1.2.0/24:5432", "0.0.0.0/0:8443", "169.254.0.0/16"]
+      allow: ["pypi.mirror.acme.example:443", "*.example.com:443", "10.1.2.0/24:5432", "0.0.0.0/0:8443", "169.254.0.0/16"]
       deny: ["10.1.2.7/32"]
   helper:
     image: localhost/helper@sha256:2222222222222222222222222222222222222222222222222222222222222222
@@ -223,7 +223,7 @@ def test_the_proxy_and_cilium_policies() -> None:
     assert read_build(BUILDS["kube/proxy"].files)["web"].egress.mode == "proxy"
     cilium = next(d for d in load_yaml(BUILDS["kube/cilium"].files["web.yaml"]) if d["kind"] == "CiliumNetworkPolicy")
     fqdns = [f for rule in cilium["spec"]["egress"] for f in rule.get("toFQDNs", [])]
-    assert fqdns == [{"matchName": "pypi.org"}, {"matchPattern": "*.example.com"}]
+    assert fqdns == [{"matchName": "pypi.mirror.acme.example"}, {"matchPattern": "*.example.com"}]
     denied = {c["cidr"]: c.get("except") for c in cilium["spec"]["egressDeny"][0]["toCIDRSet"]}
     assert "169.254.169.254/32" in denied and "10.1.2.7/32" in denied
     assert denied["10.0.0.0/8"] == ["10.1.2.0/24"]  # listed on purpose: a name resolving into the rest of 10/8 is refused

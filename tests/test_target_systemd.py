@@ -58,7 +58,7 @@ servers:
     process: {deny: [curl, /usr/bin/wget]}
   proxied:
     command: [/usr/bin/python3, -c, pass]
-    egress: {allow: ["pypi.org:443", "*.pythonhosted.org:443", "10.1.2.0/24:443"]}
+    egress: {allow: ["pypi.mirror.acme.example:443", "*.files.mirror.acme.example:443", "10.1.2.0/24:443"]}
     process: {deny: [bash, sh]}
   direct:
     command: [/usr/bin/python3, -c, pass]
@@ -497,7 +497,7 @@ servers:
 
 
 def test_two_projects_and_look_alike_names_never_share_a_unit(tmp_path: Path) -> None:
-    spec = "version: 1\nproject: {project}\nservers:\n  {server}:\n    command: [/usr/bin/python3]\n    egress: {{allow: [\"pypi.org:443\"]}}\n"
+    spec = "version: 1\nproject: {project}\nservers:\n  {server}:\n    command: [/usr/bin/python3]\n    egress: {{allow: [\"pypi.mirror.acme.example:443\"]}}\n"
     seen: dict[str, str] = {}
     for project, server in (("a", "b-c"), ("a-b", "c"), ("a-b", "c-egress"), ("a-b", "c-squid")):
         _, build = _build(spec.format(project=project, server=server), tmp_path)

@@ -159,14 +159,25 @@ def rules(
 
 
 @app.command()
-def explain(rule: Annotated[str, typer.Argument(help="A rule ID or slug.", show_default=False)]) -> None:
-    """Print one rule's documentation."""
+def explain(rule: Annotated[str, typer.Argument(help="A rule ID or slug, an egress preset (@metadata), or @ for every preset.", show_default=False)]) -> None:
+    """Print one rule's documentation, or the destinations of an egress preset."""
+    if rule.startswith("@"):
+        from mcpspec import presets
+
+        preset = presets.find(rule)
+        if rule != "@" and preset is None:
+            try:
+                presets.parse_preset(rule)
+            except ValueError as exc:
+                _usage(str(exc))
+        sys.stdout.write(presets.explain_all() if preset is None else presets.explain(preset))
+        return
     from mcpspec.report.ruledocs import render_rule
     from mcpspec.rules.registry import find
 
     found = find(rule)
     if found is None:
-        _usage(f"no rule is named {rule!r} (see `mcpspec rules`)")
+        _usage(f"no rule is named {rule!r} (see `mcpspec rules`; `mcpspec explain @` lists the egress presets)")
     sys.stdout.write(render_rule(found))
 
 

@@ -11,6 +11,13 @@ The graph answers questions and returns data; the graph rules
 (mcpspec.rules.graph) turn answers into findings. Shared resources are found
 through indexes (a secret's servers, a path trie for containment), never by
 comparing every pair of servers, so building and querying stay near linear.
+
+A server's tools say what it does, but its network says what it can do: a
+server with open egress, or egress to a host anyone can write to (a paste
+site, a webhook inbox, a wildcard over object storage: what NW004 knows),
+can send data out whatever its tools declare. The graph records that as an
+effect the server implies (``implied_effects``: ``external_send`` with the
+hop that explains it), and the flow rules count it as a sink.
 ``to_networkx()`` gives the same graph as a networkx MultiDiGraph for API
 users (networkx is the optional extra ``mcpspec[networkx]``); the rules and the
 `mcpspec graph` renderers use the indexes directly, so the tool never imports it.
@@ -68,6 +75,20 @@ class MountRef:
     path: SpecPath
 
 
+@dataclass(frozen=True, slots=True)
+class Implied:
+    """An effect a server has whatever its tools declare: the hop that gives it, and where the spec says so."""
+
+    effect: str
+    hop: str  # "open egress", or "egress to a host anyone can write to"
+    note: str
+    path: SpecPath
+
+
+OPEN_EGRESS = "open egress"
+WRITABLE_EGRESS = "egress to a host anyone can write to"
+
+
 @dataclass
 class TrustGraph:
     plan: Plan
@@ -77,6 +98,7 @@ class TrustGraph:
     in_edges: dict[str, list[Edge]] = field(default_factory=dict)
     mounts_at: dict[str, list[MountRef]] = field(default_factory=dict)  # host path -> mounts of it
     parent_path: dict[str, str] = field(default_factory=dict)  # host path -> nearest mounted ancestor
+    implied: dict[str, tuple[Implied, ...]] = field(default_factory=dict)  # server -> effects its egress gives it
 
     # --- building ---
 
@@ -119,6 +141,10 @@ class TrustGraph:
             if edge.kind == "in-namespace":
                 peers.extend(e.source[7:] for e in self.in_edges.get(edge.target, []) if e.kind == "in-namespace" and e.source != server_id(server))
         return list(dict.fromkeys(peers))
+
+    def implied_effects(self, server: str) -> tuple[Implied, ...]:
+        """Effects ``server`` has whatever its tools declare (``external_send`` through open egress)."""
+        return self.implied.get(server, ())
 
     def secret_holders(self, secret: str) -> list[Edge]:
         return [e for e in self.in_edges.get(secret_id(secret), []) if e.kind == "uses-secret"]
@@ -211,9 +237,27 @@ def _add_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
     if facts.egress_open(server):
         graph.add_node(INTERNET, "destination", "the internet", ())
         graph.add_edge(node, INTERNET, "egress-to", server.origin("egress.default"))
-    for index, entry in enumerate(server.egress.allow):
-        dest = graph.add_node(f"dest:{entry.text}", "destination", entry.text, (*server.origin("egress.allow"), index))
+    for index, entries in server.egress.written("allow"):
+        # A preset (@private) is one destination, as the spec writes it.
+        text = f"@{entries[0].preset}" if entries[0].preset is not None else entries[0].text
+        dest = graph.add_node(f"dest:{text}", "destination", text, (*server.origin("egress.allow"), index))
         graph.add_edge(node, dest, "egress-to", (*server.origin("egress.allow"), index))
+    send = _implied_send(server)
+    if send is not None:
+        graph.implied[server.name] = (send,)
+
+
+def _implied_send(server: EffectiveSandbox) -> Implied | None:
+    """``external_send`` when the server's egress reaches hosts an attacker can read: open, or a host anyone can write to."""
+    if facts.egress_open(server):
+        return Implied("external_send", OPEN_EGRESS, f"{server.name}'s egress defaults to allow: it can send data anywhere", server.origin("egress.default"))
+    from mcpspec.rules.network.exfiltration_friendly_allowlist import problem
+
+    for path, entry in facts.allow_entries(server):
+        why = problem(entry)
+        if why:
+            return Implied("external_send", WRITABLE_EGRESS, f"{server.name} may connect to {entry.text}, {why}", path)
+    return None
 
 
 def _instances(mount: EffectiveMount, server: EffectiveSandbox) -> list[str]:

@@ -138,12 +138,34 @@ class EnvPlan:
 
 @dataclass(frozen=True, slots=True)
 class EgressPolicy:
-    """Where the server may connect; entries parsed."""
+    """Where the server may connect; entries parsed, presets (``@metadata``) expanded.
+
+    ``allow_at`` and ``deny_at`` give, for each entry, the index of the spec's list
+    item it came from (all the entries of one preset share its item); empty means
+    one entry per item.
+    """
 
     default: Literal["deny", "allow"]
     via: Literal["proxy", "direct"]
     allow: tuple[Destination, ...]
     deny: tuple[Destination, ...]
+    # Bookkeeping, not policy: `mcpspec plan` leaves them out (metadata "internal").
+    allow_at: tuple[int, ...] = field(default=(), metadata={"internal": True})
+    deny_at: tuple[int, ...] = field(default=(), metadata={"internal": True})
+
+    def written(self, which: Literal["allow", "deny"]) -> list[tuple[int, tuple[Destination, ...]]]:
+        """(index in the spec's list, the entries it stands for): one item per entry the spec wrote."""
+        entries = self.allow if which == "allow" else self.deny
+        at = (self.allow_at if which == "allow" else self.deny_at) or tuple(range(len(entries)))
+        items: dict[int, list[Destination]] = {}
+        for index, entry in zip(at, entries, strict=True):
+            items.setdefault(index, []).append(entry)
+        return [(index, tuple(group)) for index, group in items.items()]
+
+    def index_of(self, which: Literal["allow", "deny"], position: int) -> int:
+        """The spec list index of the entry at ``position`` of ``allow`` or ``deny``."""
+        at = self.allow_at if which == "allow" else self.deny_at
+        return at[position] if at else position
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +339,7 @@ class LockState:
 
     pinned: frozenset[str] | None  # None: no lock file
     error: str | None = None  # the lock exists but cannot be read
+    tools: Mapping[str, frozenset[str]] = field(default_factory=dict)  # server -> the tool names the lock pins
 
 
 @dataclass(frozen=True, slots=True)

@@ -324,7 +324,7 @@ class _Resolver:
                     self.error(INCONSISTENT, (*path, "as", "env"), f"{form.env} is already set by {format_path(env_names[form.env])}")
                 env_names[form.env] = (*path, "as", "env")
             grants.append(SecretGrant(
-                name=binding.use, provider=secret.provider, ref=secret.ref, scopes=tuple(secret.scopes), ttl=secret.ttl,
+                name=binding.use, provider=secret.provider, ref=secret.ref, scopes=secret.scope_list, ttl=secret.ttl_seconds,
                 env=form.env, file=form.file, path=path, secret_path=("secrets", binding.use), source=self.file_sources.get(binding.use),
             ))
         return tuple(grants)

@@ -26,6 +26,7 @@ from mcpspec.ir.plan import (
     TeardownPolicy,
     host_path,
 )
+from mcpspec.presets import PresetRef
 from mcpspec.spec.models import (
     Background,
     Egress,
@@ -39,7 +40,7 @@ from mcpspec.spec.models import (
     Runtime,
     Teardown,
 )
-from mcpspec.spec.values import normalize_host_path
+from mcpspec.spec.values import Destination, normalize_host_path
 
 T = TypeVar("T")
 
@@ -87,12 +88,27 @@ def env(policy: EnvPolicy) -> EnvPlan:
 
 
 def egress(policy: Egress) -> EgressPolicy:
+    allow, allow_at = _expanded(policy.allow or [])
+    deny, deny_at = _expanded(policy.deny or [])
     return EgressPolicy(
         default=_given(policy.default, "deny"),
         via=_given(policy.via, "proxy"),
-        allow=tuple(policy.allow or ()),
-        deny=tuple(policy.deny or ()),
+        allow=allow,
+        deny=deny,
+        allow_at=allow_at,
+        deny_at=deny_at,
     )
+
+
+def _expanded(entries: list[Destination | PresetRef]) -> tuple[tuple[Destination, ...], tuple[int, ...]]:
+    """The entries with each preset replaced by its destinations, and each one's index in the spec's list."""
+    out: list[Destination] = []
+    at: list[int] = []
+    for index, entry in enumerate(entries):
+        expanded = entry.preset.destinations() if isinstance(entry, PresetRef) else (entry,)
+        out.extend(expanded)
+        at.extend(index for _ in expanded)
+    return tuple(out), tuple(at)
 
 
 def process(policy: Process) -> ProcessPolicy:

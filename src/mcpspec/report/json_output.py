@@ -14,7 +14,7 @@ FORMAT_VERSION = 1
 
 
 def result_data(result: Result) -> dict[str, Any]:
-    return {
+    data = {
         "code": result.code,
         "slug": result.slug,
         "severity": result.severity,
@@ -30,6 +30,9 @@ def result_data(result: Result) -> dict[str, Any]:
         ],
         "suppression": None if result.suppression is None else {"kind": result.suppression.kind, "justification": result.suppression.justification},
     }
+    if result.items:  # the full list a message names in short (NW001: every metadata address left open)
+        data["items"] = list(result.items)
+    return data
 
 
 def render(report: LintReport) -> str:

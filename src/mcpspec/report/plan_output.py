@@ -85,7 +85,9 @@ def server_data(sandbox: EffectiveSandbox, secrets: Mapping[str, SpecModel]) -> 
 def _section(value: Any, dotted: str, origins: Mapping[str, SpecPath]) -> Any:
     """A section of the Plan, each leaf with the origin of its spec key."""
     if dataclasses.is_dataclass(value) and not isinstance(value, LogSink):
-        return {f.name: _section(getattr(value, f.name), f"{dotted}.{f.name}", origins) for f in dataclasses.fields(value)}
+        return {
+            f.name: _section(getattr(value, f.name), f"{dotted}.{f.name}", origins) for f in dataclasses.fields(value) if not f.metadata.get("internal")
+        }
     return leaf(value, origins.get(spec_key(dotted)))
 
 

@@ -73,7 +73,7 @@ def _result(result: Result, index: int) -> dict[str, Any]:
         "message": {"text": result.message},
         "locations": [location],
         "partialFingerprints": {"mcpspecLogicalPath/v1": fingerprint},
-        "properties": {"severity": result.severity},
+        "properties": {"severity": result.severity, **({"items": list(result.items)} if result.items else {})},
     }
     if result.related:
         data["relatedLocations"] = [

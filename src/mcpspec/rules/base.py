@@ -58,6 +58,8 @@ class Finding:
     related: tuple[Related, ...] = ()
     # Only for findings about comments, which have no logical path of their own.
     span: Span | None = None
+    # Every item the message names in short (the addresses a policy leaves open): JSON output lists them.
+    items: tuple[str, ...] = ()
 
 
 Check = Callable[[Plan], Iterable[Finding]]

@@ -44,6 +44,8 @@ class Result:
     message: str
     related: tuple[RelatedLocation, ...] = ()
     suppression: Suppression | None = field(default=None)
+    # Every item the message names in short (JSON output lists them).
+    items: tuple[str, ...] = ()
 
     def suppressed(self, suppression: Suppression) -> Result:
         return replace(self, suppression=suppression)
@@ -62,6 +64,7 @@ def run_rules(plan: Plan, rules: Iterable[Rule]) -> list[Result]:
             path=finding.path,
             message=redact(finding.message),
             related=tuple(RelatedLocation(source.anchor_span(item.path), item.path, redact(item.note)) for item in finding.related),
+            items=finding.items,
         )
         for rule in rules
         if rule.check is not None

@@ -242,10 +242,20 @@ def deny_entries(server: EffectiveSandbox) -> Iterator[tuple[SpecPath, Destinati
 
 
 def _entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Iterator[tuple[SpecPath, Destination]]:
+    """Every entry, a preset's expanded ones each at the path of the preset (``@private``)."""
     base = server.origin(f"egress.{which}")
     entries = server.egress.allow if which == "allow" else server.egress.deny
-    for index, entry in enumerate(entries):
-        yield (*base, index), entry
+    for position, entry in enumerate(entries):
+        yield (*base, server.egress.index_of(which, position)), entry
+
+
+def written_entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Iterator[tuple[SpecPath, str, tuple[Destination, ...]]]:
+    """(spec path, the text the spec wrote, the entries it stands for): a preset once, with all its entries."""
+    base = server.origin(f"egress.{which}")
+    for index, entries in server.egress.written(which):
+        first = entries[0]
+        text = f"@{first.preset}" if first.preset is not None else first.text
+        yield (*base, index), text, entries
 
 
 def reaches(server: EffectiveSandbox, network: IPNetwork) -> bool:

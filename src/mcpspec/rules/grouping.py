@@ -103,13 +103,16 @@ class Draft:
     server: str
     template: str
     related: tuple[Related, ...] = ()
+    items: tuple[str, ...] = ()
 
 
 def merged(drafts: Iterable[Draft]) -> Iterator[Finding]:
-    """One finding per place and message, naming every server it affects."""
+    """One finding per place and message, naming every server it affects (each once)."""
     for (path, template), group in grouped(((draft.path, draft.template), draft) for draft in drafts).items():
         related = tuple(dict.fromkeys(item for draft in group for item in draft.related))
-        yield Finding(path=path, message=render(template, [draft.server for draft in group]), related=related)
+        items = tuple(dict.fromkeys(item for draft in group for item in draft.items))
+        servers = list(dict.fromkeys(draft.server for draft in group))
+        yield Finding(path=path, message=render(template, servers), related=related, items=items)
 
 
 _VERB = re.compile(r"\{([^{}|]*)\|([^{}|]*)\}")

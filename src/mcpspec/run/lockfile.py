@@ -146,7 +146,8 @@ def lock_state(spec: str | os.PathLike[str]) -> LockState:
     if not path.exists():
         return LockState(None)
     try:
-        return LockState(frozenset(load_lock(path).servers))
+        lock = load_lock(path)
+        return LockState(frozenset(lock.servers), tools={server: frozenset(pins) for server, pins in lock.servers.items()})
     except LockError as exc:
         return LockState(None, str(exc).replace(str(path), LOCK_NAME))
 

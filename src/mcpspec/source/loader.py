@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import re
 from pathlib import Path
 from typing import Any, cast
 
@@ -283,6 +284,11 @@ def _syntax_diag(exc: yaml.MarkedYAMLError, text: str, name: str) -> Diagnostic:
         tab_col = line_text.index("\t") + 1
         return _diag(name, Span(span.line, tab_col, span.line, tab_col + 1), "YM003", "tab character used for indentation; YAML indents with spaces")
     message = f"YAML syntax error: {problem}"
+    if line_text[span.col - 1 : span.col] in ("@", "`"):
+        # '@' and '`' are reserved in YAML: an egress preset must be quoted.
+        word = re.match(r"[@`][\w.-]*", line_text[span.col - 1 :])
+        shown = word.group() if word else line_text[span.col - 1]
+        return _diag(name, span, "YM001", f"YAML syntax error: a plain value cannot start with {shown[0]!r}; quote it, as in \"{shown}\"")
     if exc.context:
         message += f" ({exc.context} that starts here)" if at_opening else f" ({exc.context})"
     return _diag(name, span, "YM001", message.replace("\n", " "))

@@ -49,11 +49,30 @@ there.
 | name | `fetch`, `issues-ro` | servers, agents, secrets, project: 1-40 of `a-z 0-9 -`, starting with a letter, not ending with `-`; they become file, unit and Kubernetes names |
 | duration | `30s`, `15m`, `4h`, `7d`, `1h30m`, `250ms` | a unit is required: `15` alone is an error |
 | size | `256Mi`, `1Gi`, `500M` | binary (`Ki Mi Gi Ti`) or decimal (`K M G T`) units, or `B` |
-| egress entry | `api.example.com:443`, `*.example.com:443`, `10.0.0.0/8`, `10.0.0.5:5432`, `[fd00::1]:443` | domains need a port (`*` for any); `*.example.com` matches subdomains only, not `example.com`; a CIDR without a port means every port |
+| egress entry | `api.example.com:443`, `*.example.com:443`, `10.0.0.0/8`, `10.0.0.5:5432`, `[fd00::1]:443`, `"@metadata"` | domains need a port (`*` for any); `*.example.com` matches subdomains only, not `example.com`; a CIDR without a port means every port; `@name` is a preset (below) |
 | sandbox path | `/workspace/output` | absolute, normalized, no `..` |
 | host path | `/srv/data`, `~/.config/tool` | absolute or under `~/`, normalized, no `..`; in mounts, `workspace.<dir>` names a workspace directory instead |
 | logical path | `servers.fetch.egress.allow[1]` | how waivers and findings name a place in the file |
 """
+
+
+def _presets_section() -> str:
+    """The egress presets, listed in full from the table the resolver and the rules use."""
+    from mcpspec.presets import PRESETS, listing
+
+    out = [
+        "## Egress presets",
+        "",
+        "An entry of `egress.allow` or `egress.deny` may name a set of destinations: `deny: [\"@metadata\", \"@private\"]`",
+        "(quoted: YAML reserves `@`). A preset stands for every address range and name listed, on every port; the",
+        "resolved plan (`mcpspec plan`) holds them expanded, and every target enforces the expansion. NW001 asks",
+        "for `@metadata` and NW003 for `@private`: they check exactly these lists. `mcpspec explain @metadata`",
+        "prints one, `mcpspec explain @` all of them. An unknown name is an error that suggests the closest one.",
+        "",
+    ]
+    for preset in PRESETS.values():
+        out += [f"### {preset.ref}", "", f"{preset.summary[0].upper()}{preset.summary[1:]}.", "", listing(preset)]
+    return "\n".join(out)
 
 
 def render_docs() -> str:
@@ -64,7 +83,7 @@ def render_docs() -> str:
     schema = build_schema()
     definitions: dict[str, Any] = schema["$defs"]
     builtin = {type(model).__name__: model for model in BUILTIN.values()}
-    out = [_PREAMBLE]
+    out = [_PREAMBLE, _presets_section()]
     for name, node in [("Spec", schema), *((n, definitions[n]) for n in _reference_order(schema, definitions))]:
         out.append(_section(name, node, builtin.get(name)))
     return "\n".join(out)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
 
+from mcpspec.presets import PATTERN as PRESET_PATTERN
+from mcpspec.presets import PRESETS, PresetRef, parse_egress_entry
 from mcpspec.spec.values import (
     DIR_NAME_PATTERN,
     DURATION_PATTERN,
@@ -21,16 +23,20 @@ from mcpspec.spec.values import (
     NAME_PATTERN,
     SIZE_PATTERN,
     TOOL_NAME_PATTERN,
+    TTL_PATTERN,
     Destination,
     check_name,
     normalize_host_path,
     normalize_sandbox_path,
-    parse_destination,
     parse_duration,
+    parse_scopes,
     parse_size,
+    parse_ttl,
 )
 
 SCHEMA_VERSION = 1
+# An egress entry in the schema: a preset by name, or any text not starting with '@' (the linter parses it).
+PRESET_OR_DESTINATION = PRESET_PATTERN + "|^[^@]"
 PROTOCOL_REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
 Name = Annotated[str, AfterValidator(check_name), WithJsonSchema({"type": "string", "pattern": NAME_PATTERN})]
@@ -58,12 +64,13 @@ HostPath = Annotated[
     WithJsonSchema({"type": "string", "pattern": "^(/|~/|~$)", "description": "An absolute host path, or one under ~/."}),
 ]
 EgressEntry = Annotated[
-    Destination,
-    PlainValidator(parse_destination),
+    Destination | PresetRef,
+    PlainValidator(parse_egress_entry),
     WithJsonSchema(
         {
             "type": "string",
-            "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port or [IPv6]:port.",
+            "pattern": PRESET_OR_DESTINATION,
+            "description": "host:port, *.domain:port, a CIDR (optionally :port), IP:port, [IPv6]:port, or a preset: " + ", ".join(p.ref for p in PRESETS.values()) + ".",
         }
     ),
 ]
@@ -79,11 +86,28 @@ Effect = Literal[
     "financial",
     "exports_data",
 ]
+# `none` says a tool has no effect at all (a pure computation); it stands alone in a tool's list.
+ToolEffect = Literal[Effect, "none"]
 IMAGE_PATTERN = (
     r"^[a-z0-9]+([._-][a-z0-9]+)*(\.[a-z0-9-]+)*(:[0-9]+)?(/[a-z0-9]+([._-]{1,2}[a-z0-9]+)*)*"
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
 )
 ImageRef = Annotated[str, Field(pattern=IMAGE_PATTERN)]
+Ttl = Annotated[
+    float | Literal["none"],
+    PlainValidator(parse_ttl),
+    WithJsonSchema({"type": "string", "pattern": TTL_PATTERN, "description": "A duration (1h, 30d), or none for a credential that does not expire."}),
+]
+Scopes = Annotated[
+    list[str] | Literal["none"],
+    PlainValidator(parse_scopes),
+    WithJsonSchema(
+        {
+            "oneOf": [{"type": "array", "items": {"type": "string", "minLength": 1, "not": {"const": "none"}}}, {"const": "none"}],
+            "description": "Scopes or permissions, or none for a credential that has none.",
+        }
+    ),
+]
 Arg = Annotated[str, Field(pattern=r"^[^\x00]*$")]
 
 
@@ -130,10 +154,12 @@ class Egress(SpecModel):
 
     default: Literal["deny", "allow"] | None = _doc("What happens to destinations not listed. Default deny.", "deny")
     allow: list[EgressEntry] | None = _doc(
-        "Destinations reachable despite default deny: host:port, *.domain:port (subdomains only), CIDR, IP:port.",
+        "Destinations reachable despite default deny: host:port, *.domain:port (subdomains only), CIDR, IP:port, or a preset such as @private.",
         ["docs.python.org:443", "*.readthedocs.io:443"],
     )
-    deny: list[EgressEntry] | None = _doc("Destinations refused even when default is allow.", ["169.254.169.254/32"])
+    deny: list[EgressEntry] | None = _doc(
+        "Destinations refused even when default is allow; presets such as @metadata and @private name whole sets.", ["@metadata", "@private"]
+    )
     via: Literal["proxy", "direct"] | None = _doc(
         "How a target enforces names: proxy (a filtering proxy resolves and checks names) or direct (IP rules only). Default proxy.",
         "proxy",
@@ -302,11 +328,23 @@ class Secret(SpecModel):
         examples=["ISSUES_TOKEN_RO"],
     )
     description: str = _doc("What the credential is for.", "Read-only issue tracker token.", default="")
-    scopes: list[Annotated[str, Field(min_length=1)]] = Field(
-        default_factory=list, description="Scopes or permissions the credential carries.", examples=[["issues:read"]]
+    scopes: Scopes = Field(
+        default_factory=list,
+        description="Scopes or permissions the credential carries; none says it has no scopes (a database password).",
+        examples=[["issues:read"]],
     )
-    ttl: Duration | None = _doc("How long one issued value stays valid.", "1h")
+    ttl: Ttl | None = _doc("How long one issued value stays valid; none says it does not expire (a Slack bot token).", "1h")
     rotation: Rotation | None = _doc("Rotation policy.", {"every": "30d", "on_exposure": True})
+
+    @property
+    def scope_list(self) -> tuple[str, ...]:
+        """The declared scopes; empty for none or for none declared."""
+        return () if self.scopes == "none" else tuple(self.scopes)
+
+    @property
+    def ttl_seconds(self) -> float | None:
+        """How long one value stays valid; None for no expiry (written none) or none declared."""
+        return None if self.ttl == "none" else self.ttl
 
 
 # --- servers ---
@@ -381,7 +419,12 @@ class Tool(SpecModel):
     """What one MCP tool of the server does, as the spec asserts it (annotations are not trusted)."""
 
     description: str = _doc("What the tool does.", "Deploy a preview.", default="")
-    effects: list[Effect] = Field(default_factory=list, description="What the tool's calls do.", examples=[["deploy"]])
+    effects: list[ToolEffect] = Field(
+        default_factory=list,
+        description="What the tool's calls do; [none] says they do none of these (a pure computation). Unset or [] means undeclared.",
+        examples=[["deploy"]],
+        json_schema_extra={"if": {"contains": {"const": "none"}}, "then": {"maxItems": 1}},
+    )
     approval: Literal["always", "per-session", "never"] | None = _doc(
         "When a person must approve a call. Unset: decided by the top-level approvals.", "always"
     )
@@ -389,6 +432,14 @@ class Tool(SpecModel):
         "Call limits of this tool alone (`mcpspec run` enforces them beside the server's: its own rate, and its timeout instead of the server's).",
         {"call_timeout": "30s"},
     )
+
+    @field_validator("effects")
+    @classmethod
+    def _none_alone(cls, effects: list[ToolEffect]) -> list[ToolEffect]:
+        if "none" in effects and len(effects) > 1:
+            others = ", ".join(effect for effect in effects if effect != "none")
+            raise ValueError(f"'none' says the tool has no effects, so it cannot be listed with {others}: keep [none] or drop it")
+        return effects
 
 
 ServerKind = Literal["code-exec", "filesystem", "browser", "data", "deploy", "package", "search", "memory", "other"]

@@ -8,7 +8,7 @@ import functools
 import ipaddress
 import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$"
@@ -17,6 +17,9 @@ TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
 DIR_NAME_PATTERN = r"^[a-z][a-z0-9_-]{0,39}$"
 DURATION_PATTERN = r"^(\d+(ms|s|m|h|d))+$"
 SIZE_PATTERN = r"^\d+(\.\d+)?(Ki|Mi|Gi|Ti|K|M|G|T|B)$"
+# A secret's ttl: a duration, or `none` for a credential that does not expire.
+TTL_PATTERN = r"^(none|(\d+(ms|s|m|h|d))+)$"
+NONE: Literal["none"] = "none"
 
 _DURATION_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION_PART = re.compile(r"(\d+)(ms|s|m|h|d)")
@@ -57,6 +60,30 @@ def parse_size(value: object) -> int:
     if size <= 0:
         raise ValueError(f"size {value!r} must be greater than zero")
     return size
+
+
+def parse_ttl(value: object) -> float | Literal["none"]:
+    """A secret's ttl: ``none`` (it never expires, said on purpose) or a duration in seconds."""
+    if value == NONE:
+        return NONE
+    if isinstance(value, str) and not any(char.isdigit() for char in value):  # a word: never, forever, infinite
+        raise ValueError(f"{value!r} is not a ttl: write a duration such as '1h' or '30d', or 'none' for a credential that does not expire")
+    return parse_duration(value)
+
+
+def parse_scopes(value: object) -> list[str] | Literal["none"]:
+    """A secret's scopes: a list of non-empty strings, or ``none`` (it has no scopes, said on purpose)."""
+    if value == NONE:
+        return NONE
+    if not isinstance(value, list):
+        shown = repr(value) if isinstance(value, str) else type(value).__name__
+        raise ValueError(f"scopes is a list such as [issues:read], or 'none' for a credential that has no scopes, not {shown}")
+    for item in value:
+        if not isinstance(item, str) or not item.strip():
+            raise ValueError(f"each scope is a non-empty string, not {item!r}")
+    if NONE in value:
+        raise ValueError("'none' says the credential has no scopes: write 'scopes: none' alone, not inside a list")
+    return list(value)
 
 
 def check_name(value: str, what: str = "name") -> str:
@@ -110,13 +137,15 @@ class Destination:
     ``kind`` is ``domain`` (``api.example.com:443``), ``wildcard`` (``*.example.com:443``,
     which matches subdomains only, not the apex), or ``cidr`` (``10.0.0.0/8``,
     ``10.0.0.5:5432``, ``[fd00::1]:443``; a single address is a /32 or /128).
-    ``port`` is None when every port is meant.
+    ``port`` is None when every port is meant. ``preset`` names the preset
+    (``@metadata``) an entry of the Plan was expanded from, if any.
     """
 
     kind: Literal["domain", "wildcard", "cidr"]
     host: str
     port: int | None
     text: str
+    preset: str | None = field(default=None, compare=False)
 
     @property
     def network(self) -> ipaddress.IPv4Network | ipaddress.IPv6Network:

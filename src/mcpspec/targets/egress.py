@@ -28,8 +28,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, NEVER_NETWORKS, PRIVATE_NETWORKS, REFUSED_NETWORKS, squid_form
+from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, NEVER_NETWORKS, REFUSED_NETWORKS, squid_form
 from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.presets import PRIVATE
 from mcpspec.spec.values import Destination
 from mcpspec.targets.comments import comment_line
 from mcpspec.targets.escape import Unrepresentable
@@ -37,7 +38,8 @@ from mcpspec.targets.escape import Unrepresentable
 LINK_LOCAL = ipaddress.ip_network("169.254.0.0/16")
 # Addresses every target refuses, even where only IP rules are available (systemd's IPAddressDeny=).
 METADATA_RANGES = ("169.254.0.0/16", *(str(n) for n in METADATA_NETWORKS if not (n.version == 4 and n.subnet_of(LINK_LOCAL))))  # type: ignore[arg-type]
-PRIVATE_RANGES = tuple(str(n) for n in PRIVATE_NETWORKS if str(n) != "::ffff:0:0/96")
+# The @private preset: the same ranges NW003 checks and `deny: ["@private"]` refuses.
+PRIVATE_RANGES = tuple(str(n) for n in PRIVATE.networks)
 SQUID_NEVER = squid_form(NEVER_NETWORKS)
 SQUID_REFUSED = squid_form(REFUSED_NETWORKS)
 # squid reads a configuration file in pieces of BUFSIZ (8192) bytes, newline included.
@@ -106,7 +108,9 @@ def squid_rules(plan: EgressPlan) -> list[str]:
     lines.append("http_access deny metadata_names")
     lines.extend(_acl("never", "dst", SQUID_NEVER))
     lines.append("http_access deny never")
-    denied_addresses = [_cidr(d) for d in plan.deny if d.kind == "cidr"]
+    # Without nested ranges (presets overlap: @private holds 169.254.0.0/16, @metadata its addresses),
+    # which squid warns about, and without the IPv4-mapped block, which would refuse every IPv4 address.
+    denied_addresses = squid_form(tuple(ipaddress.ip_network(_cidr(d)) for d in plan.deny if d.kind == "cidr"))
     if denied_addresses:
         lines.extend(_acl("spec_denied", "dst", denied_addresses))
         lines.append("http_access deny spec_denied")

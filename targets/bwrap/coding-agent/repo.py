@@ -33,7 +33,7 @@ CONFIG = {
     'audit': True,
     'audit_sink': '/var/log/mcp/acme-coding-agent/audit.jsonl',
     'audit_mounts': [{'from': '{run_dir}/input', 'to': '/workspace/input', 'mode': 'ro'}, {'from': '{run_dir}/output', 'to': '/workspace/output', 'mode': 'rw'}, {'from': 'tmpfs', 'to': '/workspace/tmp', 'mode': 'rw'}],
-    'audit_egress': {'mode': 'proxy', 'default': 'deny', 'allow': ['pypi.org:443', 'files.pythonhosted.org:443'], 'deny': []},
+    'audit_egress': {'mode': 'proxy', 'default': 'deny', 'allow': ['pypi.mirror.acme.example:443', 'files.mirror.acme.example:443'], 'deny': []},
     'command': ['python', '-m', 'acme_repo_mcp', '--repo', '/workspace/input', '--out', '/workspace/output'],
     'workdir': '/workspace/input',
     'mounts': [{'kind': 'workspace', 'mode': 'ro', 'source': 'input', 'target': '/workspace/input', 'size': 0}, {'kind': 'workspace', 'mode': 'rw', 'source': 'output', 'target': '/workspace/output', 'size': 0}, {'kind': 'scratch', 'mode': 'rw', 'source': '', 'target': '/workspace/tmp', 'size': 1073741824}],

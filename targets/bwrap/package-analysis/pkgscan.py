@@ -33,7 +33,7 @@ CONFIG = {
     'audit': True,
     'audit_sink': '/var/log/mcp/acme-dependency-review/audit.jsonl',
     'audit_mounts': [{'from': 'tmpfs', 'to': '/workspace/downloads', 'mode': 'rw'}, {'from': '{run_dir}/reports', 'to': '/workspace/reports', 'mode': 'rw'}],
-    'audit_egress': {'mode': 'proxy', 'default': 'deny', 'allow': ['pypi.org:443', 'files.pythonhosted.org:443', 'registry.npmjs.org:443'], 'deny': []},
+    'audit_egress': {'mode': 'proxy', 'default': 'deny', 'allow': ['pypi.mirror.acme.example:443', 'files.mirror.acme.example:443', 'npm.mirror.acme.example:443'], 'deny': []},
     'command': ['acme-pkgscan-mcp', '--downloads', '/workspace/downloads', '--reports', '/workspace/reports'],
     'workdir': None,
     'mounts': [{'kind': 'scratch', 'mode': 'rw', 'source': '', 'target': '/workspace/downloads', 'size': 2147483648}, {'kind': 'workspace', 'mode': 'rw', 'source': 'reports', 'target': '/workspace/reports', 'size': 0}],

@@ -9,6 +9,7 @@ from mcpspec.rules.filesystem import (
     container_socket_mounted,
     credential_path_mounted,
     overbroad_mount,
+    project_dir_writable,
     unbounded_scratch,
     vcs_or_env_writable,
     writable_mount_read_only_tools,
@@ -23,4 +24,5 @@ RULES: tuple[Rule, ...] = (
     vcs_or_env_writable.RULE,
     browser_profile_mounted.RULE,
     unbounded_scratch.RULE,
+    project_dir_writable.RULE,
 )

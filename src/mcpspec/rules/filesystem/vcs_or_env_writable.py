@@ -63,6 +63,11 @@ def _what(source: str) -> str | None:
     return None
 
 
+def flagged(source: str) -> bool:
+    """Whether this rule flags a writable mount of ``source``."""
+    return _what(source) is not None
+
+
 def check(plan: Plan) -> Iterator[Finding]:
     for server, mount in launched_host_mounts(plan):
         what = _what(mount.location) if mount.writable else None

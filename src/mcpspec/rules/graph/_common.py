@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from mcpspec.analysis.graph import MountRef, TrustGraph, build
+from mcpspec.analysis.graph import Implied, MountRef, TrustGraph, build
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.perf import gc_paused
@@ -67,6 +67,13 @@ def reads_private(item: AgentTool) -> bool:
 
 def sends_out(item: AgentTool) -> bool:
     return bool({"external_send", "exports_data"} & set(item.tool.effects))
+
+
+def implied_send(plan: Plan, item: AgentTool) -> Implied | None:
+    """Why a tool can send data out although it declares no sending effect (its server's egress), or None."""
+    if sends_out(item):
+        return None
+    return next((i for i in graph_of(plan).implied_effects(item.server.name) if i.effect == "external_send"), None)
 
 
 def ungated(plan: Plan, item: AgentTool) -> bool:

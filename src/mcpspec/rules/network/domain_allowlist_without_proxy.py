@@ -63,9 +63,14 @@ def drafts(plan: Plan) -> Iterator[Draft]:
         if server.egress.via != "direct":
             continue
         via = (Related(server.origin("egress.via"), "egress is enforced by IP rules only here"),)
-        for path, entry in (*facts.allow_entries(server), *facts.deny_entries(server)):
-            if entry.kind != "cidr":
-                yield Draft(path, server.name, f"{{who}} {{enforces|enforce}} egress by IP only, so {entry.text} cannot be enforced", via)
+        for which in ("allow", "deny"):
+            for path, text, entries in facts.written_entries(server, which):
+                names = tuple(entry.text for entry in entries if entry.kind != "cidr")
+                if names:
+                    # A preset (@metadata) is one finding: its names are the finding's items.
+                    what = f"the names of {text}" if text.startswith("@") else text
+                    yield Draft(path, server.name, f"{{who}} {{enforces|enforce}} egress by IP only, so {what} cannot be enforced", via,
+                                items=names if text.startswith("@") else ())
 
 
 RULE = Rule(

@@ -13,7 +13,10 @@ URL", turns into the cloud role's keys (the Capital One breach went exactly
 this way). The IPv6 endpoints (fd00:ec2::254, fd20:ce::254) sit in the ULA
 range, not link-local, so "block link-local" misses them. A deny entry with a
 port (`169.254.169.254:80`) leaves the other ports open, and a host-name deny
-entry is only enforced through a proxy (`via: proxy`).
+entry is only enforced through a proxy (`via: proxy`). The `@metadata` preset
+(listed in full below) denies every one of them on every port: write
+`deny: ["@metadata"]` (quoted: YAML reserves `@`). The JSON output lists what a
+finding leaves open in its `items`.
 
 ## Example
 ```yaml
@@ -44,6 +47,14 @@ servers:
       fetch: {effects: [reads_untrusted]}
 ```
 
+or, when the server must reach the open web:
+
+```yaml
+    egress:
+      default: allow
+      deny: ["@metadata", "@private"]
+```
+
 ## References
 - MCP Security Best Practices: Server-Side Request Forgery (SSRF), "including cloud metadata endpoints"
 - OWASP MCP Top 10: MCP01 Token Mismanagement & Secret Exposure
@@ -52,17 +63,18 @@ servers:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.presets import METADATA, doc_section
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.grouping import Draft, listing, merged
 from mcpspec.rules.network._common import deny_covers_host, deny_covers_network, entry_network, host_matches
 
-# A deny entry needs a dotted name, so single-label hosts (instance-data) cannot be listed;
-# they resolve through the search domain to a dotted name that is on the list.
-NAMEABLE_HOSTS = tuple(host for host in facts.METADATA_HOSTS if "." in host)
+# The @metadata preset is exactly what this rule checks: `deny: ["@metadata"]` answers it.
+NAMEABLE_HOSTS = METADATA.hosts
+FIX = f'add "{METADATA.ref}" to egress.deny'
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -72,32 +84,61 @@ def check(plan: Plan) -> Iterator[Finding]:
 def drafts(plan: Plan) -> Iterator[Draft]:
     for server in facts.launched(plan):
         if facts.egress_open(server):
-            open_to = unblocked(server)
-            if open_to:
+            addresses, hosts = unblocked(server)
+            if addresses or hosts:
                 yield Draft(
                     server.origin("egress.default"), server.name,
-                    f"{{who}} may reach cloud metadata at {listing(open_to)} because egress defaults to allow",
+                    f"{{who}} may reach cloud metadata because egress defaults to allow and egress.deny leaves {left_open(addresses, hosts)} open; {fix(server, addresses)}",
+                    items=tuple(addresses + hosts),
                 )
         yield from allowed_metadata(server)
 
 
-def unblocked(server: EffectiveSandbox) -> list[str]:
-    """Metadata addresses, then host names, that no deny entry covers."""
-    addresses = [str(net.network_address) for net in facts.METADATA_NETWORKS if not deny_covers_network(server, net)]
+def unblocked(server: EffectiveSandbox) -> tuple[list[str], list[str]]:
+    """Metadata addresses, and host names, that no deny entry covers."""
+    addresses = [str(net.network_address) for net in METADATA.networks if not deny_covers_network(server, net)]
     hosts = [host for host in NAMEABLE_HOSTS if not deny_covers_host(server, host)]
-    return addresses + hosts
+    return addresses, hosts
+
+
+def left_open(addresses: Sequence[str], hosts: Sequence[str]) -> str:
+    """``169.254.169.254``, or ``all 12 addresses and 11 names of @metadata``, or ``3 of the 12 addresses of @metadata``."""
+    items = [*addresses, *hosts]
+    if len(items) <= 2:
+        return listing(items)
+    parts = []
+    if addresses:
+        total = len(METADATA.networks)
+        parts.append(f"all {total} addresses" if len(addresses) == total else f"{len(addresses)} of the {total} addresses")
+    if hosts:
+        total = len(NAMEABLE_HOSTS)
+        parts.append(f"all {total} names" if len(hosts) == total else f"{len(hosts)} of the {total} names")
+    return f"{' and '.join(parts)} of {METADATA.ref}"
+
+
+def fix(server: EffectiveSandbox, addresses: Sequence[str]) -> str:
+    """What to write: the preset, and a proxy when names can only be refused through one."""
+    if server.egress.via != "direct":
+        return FIX
+    if addresses:
+        return f"{FIX} and set egress.via: proxy (names are refused only through the proxy)"
+    return "set egress.via: proxy: names in egress.deny are refused only through the proxy"
 
 
 def allowed_metadata(server: EffectiveSandbox) -> Iterator[Draft]:
-    for path, entry in facts.allow_entries(server):
-        if entry.kind == "cidr":
-            network = entry_network(entry)
-            hit = [str(net.network_address) for net in facts.METADATA_NETWORKS
-                   if facts.networks_overlap(network, net) and not deny_covers_network(server, net)]
-        else:
-            hit = [host for host in facts.METADATA_HOSTS if host_matches(entry, host) and not deny_covers_host(server, host)]
+    for path, text, entries in facts.written_entries(server, "allow"):
+        hit: list[str] = []
+        for entry in entries:
+            if entry.kind == "cidr":
+                network = entry_network(entry)
+                hit += [str(net.network_address) for net in METADATA.networks
+                        if facts.networks_overlap(network, net) and not deny_covers_network(server, net)]
+            else:
+                hit += [host for host in facts.METADATA_HOSTS if host_matches(entry, host) and not deny_covers_host(server, host)]
+        hit = list(dict.fromkeys(hit))
         if hit:
-            yield Draft(path, server.name, f"{{who}} {{allows|allow}} {entry.text}, which reaches cloud metadata at {listing(hit)}")
+            where = f"cloud metadata at {listing(hit)}" if len(hit) <= 3 else f"{len(hit)} cloud metadata endpoints of {METADATA.ref}"
+            yield Draft(path, server.name, f"{{who}} {{allows|allow}} {text}, which reaches {where}", items=tuple(hit))
 
 
 RULE = Rule(
@@ -106,5 +147,5 @@ RULE = Rule(
     severity="critical",
     summary="A launched server can reach a cloud metadata endpoint",
     check=check,
-    doc=__doc__ or "",
+    doc=(__doc__ or "") + doc_section("metadata"),
 )

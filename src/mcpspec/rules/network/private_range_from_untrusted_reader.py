@@ -6,7 +6,9 @@ ranges (10/8, 172.16/12, 192.168/16, 127/8, 169.254/16, 100.64/10, fc00::/7,
 fe80::/10, ...): either egress defaults to allow without denying them on every
 port, or an allow entry overlaps them or names a private-use domain
 (`*.internal`, `*.local`, `*.cluster.local`, `*.home.arpa`, ...). Cloud
-metadata addresses are left to NW001.
+metadata addresses are left to NW001. The ranges are those of the `@private`
+preset (listed in full below): `deny: ["@private"]` refuses all of them on every
+port, and the JSON output lists what a finding leaves open in its `items`.
 
 ## Why is this risky
 This is server-side request forgery. A web page, an issue comment or a search
@@ -58,6 +60,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.presets import PRIVATE, doc_section
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import IPNetwork
@@ -79,20 +82,24 @@ def drafts(plan: Plan) -> Iterator[Draft]:
             continue
         related = untrusted_tools(server)
         if facts.egress_open(server):
-            open_to = [str(net) for net in facts.PRIVATE_NETWORKS if not deny_covers_network(server, net)]
+            open_to = [str(net) for net in PRIVATE.networks if not deny_covers_network(server, net)]
             if open_to:
+                total = len(PRIVATE.networks)
+                what = listing(open_to) if len(open_to) <= 2 else f"{'all' if len(open_to) == total else f'{len(open_to)} of the'} {total} ranges of {PRIVATE.ref}"
                 yield Draft(
                     server.origin("egress.default"), server.name,
-                    f"{{who}} {{reads|read}} untrusted content and may reach private ranges {listing(open_to)} because egress defaults to allow",
-                    related,
+                    f"{{who}} {{reads|read}} untrusted content and may reach private ranges because egress defaults to allow "
+                    f'and egress.deny leaves {what} open; add "{PRIVATE.ref}" to egress.deny',
+                    related, items=tuple(open_to),
                 )
-        for path, entry in facts.allow_entries(server):
-            if reaches_private(server, entry):
-                where = "reaches a private range" if entry.kind == "cidr" else "is a private-use name"
+        for path, text, entries in facts.written_entries(server, "allow"):
+            hits = [entry for entry in entries if reaches_private(server, entry)]
+            if hits:
+                where = "reaches a private range" if any(entry.kind == "cidr" for entry in hits) else "is a private-use name"
                 yield Draft(
                     path, server.name,
-                    f"{{who}} {{reads|read}} untrusted content and {{allows|allow}} {entry.text}, which {where}",
-                    related,
+                    f"{{who}} {{reads|read}} untrusted content and {{allows|allow}} {text}, which {where}",
+                    related, items=tuple(entry.text for entry in hits) if hits[0].preset else (),
                 )
 
 
@@ -105,7 +112,7 @@ def reaches_private(server: EffectiveSandbox, entry: Destination) -> bool:
     network = entry_network(entry)
     if metadata_only(network) or deny_covers_network(server, network):
         return False
-    return any(facts.networks_overlap(network, private) for private in facts.PRIVATE_NETWORKS)
+    return any(facts.networks_overlap(network, private) for private in PRIVATE.networks)
 
 
 def metadata_only(network: IPNetwork) -> bool:
@@ -123,5 +130,5 @@ RULE = Rule(
     severity="high",
     summary="A server reading untrusted content can reach private address ranges",
     check=check,
-    doc=__doc__ or "",
+    doc=(__doc__ or "") + doc_section("private"),
 )

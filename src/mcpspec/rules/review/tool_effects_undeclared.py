@@ -1,6 +1,9 @@
 """
 ## What it does
-Flags a tool declared without any `effects`.
+Flags a tool declared without any `effects` (the key left out, or `effects: []`).
+A tool that really does none of the listed things (a pure computation, a
+formatter, a clock) says so with `effects: [none]`, which this rule accepts;
+`none` stands alone, listed with another effect it is a spec error.
 
 ## Why is this risky
 Effects are how this spec says what a tool does, and every other review rule
@@ -31,6 +34,7 @@ servers:
     command: [mcp-server-helper]
     tools:
       misc: {description: Summarize a local file., effects: [reads_private]}
+      add: {description: Add two numbers., effects: [none]}
 ```
 
 ## References
@@ -53,7 +57,10 @@ def check(plan: Plan) -> Iterator[Finding]:
         if not tool.effects:
             yield Finding(
                 path=(*tool_path(server, name), "effects"),
-                message=f"tool '{name}' of server '{server.name}' declares no effects, so it must be assumed destructive and open-world",
+                message=(
+                    f"tool '{name}' of server '{server.name}' declares no effects, so it must be assumed destructive and open-world; "
+                    "list what it does, or write 'effects: [none]' for a tool that has none"
+                ),
             )
 
 

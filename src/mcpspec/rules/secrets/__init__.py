@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mcpspec.rules.base import Rule
 from mcpspec.rules.secrets import (
+    broad_secret_scope,
     cloud_credentials_passed,
     environment_inherited,
     literal_secret,
@@ -23,4 +24,5 @@ RULES: tuple[Rule, ...] = (
     secret_without_ttl.RULE,
     secret_without_scope.RULE,
     secret_source_writable.RULE,
+    broad_secret_scope.RULE,
 )

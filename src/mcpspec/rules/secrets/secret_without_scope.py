@@ -1,7 +1,9 @@
 """
 ## What it does
 Flags a secret that at least one server uses and whose `scopes` list is empty
-or missing: the spec does not say what the credential may do.
+or missing: the spec does not say what the credential may do. A credential
+that really carries no scopes (a database password, whose role bounds it; a
+webhook URL) says so with `scopes: none`, which this rule accepts.
 
 ## Why is this risky
 A credential's scopes bound what a compromised or prompt-injected server can
@@ -62,11 +64,14 @@ from mcpspec.rules.secrets._common import in_use, users, uses
 
 def check(plan: Plan) -> Iterator[Finding]:
     for name, secret, bound in in_use(plan):
-        if secret.scopes:
+        if secret.scopes:  # a list of scopes, or `none` said on purpose
             continue
         # Point at an empty `scopes: []` when written, else at the secret (where a waiver can name it).
         path: SpecPath = ("secrets", name, "scopes") if "scopes" in secret.model_fields_set else ("secrets", name)
-        yield Finding(path=path, message=f"secret {name!r} declares no scopes, so nothing bounds what it may do (used by {users(bound)})", related=uses(bound))
+        yield Finding(path=path, message=(
+                f"secret {name!r} declares no scopes, so nothing bounds what it may do (used by {users(bound)}); "
+                "list them (scopes: [issues:read]), or write 'scopes: none' for a credential that has none"
+            ), related=uses(bound))
 
 
 RULE = Rule(

@@ -1,7 +1,10 @@
 """
 ## What it does
 Flags a secret that at least one server uses and that declares no `ttl`: how
-long one issued value stays valid.
+long one issued value stays valid. A credential that has no expiry (a Slack bot
+token, a static API key) says so with `ttl: none`, which this rule accepts: the
+reviewer then sees a decision, not an omission (and `rotation.every` is where
+its lifetime is bounded).
 
 ## Why is this risky
 A credential without an expiry stays useful to whoever copies it: out of a
@@ -62,7 +65,14 @@ from mcpspec.rules.secrets._common import in_use, users, uses
 def check(plan: Plan) -> Iterator[Finding]:
     for name, secret, bound in in_use(plan):
         if secret.ttl is None:
-            yield Finding(path=("secrets", name), message=f"secret {name!r} has no ttl: a leaked value stays valid (used by {users(bound)})", related=uses(bound))
+            yield Finding(
+                path=("secrets", name),
+                message=(
+                    f"secret {name!r} has no ttl: a leaked value stays valid (used by {users(bound)}); "
+                    "give one (ttl: 1h), or write 'ttl: none' for a credential that does not expire"
+                ),
+                related=uses(bound),
+            )
 
 
 RULE = Rule(

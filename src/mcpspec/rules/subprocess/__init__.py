@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcpspec.rules.base import Rule
 from mcpspec.rules.subprocess import (
     background_jobs_unbounded,
+    downloads_at_start,
     exec_without_process_policy,
     listeners_allowed,
     package_install_unrestricted,
@@ -23,4 +24,5 @@ RULES: tuple[Rule, ...] = (
     package_install_unrestricted.RULE,
     listeners_allowed.RULE,
     background_jobs_unbounded.RULE,
+    downloads_at_start.RULE,
 )

@@ -2,8 +2,14 @@
 ## What it does
 Flags launch commands that go through a shell: a `command` written as one string (which a shell
 runs), an argv whose program is a shell (`sh`, `bash`, `zsh`, `dash`, `cmd`, `powershell`, `pwsh`)
-given a script with `-c` (or `/c`, `-Command`), and arguments that hold shell syntax (`&&`, `||`,
-`;` or `|` between words, backticks, `$(`).
+given a script with `-c` (or `/c`, `-Command`), also behind `env` and `VAR=value` or run by
+another program (`sudo -u app sh -c ...`, `timeout 60 bash -c ...`). The message
+names the shell syntax the script holds (`&&`, `||`, `;` or `|` between words, backticks, `$(`).
+
+Shell syntax in an argument no shell reads is not flagged: in
+`[/usr/bin/python3, -c, "import os; print(os.getcwd())"]` the `;` is Python's, and in
+`[node, cli.js, "--origins=a;b"]` it is part of one option value. Only `sh -c` (`bash -c`,
+`/bin/sh -lc`, `cmd /c`, `pwsh -Command`, `env ... sh -c`) and a string `command` hand text to a shell.
 
 ## Why is this risky
 A shell turns one launch into any number of commands: `a && curl ... | sh` downloads and runs code
@@ -46,35 +52,48 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import program_index, shell_script_index
+from mcpspec.rules.subprocess._common import SHELLS, program_index, program_name, shell_script_index
 
-# Shell syntax in a plain argument. ';' and '|' count only next to a space (or alone), so option
-# values such as '--allowed-origins=https://a;https://b' or a regex 'a|b' do not.
+# Shell syntax in a script a shell runs. ';' and '|' count only next to a space (or alone), so a
+# script word such as '--allowed-origins=https://a;https://b' or a regex 'a|b' does not.
 _SHELL_SYNTAX = re.compile(r"&&|\|\||\$\(|`|;\s|;$|\s\||\|\s|^\|$")
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server in launched(plan):
         if server.command_is_shell:
-            yield Finding(path=(*server.path, "command"), message=f"server '{server.name}' gives its command as one string, which a shell runs")
+            yield Finding(
+                path=(*server.path, "command"),
+                message=f"server '{server.name}' gives its command as one string, which a shell runs{_syntax(server.command[-1])}",
+            )
         elif server.command:
             yield from _argv_findings(server)
 
 
 def _argv_findings(server: EffectiveSandbox) -> Iterator[Finding]:
+    """Only the script a shell is given (``sh -c SCRIPT``) is shell code; other arguments are literal."""
     argv = server.command
     flag = shell_script_index(argv)
-    script = None
-    if flag is not None:
-        start = program_index(argv)
-        script = flag + 1 if flag + 1 < len(argv) else flag
-        shell = " ".join(argv[start : flag + 1]) if start is not None else argv[flag]
-        yield Finding(path=(*server.path, "command", script), message=f"server '{server.name}' runs a shell script through '{shell}'")
-    for index, arg in enumerate(argv):
-        match = _SHELL_SYNTAX.search(arg)
-        if index != script and match is not None:
-            syntax = match.group().strip() or match.group()
-            yield Finding(path=(*server.path, "command", index), message=f"server '{server.name}' has shell syntax '{syntax}' in a command argument, which only a shell would act on")
+    start = program_index(argv)
+    if flag is None:
+        # A shell run by another program: `sudo -u app sh -c ...`, `timeout 60 bash -c ...`.
+        start = next((index for index in range(1, len(argv)) if program_name(argv[index]) in SHELLS
+                      and shell_script_index(argv[index:]) is not None), None)
+        if start is None:
+            return
+        flag = start + (shell_script_index(argv[start:]) or 0)
+    script = flag + 1 if flag + 1 < len(argv) else flag
+    shell = " ".join(argv[start : flag + 1]) if start is not None else argv[flag]
+    syntax = _syntax(argv[script]) if script != flag else ""
+    yield Finding(path=(*server.path, "command", script), message=f"server '{server.name}' runs a shell script through '{shell}'{syntax}")
+
+
+def _syntax(script: str) -> str:
+    """`` with shell syntax ';'`` for the first shell operator of ``script``, else ''."""
+    match = _SHELL_SYNTAX.search(script)
+    if match is None:
+        return ""
+    return f" with shell syntax '{match.group().strip() or match.group()}'"
 
 
 RULE = Rule(

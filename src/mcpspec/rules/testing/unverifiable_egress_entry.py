@@ -48,7 +48,7 @@ from collections.abc import Iterator
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.grouping import commas, grouped, who
+from mcpspec.rules.grouping import commas, grouped, in_full, who
 from mcpspec.spec.values import Destination
 
 WIDEST_PREFIX = {4: 16, 6: 48}
@@ -63,13 +63,21 @@ def why_unverifiable(entry: Destination) -> str | None:
     return "opens every port" if entry.port is None else None
 
 
+def written_reason(text: str, entries: tuple[Destination, ...]) -> str | None:
+    """Why the probe cannot test what one written entry stands for; a preset (@rfc1918) names its untestable entries."""
+    if not text.startswith("@"):
+        return why_unverifiable(entries[0])
+    wide = [entry.text for entry in entries if why_unverifiable(entry) is not None]
+    return f"holds {in_full(wide)}, too wide or on every port" if wide else None
+
+
 def check(plan: Plan) -> Iterator[Finding]:
     # Entries inherited from defaults share one path: report each place once, naming every server.
     places = grouped(
-        ((path, entry.text, reason), server)
+        ((path, text, reason), server)
         for server in facts.launched(plan)
-        for path, entry in facts.allow_entries(server)
-        if (reason := why_unverifiable(entry)) is not None
+        for path, text, entries in facts.written_entries(server, "allow")
+        if (reason := written_reason(text, entries)) is not None
     )
     for (path, text, reason), group in places.items():
         yield Finding(path=path, message=f"allow entry '{text}' of {who(group, commas)} {reason}, which the egress conformance probe cannot test")

@@ -10,6 +10,7 @@ from mcpspec.rules.tool_scope import (
     http_without_origin_check,
     oauth_audience_missing,
     plaintext_http_remote,
+    tools_list_partial,
     tools_not_pinned,
     tools_undeclared,
 )
@@ -23,4 +24,5 @@ RULES: tuple[Rule, ...] = (
     deprecated_sse_transport.RULE,
     tools_undeclared.RULE,
     tools_not_pinned.RULE,
+    tools_list_partial.RULE,
 )

@@ -66,7 +66,7 @@ the proxy and writes one JSON audit line to the spec's sink:
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
  "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
- "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.org","port":443,"status":200}]}
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200}]}
 ```
 
 `ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`.
