@@ -246,3 +246,16 @@ def test_picture_layout_no_overlap_and_wires_join_neighbouring_columns(spec: Pat
         assert abs(start - end) <= step, wire  # neighbouring columns, or an arc within one
     # Every node but tools is drawn; tools are folded into their servers.
     assert drawn == {n.id for n in found.shown.nodes if n.kind != "tool"}
+
+
+def test_secret_declared_without_ttl_or_scopes_reads_so(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(
+        "version: 1\nproject: slack-bot\nsecrets:\n  bot: {provider: env, ref: SLACK_BOT_TOKEN, ttl: none, scopes: none}\n"
+        "  other: {provider: env, ref: OTHER_TOKEN}\n"
+        "servers:\n  slack:\n    command: [slack-mcp]\n    secrets:\n      - {use: bot, as: {env: SLACK_BOT_TOKEN}}\n      - {use: other, as: {env: OTHER}}\n",
+        encoding="utf-8",
+    )
+    found, _ = api.review_file(spec)
+    (card,) = found.servers
+    assert [(row.name, row.scopes, row.ttl) for row in card.secrets] == [("bot", "none (declared)", "never expires (declared)"), ("other", "not given", "not given")]

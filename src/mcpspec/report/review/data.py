@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from mcpspec import __version__
 from mcpspec.analysis.graph import TrustGraph, blast_radius, build
 from mcpspec.diagnostics import format_path, parse_path
-from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.redact import redact
 from mcpspec.report.graph.view_model import GraphView, view
 from mcpspec.report.model import FileLint
@@ -372,10 +372,7 @@ def _card(plan: Plan, graph: TrustGraph, number_: int, sandbox: EffectiveSandbox
         traits=_traits(plan, sandbox),
         counts={level: counted[level] for level in LEVELS if level in counted},
         mounts=[_mount(m) for m in sandbox.mounts],
-        secrets=[
-            SecretRow(g.name, g.provider, ", ".join(g.scopes) or "none given", duration(g.ttl, "none given"), f"env {g.env}" if g.env else f"file {g.file}")
-            for g in sandbox.secrets
-        ],
+        secrets=[_secret(plan, g) for g in sandbox.secrets],
         egress=_egress(sandbox),
         process=_process(sandbox),
         lifecycle=_lifecycle(sandbox),
@@ -388,6 +385,15 @@ def _card(plan: Plan, graph: TrustGraph, number_: int, sandbox: EffectiveSandbox
         enforcement_note=note,
     )
     return card
+
+
+def _secret(plan: Plan, grant: SecretGrant) -> SecretRow:
+    """A secret's row; ``none`` written on purpose reads differently from nothing written."""
+    declared = plan.spec.secrets.get(grant.name)
+    scopes = ", ".join(grant.scopes) or ("none (declared)" if declared is not None and declared.scopes == "none" else "not given")
+    ttl = duration(grant.ttl, "never expires (declared)" if declared is not None and declared.ttl == "none" else "not given")
+    form = f"env {grant.env}" if grant.env else f"file {grant.file}"
+    return SecretRow(redact(grant.name), grant.provider, redact(scopes), ttl, redact(form))
 
 
 def _tier(own: list[FindingView]) -> tuple[str, str]:
