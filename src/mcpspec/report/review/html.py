@@ -12,7 +12,6 @@ import functools
 from typing import Any
 
 import jinja2
-import markupsafe
 
 from mcpspec.redact import redact
 from mcpspec.report.review.data import Review
@@ -21,7 +20,7 @@ from mcpspec.report.review.layout import Picture, lay_out
 
 def _finalize(value: Any) -> Any:
     """Mask every printed string; a macro's output (Markup) was masked part by part already."""
-    if isinstance(value, markupsafe.Markup) or not isinstance(value, str):
+    if not isinstance(value, str) or hasattr(value, "__html__"):  # Markup: jinja2's escaped text
         return value
     return redact(value)
 
