@@ -29,6 +29,7 @@ from mcpspec.targets.base import BuildOptions
 
 if TYPE_CHECKING:
     from mcpspec.report.graph.view_model import GraphView
+    from mcpspec.report.review.data import Review
     from mcpspec.targets.build import Build
 
 
@@ -308,3 +309,31 @@ def build_file(
     with gc_paused():
         build = build_plan(plan, target, today=chosen.today, inline_suppressions=options.inline_suppressions, lint=options, fail_on=fail_on, options=chosen_options)
     return BuildOutcome(FileLint(errors.file, build.findings, plan.source.text), build, target, plan)
+
+
+def review_file(
+    path: str | os.PathLike[str],
+    settings: Settings | None = None,
+    target: str | None = None,
+    rule_docs_url: str = "docs/rules/",
+) -> tuple[Review, bool]:
+    """The reviewer's report of one file (``mcpspec report``) and whether lint would fail it.
+
+    The findings are exactly those :func:`lint_files` reports with ``settings`` (baseline
+    applied); an invalid spec gives a report of its errors. Raises ``UsageError`` when the
+    file cannot be read and ConfigError for an unknown ``target``.
+    """
+    from mcpspec.report.review.data import review
+    from mcpspec.targets import TARGET_NAMES
+
+    if target is not None and target not in TARGET_NAMES:
+        raise ConfigError(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
+    chosen = settings if settings is not None else Settings()
+    name = str(path)
+    plan, errors = load_or_errors(path, name)
+    if plan is None:
+        return review(errors, None, fail_on=chosen.fail_on, failed=True, today=chosen.today, target=target, rule_docs_url=rule_docs_url), True
+    run = lint_files([path], chosen)
+    with gc_paused():
+        found = review(run.report.files[0], plan, fail_on=chosen.fail_on, failed=run.failed, today=chosen.today, target=target, rule_docs_url=rule_docs_url)
+    return found, run.failed

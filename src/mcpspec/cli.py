@@ -51,7 +51,7 @@ def _usage(message: str) -> NoReturn:
 
 # Commands that read, compute and exit (through os._exit): the cyclic collector's passes over a
 # 10,000-server Plan cost more than the garbage they could free. Long-running commands keep it.
-_BATCH_COMMANDS = frozenset({"lint", "graph", "build", "plan", "diff"})
+_BATCH_COMMANDS = frozenset({"lint", "graph", "build", "plan", "diff", "report"})
 
 
 @app.callback()
@@ -360,6 +360,38 @@ def graph(
     except _usage_errors() as exc:
         _usage(str(exc))
     _emit(rendered, output)
+
+
+@app.command()
+def report(
+    file: Annotated[Path, typer.Argument(help="The spec file to report on.", show_default=False)],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically); its suffix (.html, .md) chooses the format.")] = None,
+    output_format: Annotated[str | None, typer.Option("--format", "-f", help="html or markdown (default: from the --output suffix, else html).")] = None,
+    target: Annotated[str | None, typer.Option("--target", "-t", help=f"Also show what this target enforces for each server: {', '.join(TARGET_NAMES)}.")] = None,
+    rule_docs_url: Annotated[str, typer.Option("--rule-docs-url", help="Where the rule pages live: links are this plus ID-slug.md.")] = "docs/rules/",
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run, as for lint.")] = None,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Write the reviewer's risk report: a self-contained HTML page or Markdown for a pull-request
+    comment (summary and risk tiers, the trust picture, one card per server, every finding with its
+    rule, waivers, and with --target what that target enforces). Exit status as for lint; the report
+    is written either way (for an invalid spec it shows the errors)."""
+    from mcpspec import api
+    from mcpspec.report.review.formats import format_for, render_report
+    from mcpspec.settings import Flags
+
+    try:
+        chosen_format = format_for(output_format, output)
+    except ValueError as exc:
+        _usage(str(exc))
+    chosen = _settings(Flags(config, fail_on=fail_on))
+    try:
+        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=rule_docs_url)
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    _emit(render_report(found, chosen_format), output)
+    raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
 @app.command()

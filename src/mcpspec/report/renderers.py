@@ -1,4 +1,4 @@
-"""Every output format by name: what `mcpspec lint`, `graph` and `plan --format` look up.
+"""Every output format by name: what `mcpspec lint`, `graph`, `plan` and `report --format` look up.
 
 A format is one entry here; the modules behind them are imported on first use,
 so a run pays only for the formats it writes.
@@ -12,12 +12,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from mcpspec.report.graph.view_model import GraphView
     from mcpspec.report.model import LintReport
+    from mcpspec.report.review.data import Review
 
 # A lint renderer takes the report and whether the terminal shows colour.
 LintRenderer = Callable[["LintReport", bool], str]
 GraphRenderer = Callable[["GraphView"], str]
 # A plan renderer takes the data of mcpspec.report.plan_output.plan_data.
 PlanRenderer = Callable[[dict[str, Any]], str]
+# A report renderer takes the reviewer's report of mcpspec.report.review.data.review.
+ReportRenderer = Callable[["Review"], str]
 _R = TypeVar("_R")
 
 
@@ -98,6 +101,21 @@ def _plan_yaml(data: dict[str, Any]) -> str:
 PLAN_FORMATS: Mapping[str, PlanRenderer] = {"json": _plan_json, "yaml": _plan_yaml}
 
 
+def _report_html(found: Review) -> str:
+    from mcpspec.report.review.html import render_html
+
+    return render_html(found)
+
+
+def _report_markdown(found: Review) -> str:
+    from mcpspec.report.review.markdown import render_markdown
+
+    return render_markdown(found)
+
+
+REPORT_FORMATS: Mapping[str, ReportRenderer] = {"html": _report_html, "markdown": _report_markdown}
+
+
 def _lookup(table: Mapping[str, _R], name: str) -> _R:
     try:
         return table[name]
@@ -129,3 +147,8 @@ def graph_renderer(name: str) -> GraphRenderer:
 def plan_renderer(name: str) -> PlanRenderer:
     """The plan format called ``name``; UnknownFormat names the choices."""
     return _lookup(PLAN_FORMATS, name)
+
+
+def report_renderer(name: str) -> ReportRenderer:
+    """The `mcpspec report` format called ``name``; UnknownFormat names the choices."""
+    return _lookup(REPORT_FORMATS, name)
