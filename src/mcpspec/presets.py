@@ -91,8 +91,8 @@ CGNAT = Preset("cgnat", "the shared address space of RFC 6598 (carrier-grade NAT
 ULA = Preset("ula", "IPv6 unique-local addresses (AWS and GCP metadata answer here): fc00::/7", _ranges("Unique-Local"))
 
 PRESETS: dict[str, Preset] = {preset.name: preset for preset in (METADATA, PRIVATE, LOOPBACK, LINK_LOCAL, RFC1918, CGNAT, ULA)}
-# Names are [a-z0-9-]: written as they are (ECMA regexes in unicode mode refuse "\\-").
 # Names are [a-z0-9-], written unescaped: ECMA regexes in unicode mode refuse an escaped hyphen.
+PATTERN = "^@(" + "|".join(PRESETS) + ")$"
 
 
 def parse_egress_entry(value: object) -> Destination | PresetRef:
