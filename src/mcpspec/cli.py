@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -303,6 +304,11 @@ def graph(
     if shown is None:
         sys.stderr.write(text.render(LintReport([found])))
         raise typer.Exit(EXIT_FINDINGS)
+    if output_format == "json":  # written in pieces as it is encoded: never the whole document at once
+        from mcpspec.report.graph.json_graph import json_chunks
+
+        _emit(json_chunks(shown), output)
+        return
     try:
         with gc_paused():
             rendered = render(shown)
@@ -412,12 +418,12 @@ def run_command(
     raise typer.Exit(status)
 
 
-def _emit(text: str, output: Path | None) -> None:
-    """Write ``text`` to stdout, or atomically to ``output``."""
+def _emit(text: str | Iterable[str], output: Path | None) -> None:
+    """Write ``text`` (or its pieces, in order) to stdout, or atomically to ``output``."""
     from mcpspec.output import write_atomically
 
     if output is None:
-        sys.stdout.write(text)
+        sys.stdout.writelines([text] if isinstance(text, str) else text)
         return
     try:
         write_atomically(output, text)
