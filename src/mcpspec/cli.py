@@ -301,7 +301,7 @@ def graph(
 
     try:
         render = graph_renderer(output_format)
-        shown, found = api.graph_file(file, _settings(Flags(config)), display_name=str(file))
+        shown, found = api.graph_file(file, _settings(Flags(config)), display_name=str(file), keep_nodes=False)
     except _usage_errors() as exc:
         _usage(str(exc))
     if shown is None:

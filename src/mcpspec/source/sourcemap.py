@@ -51,6 +51,7 @@ class SourceMap:
     _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False)
     # anchor_span's answers: lint of 10,000 servers asks for about 285,000 paths, 125,000 distinct.
     _anchors: dict[SpecPath, Span] = field(default_factory=dict, repr=False)
+    _released: bool = field(default=False, repr=False)
     _lines: list[str] | None = field(default=None, repr=False)
     _comments: list[Comment] | None = field(default=None, repr=False)
 
@@ -82,6 +83,15 @@ class SourceMap:
             return node_span(key_node)
         return node_span(value_node) if value_node is not None else FILE_START
 
+    def release_nodes(self) -> None:
+        """Drop the composed node graph (about 320 MB at 10,000 servers) once every position a
+        command needs has been taken; asking for a position afterwards is a bug and raises."""
+        self.root = None
+        self.hash_scalars = []
+        self._keys.clear()
+        self._anchors.clear()
+        self._released = True
+
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, without its newline ('' past the end)."""
         lines = self.lines()
@@ -100,6 +110,8 @@ class SourceMap:
         return list(self._comments)
 
     def _find_comments(self) -> list[Comment]:
+        if self._released:  # the scalars holding a '#' went with the nodes
+            raise RuntimeError(f"{self.file}: comments were asked for after the node graph was released")
         masked = [node_span(node) for node in self.hash_scalars]
         found: list[Comment] = []
         for index, line in enumerate(self.text.splitlines(), start=1):
@@ -124,6 +136,8 @@ class SourceMap:
 
     def _walk(self, path: SpecPath) -> list[tuple[Node | None, Node | None]]:
         """(key node, value node) for the root and each segment of ``path`` that exists."""
+        if self._released:
+            raise RuntimeError(f"{self.file}: positions were asked for after the node graph was released")
         trail: list[tuple[Node | None, Node | None]] = [(None, self.root)]
         node = self.root
         for segment in path:
