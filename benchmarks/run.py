@@ -1,24 +1,35 @@
-"""Benchmark mcpspec against the yardsticks of the roadmap's performance targets.
+"""Measure mcpspec against its yardsticks, side by side in one run, and write docs/performance.md.
 
-Run with `make bench`. Each figure is the median of several fresh processes on
-this machine, measured side by side with the yardstick, so ratios hold across
-machines better than seconds do.
+    python benchmarks/run.py            # or: make bench
+    python benchmarks/run.py --quick    # fewer repetitions, no build times (a sanity check)
+
+Every command runs as a fresh process with bytecode caching on (an installed tool has its
+.pyc files; PYTHONDONTWRITEBYTECODE is removed from the children's environment and each
+command runs once untimed first). Each figure is the median of several runs. Ratios are taken
+on CPU time (user + system, from the operating system's accounting of each child), which a
+loaded machine disturbs far less than wall time; wall times are shown beside them. The load
+average before and after the run goes into the table: on a shared machine, read the CPU ratios.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
+import datetime
+import os
+import platform
 import re
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from generate import generate
 
+from mcpspec.output import write_atomically
 from mcpspec.targets import TARGET_NAMES
 from mcpspec.targets.examples import EXAMPLE_OPTIONS
 
@@ -26,153 +37,209 @@ ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "benchmarks" / "generated"
 SCHEMA = ROOT / "schemas" / "mcp-sandbox.schema.json"
 SMALL = ROOT / "examples" / "coding-agent.yaml"
+REPORT = ROOT / "docs" / "performance.md"
 BIN = Path(sys.executable).parent
+MIB = 1024 * 1024
 
+# The yardstick of the big-file target: libyaml's C composer over the same text, timed inside
+# its process (reading and importing excluded), in CPU and wall seconds.
 COMPOSE = """
 import gc, sys, time, yaml
 text = open(sys.argv[1], encoding="utf-8").read()
 gc.disable()
-start = time.perf_counter()
+cpu, wall = time.process_time(), time.perf_counter()
 yaml.compose(text, Loader=yaml.CSafeLoader)
-print(time.perf_counter() - start)
+print(time.process_time() - cpu, time.perf_counter() - wall)
 """
 
 
-def wall(command: list[str], runs: int) -> float:
-    """Median wall time of ``runs`` fresh processes (their exit status is not judged)."""
-    times = []
+@dataclass(frozen=True)
+class Sample:
+    """One child process: wall seconds, CPU seconds (user + system), peak resident memory in MiB."""
+
+    wall: float
+    cpu: float
+    peak_mib: float
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The medians of several samples of one command."""
+
+    wall: float
+    cpu: float
+    peak_mib: float
+
+    @staticmethod
+    def of(samples: Sequence[Sample]) -> Figure:
+        return Figure(statistics.median(s.wall for s in samples), statistics.median(s.cpu for s in samples), max(s.peak_mib for s in samples))
+
+
+def environment() -> dict[str, str]:
+    """The children's environment: bytecode caching on, no colour, no CI-specific output."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "GITHUB_ACTIONS", "FORCE_COLOR")}
+    env["NO_COLOR"] = "1"
+    return env
+
+
+ENV = environment()
+
+
+def sample(command: Sequence[str], capture: bool = False) -> tuple[Sample, str]:
+    """Run ``command`` once; its wall time, and its own CPU time and peak memory from wait4."""
+    start = time.perf_counter()
+    child = subprocess.Popen(list(command), cwd=ROOT, env=ENV, stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = child.stdout.read().decode() if child.stdout is not None else ""
+    _, _, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    child.returncode = 0  # reaped by wait4; stop Popen from waiting again
+    if child.stdout is not None:
+        child.stdout.close()
+    return Sample(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024), out
+
+
+def measure(command: Sequence[str], runs: int, warm_up: Sequence[str] | None = None) -> Figure:
+    """The medians of ``runs`` timed runs, after one untimed run (of ``warm_up`` if given: the
+    same command on a small file) that writes the bytecode caches."""
+    sample(warm_up or command)
+    return Figure.of([sample(command)[0] for _ in range(runs)])
+
+
+def compose(path: Path, runs: int) -> Figure:
+    samples = []
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        _, out = sample([sys.executable, "-c", COMPOSE, str(path)], capture=True)
+        cpu, wall = (float(x) for x in out.split())
+        samples.append(Sample(wall, cpu, 0.0))
+    return Figure.of(samples)
 
 
-def build_seconds(mcpspec: str, path: Path, target: str, runs: int) -> float | None:
-    """Median wall time of `mcpspec build` into a fresh, empty directory (so every file is written);
-    None when the generated spec does not build for the target (the container targets need images)."""
-    # systemd hands secrets in as files only: the same servers, with file-form secrets.
+def build_spec(path: Path) -> tuple[Path, Path]:
+    """The generated spec with file-form secrets (systemd hands secrets in as files only), and a
+    config that ignores the risk rules: the generated servers share workspaces and secrets on
+    purpose, so the rules (which a build runs, as lint does) would refuse them; lint is timed apart."""
     spec = GENERATED / f"build-{path.stem}.yaml"
     text = path.read_text(encoding="utf-8").replace("as: {env: API_TOKEN}", "as: {file: /run/secrets/api-token}")
     spec.write_text(re.sub(r"provider: env\n    ref: TOKEN_(\d+)", r"provider: file\n    ref: /etc/mcp/token-\1", text), encoding="utf-8")
-    # The generated servers share workspaces and secrets on purpose, so the risk rules (which the
-    # build runs, as lint does) refuse them; the figure is the target's own work, lint is timed apart.
     config = GENERATED / "build-config.yaml"
     config.write_text("ignore: [FS, GR, HR, LC, LG, NW, PL, SE, SP, SU, TE, TS]\n", encoding="utf-8")
-    times = []
-    for run in range(runs):
-        out = GENERATED / f"build-{target}-{run}"
+    return spec, config
+
+
+def build(mcpspec: str, path: Path, target: str, runs: int) -> Figure | None:
+    """`mcpspec build` into a fresh, empty directory each time (so every file is written);
+    None when the generated spec does not build for the target."""
+    spec, config = build_spec(path)
+    options = EXAMPLE_OPTIONS.get(target)
+    flags = [f"--{name.replace('_', '-')}={value}" for name, value in (options.given() if options else {}).items()]
+    out = GENERATED / f"build-{target}"
+    command = [mcpspec, "build", str(spec), "--target", target, "--out", str(out), "--config", str(config), *flags]
+    shutil.rmtree(out, ignore_errors=True)
+    done = subprocess.run(command, cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        print(f"build --target {target}: the generated spec does not build:\n{done.stderr[-1000:]}", file=sys.stderr)
+        return None
+    samples = []
+    for _ in range(runs):
         shutil.rmtree(out, ignore_errors=True)
-        start = time.perf_counter()
-        options = EXAMPLE_OPTIONS.get(target)
-        flags = [f"--{name.replace('_', '-')}={value}" for name, value in (options.given() if options else {}).items()]
-        done = subprocess.run([mcpspec, "build", str(spec), "--target", target, "--out", str(out), "--config", str(config), *flags],
-                              cwd=ROOT, capture_output=True, text=True, check=False)
-        times.append(time.perf_counter() - start)
-        if done.returncode == 1 and "nothing built" in done.stderr:
-            print(f"build --target {target}: the generated spec does not build ({done.stderr.strip().splitlines()[-2][:160]})")
-            return None
-        if done.returncode != 0:
-            raise SystemExit(f"build of the generated spec for {target} failed:\n{done.stderr[-2000:]}")
-        shutil.rmtree(out, ignore_errors=True)
-    return statistics.median(times)
+        samples.append(sample(command)[0])
+    shutil.rmtree(out, ignore_errors=True)
+    return Figure.of(samples)
 
 
-def peak_rss_mib(command: list[str]) -> float:
-    """Peak resident memory of one run of ``command``, in MiB."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    subprocess.run(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return max(before, after) / 1024
+def machine() -> str:
+    """One line about the machine: processor, cores, memory, Python."""
+    model = "unknown processor"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        found = re.search(r"^model name\s*:\s*(.+)$", cpuinfo.read_text(encoding="utf-8", errors="replace"), re.M)
+        model = found.group(1).strip() if found else model
+    memory = ""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        found = re.search(r"^MemTotal:\s*(\d+) kB", meminfo.read_text(encoding="utf-8"), re.M)
+        memory = f", {int(found.group(1)) / MIB:.0f} GiB" if found else ""
+    return f"{model}, {os.cpu_count()} cores{memory}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
 
 
-def compose_seconds(path: Path, runs: int) -> float:
-    return statistics.median(
-        float(subprocess.run([sys.executable, "-c", COMPOSE, str(path)], capture_output=True, text=True, check=True).stdout) for _ in range(runs)
-    )
+def load_average() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-GRAPH_BUILD = """
-import gc, sys, time
-from mcpspec.analysis.graph import build
-from mcpspec.api import load
-from mcpspec.rules.engine import run_rules
-from mcpspec.rules.registry import all_rules
-plan = load(sys.argv[1])
-gc.disable()
-start = time.perf_counter()
-build(plan)
-built = time.perf_counter()
-run_rules(plan, [rule for rule in all_rules() if rule.category == "graph"])  # builds its own graph
-print(built - start, time.perf_counter() - built)
-"""
-
-
-def graph_seconds(path: Path, runs: int) -> tuple[float, float]:
-    """Median times to build the trust graph of a resolved plan, and to build it and run every
-    graph rule, each in a fresh process."""
-    samples = [
-        tuple(float(x) for x in subprocess.run([sys.executable, "-c", GRAPH_BUILD, str(path)], capture_output=True, text=True, check=True).stdout.split())
-        for _ in range(runs)
-    ]
-    return statistics.median(s[0] for s in samples), statistics.median(s[1] for s in samples)
+def verdict(value: float, limit: float, below: bool = False) -> str:
+    met = value < limit if below else value <= limit
+    return "met" if met else "**not met**"
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs and no build times")
+    parser.add_argument("--no-write", action="store_true", help="print the table without writing docs/performance.md")
+    args = parser.parse_args()
+    runs_small, runs_big, runs_build = (3, 1, 0) if args.quick else (7, 3, 2)
+
     GENERATED.mkdir(parents=True, exist_ok=True)
     mcpspec = str(BIN / "mcpspec")
     checker = shutil.which("check-jsonschema", path=str(BIN)) or "check-jsonschema"
-    results: dict[str, float] = {}
+    load_before = load_average()
+    started = time.perf_counter()
 
-    results["version_s"] = wall([mcpspec, "--version"], 15)
-    results["check_jsonschema_version_s"] = wall([checker, "--version"], 15)
-    results["lint_small_s"] = wall([mcpspec, "lint", str(SMALL)], 9)
-    results["check_jsonschema_small_s"] = wall([checker, "--schemafile", str(SCHEMA), str(SMALL)], 9)
+    big = GENERATED / "servers-10000.yaml"
+    big.write_text(generate(10000), encoding="utf-8")
+    thousand = GENERATED / "servers-1000.yaml"
+    thousand.write_text(generate(1000), encoding="utf-8")
+    # The generated spec must be a valid spec: its risk findings are part of the work measured.
+    done = subprocess.run([mcpspec, "lint", str(thousand), "--fail-on", "never"], cwd=ROOT, env=ENV, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"the generated spec is not a valid spec:\n{done.stdout[-2000:]}{done.stderr}")
 
-    for servers, runs in ((1000, 5), (10000, 3)):
-        path = GENERATED / f"servers-{servers}.yaml"
-        path.write_text(generate(servers), encoding="utf-8")
-        # The generated spec must be valid; its risk findings are part of the work measured.
-        ok = subprocess.run([mcpspec, "lint", str(path), "--fail-on", "never"], capture_output=True, text=True, check=False)
-        if ok.returncode != 0:
-            raise SystemExit(f"generated spec is not a valid spec:\n{ok.stdout[-2000:]}{ok.stderr}")
-        results[f"lint_{servers}_s"] = wall([mcpspec, "lint", str(path)], runs)
-        results[f"check_jsonschema_{servers}_s"] = wall([checker, "--schemafile", str(SCHEMA), str(path)], runs)
-        results[f"libyaml_compose_{servers}_s"] = compose_seconds(path, runs)
-        results[f"lint_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "lint", str(path)])
-        results[f"graph_build_{servers}_s"], results[f"graph_rules_{servers}_s"] = graph_seconds(path, runs)
-        results[f"graph_json_{servers}_s"] = wall([mcpspec, "graph", str(path), "--format", "json"], runs)
-        results[f"graph_json_{servers}_peak_mib"] = peak_rss_mib([mcpspec, "graph", str(path), "--format", "json"])
-        if servers == 1000:
-            for target in TARGET_NAMES:
-                seconds = build_seconds(mcpspec, path, target, runs)
-                if seconds is not None:
-                    results[f"build_{target}_{servers}_s"] = seconds
+    small_lint = measure([mcpspec, "lint", str(SMALL)], runs_small)
+    small_check = measure([checker, "--schemafile", str(SCHEMA), str(SMALL)], runs_small)
+    big_lint = measure([mcpspec, "lint", str(big)], runs_big, [mcpspec, "lint", str(thousand)])
+    big_compose = compose(big, runs_big)
+    # One run: its peak memory is the figure (and a run takes minutes on a loaded machine).
+    graph_json = measure([mcpspec, "graph", str(big), "--format", "json"], 1, [mcpspec, "graph", str(thousand), "--format", "json"])
+    builds = {target: build(mcpspec, thousand, target, runs_build) for target in TARGET_NAMES} if runs_build else {}
+    load_after = load_average()
+    minutes = (time.perf_counter() - started) / 60
 
-    ratios = {
-        "version / check-jsonschema --version (target <= 0.7)": results["version_s"] / results["check_jsonschema_version_s"],
-        "lint small / check-jsonschema small (target <= 1.0)": results["lint_small_s"] / results["check_jsonschema_small_s"],
-        "lint 1k / check-jsonschema 1k (target <= 0.5)": results["lint_1000_s"] / results["check_jsonschema_1000_s"],
-        "lint 10k / check-jsonschema 10k (target <= 0.5)": results["lint_10000_s"] / results["check_jsonschema_10000_s"],
-        "lint 1k / libyaml compose 1k (target <= 5)": results["lint_1000_s"] / results["libyaml_compose_1000_s"],
-        "lint 10k / libyaml compose 10k (target <= 5)": results["lint_10000_s"] / results["libyaml_compose_10000_s"],
-        "lint 10k / lint 1k (target <= 11)": results["lint_10000_s"] / results["lint_1000_s"],
-        "graph build 10k / graph build 1k (target <= 11)": results["graph_build_10000_s"] / results["graph_build_1000_s"],
-        "graph build + graph rules 10k / 1k (target <= 11)": results["graph_rules_10000_s"] / results["graph_rules_1000_s"],
-        "graph --format json 10k / 1k (target <= 11)": results["graph_json_10000_s"] / results["graph_json_1000_s"],
-    }
-    for target in TARGET_NAMES:
-        seconds = results.get(f"build_{target}_1000_s")
-        shown = "not built" if seconds is None else f"{seconds:6.2f}"
-        print(f"{'build --target ' + target + ' of 1k servers, s (target <= 3)':55} {shown}")
-    for name, value in results.items():
-        print(f"{name:32} {value:9.3f}")
-    print()
-    for name, value in ratios.items():
-        print(f"{name:55} {value:6.2f}")
-    print(f"{'peak memory at 10k, MiB (target <= 1024)':55} {results['lint_10000_peak_mib']:6.0f}")
-    print(f"{'graph --format json peak memory at 10k, MiB':55} {results['graph_json_10000_peak_mib']:6.0f}")
-    (GENERATED / "results.json").write_text(json.dumps({"seconds": results, "ratios": ratios}, indent=2) + "\n", encoding="utf-8")
+    small_ratio = small_lint.cpu / small_check.cpu
+    big_ratio = big_lint.cpu / big_compose.cpu
+    rows = [
+        ("lint of a small example / check-jsonschema of it with our schema", f"{small_ratio:.2f}x", "<= 0.6x", verdict(small_ratio, 0.6),
+         f"{small_lint.cpu:.3f} s / {small_check.cpu:.3f} s", f"{small_lint.wall:.3f} s / {small_check.wall:.3f} s ({small_lint.wall / small_check.wall:.2f}x)"),
+        ("lint of 10,000 servers / libyaml compose of the same file", f"{big_ratio:.2f}x", "<= 4x", verdict(big_ratio, 4),
+         f"{big_lint.cpu:.2f} s / {big_compose.cpu:.2f} s", f"{big_lint.wall:.2f} s / {big_compose.wall:.2f} s ({big_lint.wall / big_compose.wall:.2f}x)"),
+        ("`graph --format json` of 10,000 servers, peak resident memory", f"{graph_json.peak_mib:.0f} MiB", "< 512 MiB",
+         verdict(graph_json.peak_mib, 512, below=True), f"{graph_json.cpu:.2f} s", f"{graph_json.wall:.2f} s"),
+        ("lint of 10,000 servers, peak resident memory", f"{big_lint.peak_mib:.0f} MiB", "", "", "", ""),
+    ]
+    for target, figure in builds.items():
+        shown = ("did not build", "", "") if figure is None else (f"{figure.wall:.2f} s wall", f"{figure.cpu:.2f} s", f"{figure.wall:.2f} s")
+        rows.append((f"`build --target {target}` of 1,000 servers", shown[0], "", "", shown[1], shown[2]))
+
+    lines = [
+        "# Performance",
+        "",
+        "Written by `benchmarks/run.py` (`make bench`); do not edit by hand. Every figure is the median of",
+        f"{runs_small} runs (small file), {runs_big} (lint of 10,000 servers; one `graph` run) or {runs_build} (builds of 1,000 servers) of a fresh process, with",
+        "bytecode caching on as an installed tool has it. Ratios are of CPU time (user + system of each",
+        "process), which a shared, loaded machine disturbs far less than wall time; wall times are beside them.",
+        "The small example is `examples/coding-agent.yaml`; the big files come from `benchmarks/generate.py`.",
+        "",
+        "| Measure | Figure | Target | Verdict | CPU time | Wall time |",
+        "|---|---|---|---|---|---|",
+        *(f"| {' | '.join(row)} |" for row in rows),
+        "",
+        f"Machine: {machine()}. Run on {datetime.date.today().isoformat()}, {minutes:.0f} minutes; load average",
+        f"(1 / 5 / 15 min) {load_before} before and {load_after} after, on a machine shared with other jobs.",
+        "",
+    ]
+    table = "\n".join(lines)
+    print(table)
+    if not args.no_write and not args.quick:
+        write_atomically(REPORT, table)
+        print(f"wrote {REPORT.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

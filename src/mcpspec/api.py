@@ -197,8 +197,13 @@ class GraphOutcome(NamedTuple):
     lint: FileLint
 
 
-def graph_file(path: str | os.PathLike[str], settings: Settings | None = None, display_name: str | None = None) -> GraphOutcome:
+def graph_file(
+    path: str | os.PathLike[str], settings: Settings | None = None, display_name: str | None = None, keep_nodes: bool = True
+) -> GraphOutcome:
     """The trust graph of one file, coloured by the findings lint reports with the same settings.
+
+    ``keep_nodes=False`` releases the plan's YAML node graph once the findings are positioned
+    (a third of the memory at 10,000 servers); the plan's source then answers no position.
 
     Raises ``UsageError`` when the file cannot be read at all.
     """
@@ -212,6 +217,8 @@ def graph_file(path: str | os.PathLike[str], settings: Settings | None = None, d
         return GraphOutcome(None, errors)
     with gc_paused():
         results = lint_plan(plan, chosen.lint_options(errors.file))
+        if not keep_nodes:
+            plan.source.release_nodes()
         return GraphOutcome(view(build(plan), results), FileLint(errors.file, results, plan.source.text))
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 _SEQUENCE = itertools.count()
 
 
-def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
-    """Replace ``path`` with ``text`` in one step; ``mode`` None keeps an existing file's mode (0644 when new)."""
+def write_atomically(path: Path, text: str | Iterable[str], mode: int | None = None) -> None:
+    """Replace ``path`` with ``text`` (a string, or its pieces in order) in one step; ``mode`` None
+    keeps an existing file's mode (0644 when new)."""
     directory = path.parent if str(path.parent) else Path(".")
     # O_EXCL on a name unique to this process and call: cheaper than mkstemp's random retries,
     # which matters when a build writes thousands of files.
@@ -31,7 +33,10 @@ def write_atomically(path: Path, text: str, mode: int | None = None) -> None:
         os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             fd = -1
-            handle.write(text)
+            if isinstance(text, str):
+                handle.write(text)
+            else:
+                handle.writelines(text)
         os.replace(temporary, path)
     except BaseException:
         if fd >= 0:

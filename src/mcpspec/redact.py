@@ -20,10 +20,20 @@ SECRET_VALUE = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,512}\.eyJ[A-Za-z0-9_-]{8,}\.)"
 )
 MASK = "****"
-# Every alternative of SECRET_VALUE contains one of these; most text holds none, and `in` is far
-# cheaper than the regex's scan (lint of 10,000 servers redacts about 300,000 messages).
-_MARKERS = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "AKIA", "ASIA",
-            "sk-", "glpat-", "npm_", "AIza", "-----BEGIN", "://", "eyJ")
+
+
+def _might_hold_secret(text: str) -> bool:
+    """Whether ``text`` holds a substring that every match of SECRET_VALUE contains.
+
+    Most text holds none, and a chain of ``in`` tests is far cheaper than the regex's scan
+    (lint of 10,000 servers redacts about 285,000 messages and notes). Written out rather
+    than looped over a tuple: the loop costs more than the tests. "gh" covers GitHub's
+    ``ghp_`` to ``ghr_``, "xox" every Slack prefix, "sk-" OpenAI's and Anthropic's.
+    """
+    return (
+        "gh" in text or "github_pat_" in text or "xox" in text or "sk-" in text or "glpat-" in text or "npm_" in text or "AKIA" in text or "ASIA" in text
+        or "AIza" in text or "-----BEGIN" in text or "://" in text or "eyJ" in text
+    )
 
 
 def _mask(match: re.Match[str]) -> str:
@@ -38,7 +48,7 @@ def _mask(match: re.Match[str]) -> str:
 
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring masked."""
-    if not text or not any(marker in text for marker in _MARKERS):
+    if not text or not _might_hold_secret(text):
         return text
     return SECRET_VALUE.sub(_mask, text)
 

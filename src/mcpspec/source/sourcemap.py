@@ -49,6 +49,9 @@ class SourceMap:
     # Scalars whose text holds a '#' (the loader finds them while building the data).
     hash_scalars: list[ScalarNode] = field(default_factory=list, repr=False)
     _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False)
+    # anchor_span's answers: lint of 10,000 servers asks for about 285,000 paths, 125,000 distinct.
+    _anchors: dict[SpecPath, Span] = field(default_factory=dict, repr=False)
+    _released: bool = field(default=False, repr=False)
     _lines: list[str] | None = field(default=None, repr=False)
     _comments: list[Comment] | None = field(default=None, repr=False)
 
@@ -66,6 +69,12 @@ class SourceMap:
     def anchor_span(self, path: SpecPath) -> Span:
         """Where a finding about ``path`` points: a scalar value itself; a mapping or
         list by the key that introduces it; a missing key by its nearest ancestor's key."""
+        span = self._anchors.get(path)
+        if span is None:
+            span = self._anchors[path] = self._anchor_span(path)
+        return span
+
+    def _anchor_span(self, path: SpecPath) -> Span:
         trail = self._walk(path)
         key_node, value_node = trail[-1]
         if len(trail) == len(path) + 1 and isinstance(value_node, ScalarNode):
@@ -73,6 +82,15 @@ class SourceMap:
         if key_node is not None:
             return node_span(key_node)
         return node_span(value_node) if value_node is not None else FILE_START
+
+    def release_nodes(self) -> None:
+        """Drop the composed node graph (about 320 MB at 10,000 servers) once every position a
+        command needs has been taken; asking for a position afterwards is a bug and raises."""
+        self.root = None
+        self.hash_scalars = []
+        self._keys.clear()
+        self._anchors.clear()
+        self._released = True
 
     def line_text(self, line: int) -> str:
         """The text of a 1-based line, without its newline ('' past the end)."""
@@ -92,6 +110,8 @@ class SourceMap:
         return list(self._comments)
 
     def _find_comments(self) -> list[Comment]:
+        if self._released:  # the scalars holding a '#' went with the nodes
+            raise RuntimeError(f"{self.file}: comments were asked for after the node graph was released")
         masked = [node_span(node) for node in self.hash_scalars]
         found: list[Comment] = []
         for index, line in enumerate(self.text.splitlines(), start=1):
@@ -116,6 +136,8 @@ class SourceMap:
 
     def _walk(self, path: SpecPath) -> list[tuple[Node | None, Node | None]]:
         """(key node, value node) for the root and each segment of ``path`` that exists."""
+        if self._released:
+            raise RuntimeError(f"{self.file}: positions were asked for after the node graph was released")
         trail: list[tuple[Node | None, Node | None]] = [(None, self.root)]
         node = self.root
         for segment in path:
