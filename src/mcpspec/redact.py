@@ -57,7 +57,7 @@ def redact_range(text: str, start: int, end: int) -> tuple[str, int, int]:
     """``text`` redacted, and the 0-based range ``[start, end)`` of ``text`` moved to where it
     lies in the result (a range that starts or ends inside a masked value covers its mask), so
     carets under a code frame stay under the value they point at."""
-    if not text or not any(marker in text for marker in _MARKERS):
+    if not text or not _might_hold_secret(text):
         return text, start, end
     out: list[str] = []
     shift = 0  # how much shorter the result is than text, up to the last masked value
