@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
+import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -76,7 +79,7 @@ def test_html_of_hostile_spec_holds_no_markup_from_it() -> None:
 
 def test_html_shows_cards_tiers_waivers_blast_radius_and_target_levels(tmp_path: Path) -> None:
     out = tmp_path / "risky.html"
-    done = run_cli("report", "examples/risky.yaml", "-o", str(out), "--target", "bwrap", "--rule-docs-url", "https://docs.acme.example/rules/")
+    done = run_cli("report", "examples/risky.yaml", "-o", str(out), "--target", "bwrap", "--docs-url", "https://docs.acme.example/rules/")
     assert done.returncode == 1
     html = out.read_text(encoding="utf-8")
     for section in ('id="summary"', 'id="picture"', 'id="servers"', 'id="findings"', 'id="waivers"', 'id="enforcement"', 'id="rules"', 'id="legend"'):
@@ -259,3 +262,12 @@ def test_secret_declared_without_ttl_or_scopes_reads_so(tmp_path: Path) -> None:
     found, _ = api.review_file(spec)
     (card,) = found.servers
     assert [(row.name, row.scopes, row.ttl) for row in card.secrets] == [("bot", "none (declared)", "never expires (declared)"), ("other", "not given", "not given")]
+
+
+def test_rule_links_follow_the_config_docs_url_that_lint_uses(tmp_path: Path) -> None:
+    """One setting for every link to the rule pages: SARIF's helpUri and the report's links."""
+    shutil.copy(REPO / "examples" / "risky.yaml", tmp_path / "risky.yaml")
+    (tmp_path / ".mcpspec.yaml").write_text("docs-url: https://docs.acme.example/mcpspec/\n", encoding="utf-8")
+    out = tmp_path / "risky.md"
+    subprocess.run([sys.executable, "-m", "mcpspec", "report", "risky.yaml", "-o", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+    assert "](https://docs.acme.example/mcpspec/GR001-lethal-trifecta.md)" in out.read_text(encoding="utf-8")

@@ -377,7 +377,7 @@ def report(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically); its suffix (.html, .md) chooses the format.")] = None,
     output_format: Annotated[str | None, typer.Option("--format", "-f", help="html or markdown (default: from the --output suffix, else html).")] = None,
     target: Annotated[str | None, typer.Option("--target", "-t", help=f"Also show what this target enforces for each server: {', '.join(TARGET_NAMES)}.")] = None,
-    rule_docs_url: Annotated[str, typer.Option("--rule-docs-url", help="Where the rule pages live: links are this plus ID-slug.md.")] = "docs/rules/",
+    docs_url: Annotated[str | None, typer.Option("--docs-url", metavar="URL", help="Folder of the rule pages that findings link (this plus ID-slug.md; default: the config's docs-url, else docs/rules/).")] = None,
     fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run, as for lint.")] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -396,7 +396,7 @@ def report(
         _usage(str(exc))
     chosen = _settings(Flags(config, fail_on=fail_on))
     try:
-        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=rule_docs_url)
+        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=docs_url or chosen.config.docs_url or "docs/rules/")
     except _usage_errors() as exc:
         _usage(str(exc))
     _emit(render_report(found, chosen_format), output)
