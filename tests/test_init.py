@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -134,3 +136,14 @@ def test_api_refuses_overwrite_and_unknown_names(tmp_path: Path) -> None:
 )
 def test_project_name_is_a_valid_spec_name(directory: str, name: str) -> None:
     assert project_name(directory) == name
+
+
+def test_lint_never_imports_ruamel(tmp_path: Path) -> None:
+    spec = _init(tmp_path, "git")
+    code = (
+        "import sys\nfrom mcpspec import api\nfrom mcpspec.cli import app\n"
+        f"api.lint_files([{str(spec)!r}])\n"
+        "assert not any(name.startswith('ruamel') for name in sys.modules), 'ruamel imported'\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60)
+    assert result.returncode == 0, result.stderr
