@@ -78,7 +78,8 @@ def _workspace() -> CommentedMap:
     return workspace
 
 
-def _server(entry: Entry) -> CommentedMap:
+def server_section(entry: Entry) -> CommentedMap:
+    """The `servers.<name>` section for a catalog entry, with its REVIEW comments (import can reuse it)."""
     server = CommentedMap()
     server["description"] = entry.description
     server["kind"] = entry.kind
@@ -145,22 +146,29 @@ def _env(entry: Entry) -> CommentedMap | None:
     return env
 
 
+def secret_section(entry: Entry) -> CommentedMap | None:
+    """The `secrets.<name>` section of a catalog entry's least-privilege credential, or None."""
+    credential = entry.credential
+    if credential is None:
+        return None
+    secret = CommentedMap()
+    secret["provider"] = "env"
+    secret["ref"] = credential.env
+    _review(secret, "ref", "the variable that holds it where the sandbox starts (vault or file in production)")
+    secret["description"] = credential.description
+    secret["scopes"] = "none" if credential.scopes == "none" else _flow(list(credential.scopes))
+    _review(secret, "scopes", credential.advice)
+    secret["ttl"] = credential.ttl
+    secret["rotation"] = _flow_map(on_exposure=True)
+    return secret
+
+
 def _secrets(chosen: Sequence[Entry]) -> CommentedMap:
     secrets = CommentedMap()
     for entry in chosen:
-        credential = entry.credential
-        if credential is None:
-            continue
-        secret = CommentedMap()
-        secret["provider"] = "env"
-        secret["ref"] = credential.env
-        _review(secret, "ref", "the variable that holds it where the sandbox starts (vault or file in production)")
-        secret["description"] = credential.description
-        secret["scopes"] = "none" if credential.scopes == "none" else _flow(list(credential.scopes))
-        _review(secret, "scopes", credential.advice)
-        secret["ttl"] = credential.ttl
-        secret["rotation"] = _flow_map(on_exposure=True)
-        secrets[credential.secret] = secret
+        secret = secret_section(entry)
+        if secret is not None and entry.credential is not None:
+            secrets[entry.credential.secret] = secret
     return secrets
 
 
@@ -187,7 +195,7 @@ def build_starter(project: str, chosen: Sequence[Entry]) -> CommentedMap:
         doc.yaml_set_comment_before_after_key("secrets", before="Credentials: names and shapes only, never values.")
     servers = CommentedMap()
     for entry in chosen:
-        servers[entry.name] = _server(entry)
+        servers[entry.name] = server_section(entry)
         if entry.review:
             servers.yaml_set_comment_before_after_key(entry.name, before="\n".join(REVIEW + line for line in entry.review), indent=2)
     doc["servers"] = servers
