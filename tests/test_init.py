@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,8 @@ def test_every_choice_to_review_is_marked(tmp_path: Path) -> None:
         marked = [line for line in lines if line.strip().startswith(key)]
         assert marked, key
         assert all("# REVIEW:" in line for line in marked), key
+    trailing = [line for line in lines if "# " in line and not line.lstrip().startswith("#")]
+    assert trailing and all(re.search(r"\S  # ", line) for line in trailing), "two spaces before a comment, as yamllint wants"
     for entry in catalog.entries():
         for note in entry.review:
             assert f"# REVIEW: {note}" in text

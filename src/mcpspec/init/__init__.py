@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,7 +39,11 @@ def render_starter(project: str, servers: Sequence[str] = ()) -> str:
     yaml.width = 4096
     out = io.StringIO()
     yaml.dump(build_starter(project_name(project), _chosen(servers)), out)
-    return out.getvalue()
+    text = out.getvalue()
+    # Two spaces before an end-of-line comment; kept only if the data read back is the same.
+    spaced = re.sub(r"(?m)(\S) (# .*)$", r"\1  \2", text)
+    safe = YAML(typ="safe")
+    return spaced if safe.load(spaced) == safe.load(text) else text
 
 
 def write_starter(path: Path, servers: Sequence[str] = (), force: bool = False, project: str | None = None) -> str:

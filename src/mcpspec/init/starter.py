@@ -33,8 +33,13 @@ def _flow_map(**items: object) -> CommentedMap:
     return mapping
 
 
+def _comment(node: CommentedMap | CommentedSeq, key: str | int, text: str) -> None:
+    # column 0: one space before every comment (render_starter widens it to two, as yamllint wants).
+    node.yaml_add_eol_comment(text, key, column=0)
+
+
 def _review(mapping: CommentedMap, key: str, text: str) -> None:
-    mapping.yaml_add_eol_comment(REVIEW + text, key)
+    _comment(mapping, key, REVIEW + text)
 
 
 def _defaults(project: str) -> CommentedMap:
@@ -69,9 +74,9 @@ def _workspace() -> CommentedMap:
     workspace["reset"] = "per-task"
     dirs = CommentedMap()
     dirs["input"] = _flow_map(mode="ro")
-    dirs.yaml_add_eol_comment("what the agent works on (the project), read-only", "input")
+    _comment(dirs, "input", "what the agent works on (the project), read-only")
     dirs["output"] = _flow_map(mode="rw")
-    dirs.yaml_add_eol_comment("what servers write; copied out at the end", "output")
+    _comment(dirs, "output", "what servers write; copied out at the end")
     dirs["tmp"] = _flow_map(mode="rw", tmpfs=True, size="1Gi")
     workspace["dirs"] = dirs
     workspace["artifacts"] = _flow(["output/**"])
@@ -86,7 +91,7 @@ def server_section(entry: Entry) -> CommentedMap:
     server["trust"] = "third-party"
     _review(server, "trust", "vetted once you have read the server's code or trust its publisher")
     server["placement"] = "dedicated"
-    server.yaml_add_eol_comment("its own sandbox, away from the agent's other servers", "placement")
+    _comment(server, "placement", "its own sandbox, away from the agent's other servers")
     server["transport"] = _flow_map(type="stdio")
     server["package"] = _flow_map(registry=entry.package.registry, name=entry.package.name, version=entry.package.version)
     note = "pinned by the catalog; upgrade deliberately"
@@ -101,7 +106,7 @@ def server_section(entry: Entry) -> CommentedMap:
         mounts = CommentedSeq()
         for index, mount in enumerate(entry.mounts):
             mounts.append(_flow_map(**{"from": mount.source, "to": mount.to}))
-            mounts.yaml_add_eol_comment(f"{mount.mode}: {mount.why}", index)
+            _comment(mounts, index, f"{mount.mode}: {mount.why}")
         server["mounts"] = mounts
     if entry.credential is not None:
         server["secrets"] = CommentedSeq([_flow_map(use=entry.credential.secret, **{"as": _flow_map(env=entry.credential.env)})])
@@ -124,7 +129,7 @@ def server_section(entry: Entry) -> CommentedMap:
         tools[tool.name] = spec_tool
     server["tools"] = tools
     server["unlisted_tools"] = "deny"
-    server.yaml_add_eol_comment("tools not listed above are hidden; delete the listed ones the agent does not need", "unlisted_tools")
+    _comment(server, "unlisted_tools", "tools not listed above are hidden; delete the listed ones the agent does not need")
     return server
 
 
