@@ -116,6 +116,13 @@ def test_missing_output_directory_is_a_usage_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_directory_as_output_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("init", "-o", str(tmp_path), "--force", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "is a directory" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_list_names_every_entry_with_its_pin() -> None:
     result = run_cli("init", "--list")
     assert result.returncode == 0

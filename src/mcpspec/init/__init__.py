@@ -48,6 +48,8 @@ def render_starter(project: str, servers: Sequence[str] = ()) -> str:
 
 def write_starter(path: Path, servers: Sequence[str] = (), force: bool = False, project: str | None = None) -> str:
     """Write the starter to `path` atomically (refusing to replace a file without `force`); returns the text."""
+    if path.is_dir():
+        raise InitError(f"{path} is a directory: give the file to write with -o")
     if path.exists() and not force:
         raise InitError(f"{path} exists: pass --force to replace it")
     if not path.parent.is_dir():
