@@ -25,7 +25,7 @@ def test_catalog_has_the_well_known_servers() -> None:
 def test_entry_speaks_the_spec_language(entry: catalog.Entry) -> None:
     assert re.fullmatch(NAME_PATTERN, entry.name)
     assert entry.kind in get_args(ServerKind)
-    assert re.fullmatch(r"[0-9][0-9A-Za-z.+-]*", entry.version), "a pin, not a range or 'latest'"
+    assert re.fullmatch(r"v?[0-9][0-9A-Za-z.+-]*", entry.version), "a pin, not a range or 'latest'"
     assert entry.tools, "every entry names its tools"
     names = [tool.name for tool in entry.tools]
     assert len(names) == len(set(names))
@@ -70,7 +70,9 @@ def test_lookup_recognises_its_own_launch_and_aliases(entry: catalog.Entry) -> N
 @pytest.mark.parametrize(
     ("command", "name"),
     [
-        (["npx", "-y", "@modelcontextprotocol/server-github"], "github"),
+        (["npx", "-y", "@modelcontextprotocol/server-github"], "github-reference"),
+        (["docker", "run", "-i", "--rm", "mcp/github"], "github-reference"),
+        (["github-mcp-server", "stdio"], "github"),
         (["npx", "--yes", "@modelcontextprotocol/server-filesystem@latest", "/home/me/project"], "filesystem"),
         ("npx -y @modelcontextprotocol/server-postgres postgresql://localhost/app", "postgres"),
         (["cmd", "/c", "npx", "-y", "@modelcontextprotocol/server-memory"], "memory"),

@@ -5,7 +5,9 @@ Versions are pins a person reviews; tool lists are those of the pinned release.
 
 from __future__ import annotations
 
-from mcpspec.catalog.model import CatalogMount, CatalogTool, Credential, Entry, Package
+from dataclasses import replace
+
+from mcpspec.catalog.model import CatalogMount, CatalogTool, Credential, Effect, Entry, Package
 
 _INPUT_RO = CatalogMount("workspace.input", "/workspace/input", "ro", "the project, read-only")
 _OUTPUT_RW = CatalogMount("workspace.output", "/workspace/output", "rw", "what the server writes")
@@ -66,23 +68,65 @@ GIT = Entry(
     ),
 )
 
+_GITHUB_CREDENTIAL = Credential(
+    secret="github-token",
+    env="GITHUB_PERSONAL_ACCESS_TOKEN",
+    description="Fine-grained GitHub token limited to the named repositories.",
+    scopes=("contents:read", "issues:read", "pull_requests:read", "metadata:read"),
+    ttl="30d",
+    advice="A fine-grained token (github_pat_) for the named repositories only, read permissions, short expiry; never a classic token with 'repo'.",
+)
+_UNTRUSTED_READ: tuple[Effect, ...] = ("reads_private", "reads_untrusted")
+
 GITHUB = Entry(
     name="github",
-    description="Read issues, pull requests and files of named GitHub repositories.",
+    description="Read issues, pull requests and files of named GitHub repositories (GitHub's server, read-only).",
+    kind="other",
+    package=Package("oci", "ghcr.io/github/github-mcp-server", "v0.30.3"),
+    aliases=("github/github-mcp-server",),
+    urls=("https://api.githubcopilot.com/mcp",),
+    command=("github-mcp-server", "stdio", "--read-only", "--toolsets", "repos,issues,pull_requests,users"),
+    egress=("api.github.com:443",),
+    credential=_GITHUB_CREDENTIAL,
+    tools=(
+        CatalogTool("get_me", "The authenticated user.", ("reads_private",)),
+        CatalogTool("search_repositories", "Search repositories.", ("reads_untrusted",)),
+        CatalogTool("get_file_contents", "Read a file or directory of a repository.", _UNTRUSTED_READ),
+        CatalogTool("list_commits", "Commits of a branch.", ("reads_private",)),
+        CatalogTool("get_commit", "One commit with its diff.", _UNTRUSTED_READ),
+        CatalogTool("list_branches", "Branches of a repository.", ("reads_private",)),
+        CatalogTool("list_tags", "Tags of a repository.", ("reads_private",)),
+        CatalogTool("get_tag", "One tag.", ("reads_private",)),
+        CatalogTool("list_releases", "Releases of a repository.", _UNTRUSTED_READ),
+        CatalogTool("get_latest_release", "The latest release.", _UNTRUSTED_READ),
+        CatalogTool("get_release_by_tag", "The release of a tag.", _UNTRUSTED_READ),
+        CatalogTool("search_code", "Search code.", _UNTRUSTED_READ),
+        CatalogTool("list_issues", "Issues of a repository.", _UNTRUSTED_READ),
+        CatalogTool("issue_read", "One issue, its comments, labels or sub-issues.", _UNTRUSTED_READ),
+        CatalogTool("search_issues", "Search issues.", _UNTRUSTED_READ),
+        CatalogTool("list_issue_types", "Issue types of an organisation.", ("reads_private",)),
+        CatalogTool("get_label", "One label.", ("reads_private",)),
+        CatalogTool("list_pull_requests", "Pull requests of a repository.", _UNTRUSTED_READ),
+        CatalogTool("pull_request_read", "One pull request, its diff, files, status, comments or reviews.", _UNTRUSTED_READ),
+        CatalogTool("search_pull_requests", "Search pull requests.", _UNTRUSTED_READ),
+        CatalogTool("search_users", "Search users.", ("reads_untrusted",)),
+    ),
+    review=(
+        "--read-only: the server offers no write tool. To let the agent comment or open pull requests, drop it, list those tools with approval: always and give the token write permission on the named repositories only.",
+        "With public repositories in reach, issues and pull requests are untrusted input: add --lockdown-mode.",
+        "Egress allows the API only; raw.githubusercontent.com is a host anyone can write to, so allowing it opens a way out (NW004, GR001).",
+    ),
+)
+
+GITHUB_REFERENCE = Entry(
+    name="github-reference",
+    description="Read issues, pull requests and files of named GitHub repositories (the archived reference server).",
     kind="other",
     package=Package("npm", "@modelcontextprotocol/server-github", "2025.4.8"),
-    aliases=("mcp/github", "ghcr.io/github/github-mcp-server", "github-mcp-server"),
-    urls=("https://api.githubcopilot.com/mcp",),
+    aliases=("mcp/github",),
     command=("mcp-server-github",),
     egress=("api.github.com:443",),
-    credential=Credential(
-        secret="github-token",
-        env="GITHUB_PERSONAL_ACCESS_TOKEN",
-        description="Fine-grained GitHub token limited to the named repositories.",
-        scopes=("contents:read", "issues:read", "pull_requests:read", "metadata:read"),
-        ttl="30d",
-        advice="A fine-grained token (github_pat_) for the named repositories only, read permissions, short expiry; never a classic token with 'repo'.",
-    ),
+    credential=replace(_GITHUB_CREDENTIAL, secret="github-reference-token"),
     tools=(
         CatalogTool("search_repositories", "Search repositories.", ("reads_untrusted",)),
         CatalogTool("get_file_contents", "Read a file or directory of a repository.", ("reads_private", "reads_untrusted")),
@@ -112,7 +156,7 @@ GITHUB = Entry(
         CatalogTool("fork_repository", "Fork a repository.", ("external_send",), "always"),
     ),
     review=(
-        "The reference server is archived: GitHub's own server (ghcr.io/github/github-mcp-server, with --read-only and --toolsets) is maintained.",
+        "The reference server is archived: GitHub's own server (catalog name github) is maintained and has a read-only mode.",
         "Drop the write tools the agent does not need; with public repositories in reach, issues are untrusted input.",
     ),
     archived=True,
@@ -267,4 +311,4 @@ MEMORY = Entry(
     review=("What earlier tasks stored can carry instructions into later ones: the workspace is reset per task unless you keep the memory file.",),
 )
 
-ENTRIES: tuple[Entry, ...] = (FILESYSTEM, GIT, GITHUB, FETCH, POSTGRES, PLAYWRIGHT, PUPPETEER, SLACK, MEMORY)
+ENTRIES: tuple[Entry, ...] = (FILESYSTEM, GIT, GITHUB, GITHUB_REFERENCE, FETCH, POSTGRES, PLAYWRIGHT, PUPPETEER, SLACK, MEMORY)
