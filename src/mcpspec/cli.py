@@ -330,6 +330,33 @@ def lock(
 
 
 @app.command()
+def init(
+    servers: Annotated[list[str] | None, typer.Option("--server", "-s", help="A catalog server to include (repeatable; default: filesystem). See --list.")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The file to write.")] = Path("mcp-sandbox.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Replace the file if it exists.")] = False,
+    project: Annotated[str | None, typer.Option("--project", help="Project name (default: the output directory's name).")] = None,
+    list_servers: Annotated[bool, typer.Option("--list", help="List the catalog's servers and exit.")] = False,
+) -> None:
+    """Write a commented starter mcp-sandbox.yaml for this project from the built-in catalog.
+
+    Every choice a person must check is marked `# REVIEW:`. Exit status: 0 written, 2 when the
+    file exists (without --force) or a server is not in the catalog.
+    """
+    from mcpspec.catalog import entries
+    from mcpspec.init import InitError, write_starter
+
+    if list_servers:
+        for entry in entries():
+            typer.echo(f"{entry.name:<12} {entry.package.registry}:{entry.package.name}@{entry.package.version}  {entry.description}")
+        return
+    try:
+        write_starter(output, servers or (), force=force, project=project)
+    except (InitError, OSError) as exc:
+        _usage(str(exc))
+    typer.echo(f"wrote {output}: review the lines marked REVIEW, then run `mcpspec lint {output}`")
+
+
+@app.command()
 def graph(
     file: Annotated[Path, typer.Argument(help="The spec file to draw.", show_default=False)],
     output_format: Annotated[str, typer.Option("--format", "-f", help=f"Output format: {', '.join(GRAPH_FORMATS)}.")] = "dot",
