@@ -182,3 +182,16 @@ def test_the_cli_needs_client_for_the_client_target_and_refuses_it_for_another(t
     done = run_cli("build", example, "--target", "bwrap", "--client", "vscode", "--out", str(tmp_path / "b"))
     assert done.returncode == 2 and "the bwrap target takes no --client" in done.stderr, done.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_spec_path_the_client_would_expand_is_refused(client: str) -> None:
+    path = "/srv/${HOME}/mcp-sandbox.yaml"
+    build = _build(client, spec_path=path)
+    refused = [r for r in build.results if r.code == "TG004"]
+    if client in ("claude-code", "vscode", "cursor"):
+        assert len(refused) == 1 and "expands" in refused[0].message and build.blocked
+        assert set(build.files) == {MANIFEST}
+    else:  # no interpolation in these clients: the path is data
+        assert not refused
+        assert all(server["args"][1] == path for server in _servers(client, build.files).values())

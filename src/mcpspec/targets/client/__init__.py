@@ -23,10 +23,12 @@ _RUN = "tests/test_run_relay_real.py::"
 USAGE = """
 ## Running the output
 
-    mcpspec build mcp-sandbox.yaml --target client --client CLIENT --out .
+    mcpspec build mcp-sandbox.yaml --target client --client CLIENT --out build/client
 
-`CLIENT` is one of claude-desktop, claude-code, vscode, cursor or codex; the build writes the
-file where that client reads it, relative to `--out`:
+`CLIENT` is one of claude-desktop, claude-code, vscode, cursor or codex. The build writes the
+client's files under `--out` at the place the client reads them from; copy them there, or merge
+them into the files you have (a build replaces a file it writes, so point `--out` at your project
+only when it has no such file yet):
 
 {clients}
 
@@ -36,7 +38,8 @@ bwrap target does, starts it and relays MCP, enforcing the tool allowlist, appro
 and call timeouts (docs/run.md). The client finds `mcpspec` on the PATH it starts servers with:
 a desktop app often has a shorter PATH than your shell (Claude Desktop on macOS does not see
 `~/.local/bin`), so install mcpspec where that PATH looks (`/usr/local/bin`) or link it there.
-A server that serves several agents is refused: one client config is one agent's.
+A server that serves several agents is refused: one client config is one agent's. A spec path
+with `${` is refused for the clients that expand it in arguments (Claude Code, VS Code, Cursor).
 
 No secret is in the config. `mcpspec run` reads each secret at start from the server's provider:
 an `env` secret from the environment the client gives it, which for a desktop app is not your
@@ -108,6 +111,8 @@ class ClientTarget:
         spec = options.spec_path
         if spec is None or not spec.startswith("/"):
             raise Refused("process-policy", (), "the client's config needs the spec's absolute path for `mcpspec run`")
+        if client.expands and "${" in spec:
+            raise Refused("process-policy", (), f"{client.name} expands '${{...}}' in a server's arguments: the spec's path {spec!r} would not reach `mcpspec run` as it is (move or rename it)")
         entries = [_entry(plan, sandbox, spec) for sandbox in built]
         return Emitted(client.files(entries)) if entries else Emitted()
 

@@ -40,6 +40,9 @@ class Client:
     files: Callable[[list[Entry]], dict[str, str]]
     approvals: bool  # whether the files can say which tools need a person's approval
     where: str  # where the client reads the files (README)
+    # The client expands ${...} in command and args (Claude Code ${VAR}, VS Code and Cursor ${env:X}, ${workspaceFolder}):
+    # such text in a path would not reach `mcpspec run` as written, and no escape for it is documented.
+    expands: bool = False
 
 
 def valid_server_name(name: str) -> bool:
@@ -95,8 +98,8 @@ CLIENTS: dict[str, Client] = {
     "claude-desktop": Client("claude-desktop", _claude_desktop, False,
                              "`claude_desktop_config.json` in Claude's config directory (merge `mcpServers` into yours)"),
     "claude-code": Client("claude-code", _claude_code, True,
-                          "`.mcp.json` at the project root, and `.claude/settings.json` (its `permissions`: merge into yours)"),
-    "vscode": Client("vscode", _vscode, False, "`.vscode/mcp.json` in the workspace"),
-    "cursor": Client("cursor", _cursor, False, "`.cursor/mcp.json` in the project (or `~/.cursor/mcp.json`)"),
+                          "`.mcp.json` at the project root, and `.claude/settings.json` (its `permissions`: merge into yours)", expands=True),
+    "vscode": Client("vscode", _vscode, False, "`.vscode/mcp.json` in the workspace", expands=True),
+    "cursor": Client("cursor", _cursor, False, "`.cursor/mcp.json` in the project (or `~/.cursor/mcp.json`)", expands=True),
     "codex": Client("codex", _codex, False, "`.codex/config.toml` of a trusted project (or `~/.codex/config.toml`)"),
 }
