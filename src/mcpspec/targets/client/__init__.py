@@ -38,6 +38,7 @@ bwrap target does, starts it and relays MCP, enforcing the tool allowlist, appro
 and call timeouts (docs/run.md). The client finds `mcpspec` on the PATH it starts servers with:
 a desktop app often has a shorter PATH than your shell (Claude Desktop on macOS does not see
 `~/.local/bin`), so install mcpspec where that PATH looks (`/usr/local/bin`) or link it there.
+`mcpspec run` needs Linux with bubblewrap (as the bwrap target does): the client must run there.
 A server that serves several agents is refused: one client config is one agent's. A spec path
 with `${` is refused for the clients that expand it in arguments (Claude Code, VS Code, Cursor).
 
@@ -48,7 +49,8 @@ shell's (prefer `file` or `systemd-credential` secrets there).
 Approvals. `mcpspec run` holds every call that needs approval for its approver (`--approver`, or
 `approver` in the project config; under a client there is no terminal, so without an approver the
 call is denied). Claude Code's `.claude/settings.json` also gets `permissions`: `allow` for the tools
-no person approves, `ask` for those approved at every call, as `mcp__SERVER__TOOL`. Codex gets
+no person approves, `ask` for those approved at every call, as `mcp__SERVER__TOOL` (a `per-session`
+tool gets no rule: Claude Code's own prompt). Codex gets
 `enabled_tools`, the spec's tool list, when unlisted tools are denied. Claude Desktop, VS Code and
 Cursor have no file setting for either: the build reports it (TG003), and their own prompts stay
 as they are.
