@@ -23,6 +23,8 @@ from mcpspec.targets.base import CONTROLS, BuildOptions, Capability, Emitted, Ga
 from mcpspec.targets.build import MANIFEST, build_plan
 
 TODAY = datetime.date(2026, 12, 1)
+# Build inputs a target cannot build without (the client target writes one client's config).
+NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml")}
 
 VAULT_WAIVED = """\
 version: 1
@@ -57,7 +59,7 @@ K8S_WAIVED = VAULT_WAIVED.replace("    secrets:\n", "    runtime: {pids: 64}\n  
 @pytest.mark.parametrize("target", TARGET_NAMES)
 def test_a_waived_gap_still_lowers_the_level_in_the_manifest(target: str) -> None:
     """A waiver accepts a risk; it never makes the manifest claim a control is enforced."""
-    build = build_plan(load_text(VAULT_WAIVED if target != "k8s" else K8S_WAIVED, "waived.yaml"), target, today=TODAY)
+    build = build_plan(load_text(VAULT_WAIVED if target != "k8s" else K8S_WAIVED, "waived.yaml"), target, today=TODAY, options=NEEDED.get(target))
     tg001 = [r for r in build.results if r.code == "TG001"]
     assert tg001 and all(r.suppression is not None for r in tg001), [r.message for r in build.results]
     assert not build.blocked
@@ -90,14 +92,16 @@ servers:
     if target == "k8s":  # a pod runs a shell command as /bin/sh -c; what it refuses is a server without an image
         spec = spec.removesuffix("    image: localhost/ops@sha256:" + "c" * 64 + "\n")
         path, position = ("servers", "bad", "image"), (10, 3)  # no image key: the server it belongs to
-    build = build_plan(load_text(spec, "refused.yaml"), target, today=TODAY)
+    build = build_plan(load_text(spec, "refused.yaml"), target, today=TODAY, options=NEEDED.get(target))
     tg004 = [r for r in build.results if r.code == "TG004"]
     assert len(tg004) == 1 and tg004[0].path == path, [r.message for r in tg004]
     assert (tg004[0].span.line, tg004[0].span.col) == position
     assert build.blocked
     shared = build.files.get("compose.yaml", "")  # one file for every server: its services say who was built
     assert not any("bad" in name for name in build.files) and "\n  bad:" not in shared, sorted(build.files)
-    assert any("good" in name for name in build.files) or "\n  good:" in shared, sorted(build.files)
+    assert any("good" in name for name in build.files) or "\n  good:" in shared or '"good"' in build.files.get(".mcp.json", ""), sorted(build.files)
+    client = build.files.get(".mcp.json", "")  # the client target: one config that names every server built
+    assert '"bad"' not in client and (target != "client" or '"good"' in client), client
     servers = _manifest(build.files)["servers"]
     assert isinstance(servers, dict)
     assert servers["bad"]["built"] is False and servers["good"]["built"] is True

@@ -304,6 +304,8 @@ def build_file(
     chosen = settings if settings is not None else Settings()
     chosen_options = build_options if build_options is not None else BuildOptions()
     try:
+        if "spec_path" in get_target(target).options and chosen_options.spec_path is None:  # the client target: `mcpspec run FILE`
+            chosen_options = dataclasses.replace(chosen_options, spec_path=os.path.abspath(path))
         refuse_unused(get_target(target), chosen_options)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

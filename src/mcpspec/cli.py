@@ -246,6 +246,7 @@ def build(
     egress: Annotated[str, typer.Option("--egress", help="k8s: how an allowlist by name is enforced: proxy (default) or cilium (toFQDNs).")] = "proxy",
     secret_store: Annotated[str | None, typer.Option("--secret-store", help="k8s: the external-secrets SecretStore that vault secrets come from.")] = None,
     pod_pids_limit: Annotated[int | None, typer.Option("--pod-pids-limit", min=1, help="k8s: the podPidsLimit of the nodes' kubelets, which bounds a pod's processes (a pod spec cannot).")] = None,
+    client: Annotated[str | None, typer.Option("--client", help="client: the MCP client whose config to write: claude-desktop, claude-code, vscode, cursor, codex.")] = None,
 ) -> None:
     """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced
     and no risk rule finds something at or above --fail-on, unless waived)."""
@@ -258,7 +259,7 @@ def build(
     chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions))
     if egress not in ("proxy", "cilium"):
         _usage("--egress must be proxy or cilium")
-    options = BuildOptions(proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit)
+    options = BuildOptions(proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client)
     try:
         outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file), build_options=options)
     except _usage_errors() as exc:

@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
     "systemd": "mcpspec.targets.systemd",
     "compose": "mcpspec.targets.compose",
     "k8s": "mcpspec.targets.k8s",
+    "client": "mcpspec.targets.client",
 }
 TARGET_NAMES = tuple(REGISTRY)
 

@@ -137,6 +137,10 @@ class BuildOptions:
     secret_store: str | None = None  # the external-secrets store vault secrets come from (k8s)
     # The podPidsLimit of the kubelets the pods run on, as the operator states it (k8s): a pod spec cannot limit processes.
     pod_pids_limit: int | None = None
+    # The MCP client whose config the client target writes (claude-desktop, claude-code, vscode, cursor, codex).
+    client: str | None = None
+    # The spec's absolute path, which the client's config hands to `mcpspec run` (set by the build from FILE).
+    spec_path: str | None = None
 
     def __post_init__(self) -> None:
         if self.pod_pids_limit is not None and self.pod_pids_limit < 1:

@@ -7,6 +7,7 @@ what the current code emits.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -23,7 +24,10 @@ EXAMPLE_OPTIONS: dict[str, BuildOptions] = {
     "compose": BuildOptions(proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64),
     # k8s: the nodes' kubelet bounds each pod at 64 processes, no more than any example asks for.
     "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example", pod_pids_limit=64),
+    # client: Claude Code's config (the richest: servers and permissions); the spec path is where a checkout might sit.
+    "client": BuildOptions(client="claude-code"),
 }
+EXAMPLE_ROOT = "/srv/mcp"  # the examples' spec path in the client configs: no path of the machine that built them
 
 
 def example_specs(repo: Path = REPO) -> list[Path]:
@@ -34,10 +38,13 @@ def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[
     """(the text `mcpspec build` prints, the files, the executable ones) for one example, built with the built-in
     settings and the target's ``EXAMPLE_OPTIONS`` (then the first line names them)."""
     options = EXAMPLE_OPTIONS.get(target)
+    shown = options
+    if options is not None and "spec_path" in get_target(target).options:
+        options = dataclasses.replace(options, spec_path=f"{EXAMPLE_ROOT}/{spec.relative_to(repo).as_posix()}")
     outcome = build_file(spec, target, display_name=spec.relative_to(repo).as_posix(), build_options=options)
     printed = build_summary.render(outcome)
-    if options is not None:
-        given = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in options.given().items())
+    if shown is not None:
+        given = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in shown.given().items())
         printed = f"mcpspec build {spec.relative_to(repo).as_posix()} --target {target} {given}\n" + printed
     if outcome.stopped or outcome.build is None:
         return printed, {}, set()

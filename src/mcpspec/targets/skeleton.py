@@ -65,6 +65,9 @@ def refuse_unused(target: Target, options: BuildOptions) -> None:
     unused = sorted(set(options.given()) - target.options)
     if unused:
         raise ValueError(f"the {target.name} target takes no {', '.join('--' + name.replace('_', '-') for name in unused)}")
+    check = getattr(target, "check_options", None)  # a target may need an option (the client target: --client)
+    if check is not None:
+        check(options)
 
 
 def matrix_gaps(sandbox: EffectiveSandbox, capabilities: Mapping[str, Capability], overrides: Overrides) -> tuple[list[Gap], dict[str, Level]]:

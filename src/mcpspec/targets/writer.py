@@ -58,6 +58,8 @@ def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
                 continue
             path = out / name
             if _current(path) != (build.files[name], _mode(build, name)):
+                if "/" in name:  # a client's config lives in its own directory (.vscode/mcp.json)
+                    path.parent.mkdir(parents=True, exist_ok=True)
                 write_atomically(path, build.files[name], _mode(build, name))
                 written.append(name)
         for name in stale:

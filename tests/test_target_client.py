@@ -1,0 +1,197 @@
+"""The client target: each client's config parses in the client's own format, names every server
+the spec runs here, starts each through `mcpspec run SPEC SERVER`, holds no other value of the
+spec (no secret, no env value, no path), and carries the spec's approvals where the client can."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+from mcpspec.api import load_text
+from mcpspec.targets.base import BuildOptions
+from mcpspec.targets.build import MANIFEST, Build, build_plan
+from mcpspec.targets.client.formats import CLIENTS
+
+TODAY = datetime.date(2026, 12, 1)
+SPEC_PATH = "/srv/mcp/acme/mcp-sandbox.yaml"
+
+# Literal values the spec carries that no client config may hold: only the spec's path and the names.
+CANARIES = ("canary-env-value-7f3a", "/srv/canary-secret-file", "CANARY_TOKEN_VAR", "/srv/canary-mount")
+
+SPEC = """\
+version: 1
+project: acme
+secrets:
+  token: {provider: env, ref: CANARY_TOKEN_VAR}
+  keyfile: {provider: file, ref: /srv/canary-secret-file}
+approvals:
+  require: [deploy]
+servers:
+  repo:
+    kind: filesystem
+    trust: first-party
+    placement: dedicated
+    command: [/usr/bin/true]
+    env: {set: {GREETING: canary-env-value-7f3a}}
+    mounts:
+      - {from: /srv/canary-mount, to: /data, mode: ro}
+    secrets:
+      - {use: token, as: {env: TOKEN}}
+    tools:
+      read_file: {effects: [reads_private]}
+      ship: {effects: [deploy]}
+      tidy: {effects: [writes_local], approval: per-session}
+      odd.name: {effects: [reads_private], approval: always}
+  open:
+    kind: other
+    trust: first-party
+    placement: dedicated
+    command: [/usr/bin/true]
+    unlisted_tools: allow
+    secrets:
+      - {use: keyfile, as: {file: /run/secrets/key}}
+    tools:
+      echo: {effects: [none]}
+  far:
+    kind: search
+    trust: third-party
+    placement: external
+    transport: {type: http, url: "https://mcp.acme.example/"}
+"""
+
+
+def _build(client: str, spec: str = SPEC, spec_path: str = SPEC_PATH) -> Build:
+    return build_plan(load_text(spec, "mcp-sandbox.yaml"), "client", today=TODAY, options=BuildOptions(client=client, spec_path=spec_path))
+
+
+def _servers(client: str, files: dict[str, str]) -> dict[str, dict[str, object]]:
+    """The servers of the emitted config, read as the client reads it."""
+    if client == "codex":
+        data = tomllib.loads(files[".codex/config.toml"])
+        servers = data["mcp_servers"]
+    else:
+        name = {"claude-desktop": "claude_desktop_config.json", "claude-code": ".mcp.json", "vscode": ".vscode/mcp.json", "cursor": ".cursor/mcp.json"}[client]
+        data = json.loads(files[name])
+        servers = data["servers" if client == "vscode" else "mcpServers"]
+    assert isinstance(servers, dict)
+    return servers
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_each_config_parses_and_starts_every_server_through_mcpspec_run(client: str) -> None:
+    build = _build(client)
+    assert not build.blocked, [(r.code, r.message) for r in build.results if r.code.startswith("TG")]
+    servers = _servers(client, build.files)
+    assert sorted(servers) == ["open", "repo"]  # the external server runs elsewhere: no entry
+    for name, server in servers.items():
+        assert server["command"] == "mcpspec"
+        assert server["args"] == ["run", SPEC_PATH, name]
+        assert set(server) <= {"type", "command", "args", "enabled_tools"}, server  # no env, no cwd, no headers
+        if client in ("claude-code", "vscode"):
+            assert server["type"] == "stdio"
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_no_value_of_the_spec_but_its_path_and_names_reaches_the_config(client: str) -> None:
+    build = _build(client)
+    for name, text in build.files.items():
+        if name == MANIFEST:
+            continue
+        for canary in CANARIES:
+            assert canary not in text, (name, canary)
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_paths_are_data_that_the_serialiser_escapes(client: str) -> None:
+    odd = '/srv/mcp/a "quoted" dir\\with\nnewline/[tables] = 1/ünï.yaml'
+    servers = _servers(client, _build(client, spec_path=odd).files)
+    assert [server["args"] for server in servers.values()] == [["run", odd, "repo"], ["run", odd, "open"]]
+
+
+def test_claude_code_permissions_follow_the_specs_approvals() -> None:
+    build = _build("claude-code")
+    permissions = json.loads(build.files[".claude/settings.json"])["permissions"]
+    # read_file needs nobody; echo has no effects; ship's deploy effect is required; tidy is per-session (the client's default prompt)
+    assert permissions == {"allow": ["mcp__repo__read_file", "mcp__open__echo"], "ask": ["mcp__repo__ship"]}
+    gaps = [r for r in build.results if r.code == "TG003" and "odd.name" in r.message]
+    assert gaps and "permission rule" in gaps[0].message  # a tool name no rule can match is reported, not dropped silently
+
+
+def test_codex_enables_only_the_listed_tools_when_unlisted_tools_are_denied() -> None:
+    servers = _servers("codex", _build("codex").files)
+    assert servers["repo"]["enabled_tools"] == ["odd.name", "read_file", "ship", "tidy"]
+    assert "enabled_tools" not in servers["open"]  # unlisted tools pass (with approval): no list to give
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "vscode", "cursor", "codex"])
+def test_a_client_that_cannot_say_which_tools_need_approval_is_reported(client: str) -> None:
+    build = _build(client)
+    found = [r for r in build.results if r.code == "TG003" and "no setting for which tools need approval" in r.message]
+    assert len(found) == 1 and found[0].path == ("servers", "repo", "tools"), [r.message for r in found]
+    assert "ship" in found[0].message and "odd.name" in found[0].message
+    controls = json.loads(build.files[MANIFEST])["servers"]["repo"]["controls"]
+    assert controls["call-policy"] == "partial"
+
+
+def test_claude_code_reports_no_approval_gap_for_tools_it_can_name() -> None:
+    build = _build("claude-code")
+    assert not [r for r in build.results if "no setting for which tools need approval" in r.message]
+
+
+def test_a_server_of_several_agents_is_refused_with_tg004() -> None:
+    spec = SPEC + "agents:\n  a: {servers: [repo]}\n  b: {servers: [repo, open]}\n"
+    build = _build("vscode", spec)
+    refused = [r for r in build.results if r.code == "TG004"]
+    assert [r.path for r in refused] == [("servers", "repo")], [r.message for r in refused]
+    assert build.blocked
+    servers = _servers("vscode", build.files)
+    assert sorted(servers) == ["open"]
+    assert servers["open"]["args"] == ["run", SPEC_PATH, "open", "--agent", "b"]
+
+
+def test_what_bwrap_refuses_the_client_target_refuses_too() -> None:
+    """`mcpspec run` builds the bwrap launcher: a spec it cannot start must not get a config entry."""
+    spec = SPEC.replace("    command: [/usr/bin/true]\n    unlisted_tools", '    command: "true && true"\n    unlisted_tools', 1)
+    build = _build("cursor", spec)
+    assert [r.path for r in build.results if r.code == "TG004"] == [("servers", "open", "command")]
+    assert sorted(_servers("cursor", build.files)) == ["repo"]
+
+
+def test_the_cli_writes_the_config_where_the_client_reads_it_with_the_specs_absolute_path(tmp_path: Path) -> None:
+    spec = tmp_path / "project" / "mcp-sandbox.yaml"
+    spec.parent.mkdir()
+    spec.write_text(SPEC.replace("approvals:\n  require: [deploy]\n", ""), encoding="utf-8")
+    out = tmp_path / "out"
+    done = run_cli("build", "mcp-sandbox.yaml", "--target", "client", "--client", "vscode", "--out", str(out), cwd=spec.parent)
+    assert done.returncode == 0, done.stderr
+    servers = json.loads((out / ".vscode" / "mcp.json").read_text(encoding="utf-8"))["servers"]
+    assert servers["repo"]["args"] == ["run", str(spec.resolve()), "repo"]
+
+
+def test_the_cli_needs_client_for_the_client_target_and_refuses_it_for_another(tmp_path: Path) -> None:
+    example = str(REPO / "examples" / "coding-agent.yaml")
+    done = run_cli("build", example, "--target", "client", "--out", str(tmp_path / "a"))
+    assert done.returncode == 2 and "the client target needs --client" in done.stderr, done.stderr
+    done = run_cli("build", example, "--target", "client", "--client", "emacs", "--out", str(tmp_path / "a"))
+    assert done.returncode == 2 and "claude-desktop, claude-code, vscode, cursor, codex" in done.stderr, done.stderr
+    done = run_cli("build", example, "--target", "bwrap", "--client", "vscode", "--out", str(tmp_path / "b"))
+    assert done.returncode == 2 and "the bwrap target takes no --client" in done.stderr, done.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_spec_path_the_client_would_expand_is_refused(client: str) -> None:
+    path = "/srv/${HOME}/mcp-sandbox.yaml"
+    build = _build(client, spec_path=path)
+    refused = [r for r in build.results if r.code == "TG004"]
+    if client in ("claude-code", "vscode", "cursor"):
+        assert len(refused) == 1 and "expands" in refused[0].message and build.blocked
+        assert set(build.files) == {MANIFEST}
+    else:  # no interpolation in these clients: the path is data
+        assert not refused
+        assert all(server["args"][1] == path for server in _servers(client, build.files).values())
