@@ -110,3 +110,100 @@ def test_a_file_without_servers_or_of_unknown_shape_is_refused(tmp_path: Path) -
         load(tmp_path / "other.json", "auto")
     with pytest.raises(ImportFailure, match="unknown client"):
         load(tmp_path / "other.json", "emacs")
+
+
+def _import_cli(*args: str, cwd: Path | None = None) -> tuple[int, str, str]:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mcpspec", "import", *args], capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("file", sorted(FIXTURES))
+def test_imported_spec_is_valid_holds_every_server_and_no_token(file: str, tmp_path: Path) -> None:
+    import yaml
+
+    from mcpspec import api
+    from mcpspec.importer.references import spec_name
+
+    out = tmp_path / "mcp-sandbox.yaml"
+    status, stdout, stderr = _import_cli("--from", "auto", str(CLIENT_DIR / file), "-o", str(out), "--project", "demo")
+    assert status == 0, stderr
+    text = out.read_text(encoding="utf-8")
+    for token in TOKENS:
+        assert token not in text and token not in stdout and token not in stderr, f"{token} leaked"
+    data = yaml.safe_load(text)
+    assert set(data["servers"]) == {spec_name(name) for name in FIXTURES[file][1]}
+    assert "REVIEW" in text
+    run = api.lint_files([out])
+    errors = [r for item in run.report.files for r in item.results if r.severity == "error"]
+    assert errors == [], [(r.code, r.message) for r in errors]
+    for item in run.report.files:
+        for result in item.results:
+            assert all(token not in result.message for token in TOKENS)
+
+
+def test_literal_secrets_become_env_secrets_and_a_finding_to_rotate(tmp_path: Path) -> None:
+    import yaml
+
+    status, stdout, stderr = _import_cli("--from", "claude-desktop", str(CLIENT_DIR / "claude_desktop_config.json"), "--project", "demo")
+    assert status == 0
+    spec = yaml.safe_load(stdout)
+    assert spec["secrets"]["github-personal-access-token"] == {
+        "provider": "env", "ref": "GITHUB_PERSONAL_ACCESS_TOKEN", "description": "env GITHUB_PERSONAL_ACCESS_TOKEN of the claude-desktop server 'github'."
+    }
+    assert {"use": "github-personal-access-token", "as": {"env": "GITHUB_PERSONAL_ACCESS_TOKEN"}} in spec["servers"]["github"]["secrets"]
+    assert "${POSTGRES_ARG_3}" in spec["servers"]["postgres"]["command"]
+    lines = stderr.splitlines()
+    assert any(line.startswith(f"{CLIENT_DIR / 'claude_desktop_config.json'}:10:") and "IM001 [critical] literal-secret" in line and "rotate" in line for line in lines), stderr
+    assert spec["servers"]["my-local-tool"]["env"]["set"] == {"LOG_LEVEL": "debug"}
+    assert "IM004 [medium] unknown-binary" in stderr and "TODO" in stdout
+
+
+def test_references_become_secrets_and_remote_servers_are_external() -> None:
+    import yaml
+
+    _, stdout, stderr = _import_cli("--from", "vscode", str(CLIENT_DIR / "vscode-mcp.json"), "--project", "demo")
+    spec = yaml.safe_load(stdout)
+    assert spec["secrets"]["github-token"]["ref"] == "GITHUB_TOKEN" and "input github-token" in spec["secrets"]["github-token"]["description"]
+    assert spec["servers"]["github"]["placement"] == "external"
+    assert spec["servers"]["github"]["transport"] == {"type": "http", "url": "https://api.githubcopilot.example/mcp/", "auth": {"type": "bearer"}}
+    assert {"use": "sqlite-key", "as": {"env": "SQLITE_KEY"}} in spec["servers"]["db"]["secrets"]
+    assert "/workspace/input/data/app.db" in spec["servers"]["db"]["command"]
+    assert "IM003 [medium] not-sandboxed" in stderr and "IM006 [low] env-file-not-read" in stderr
+    _, stdout, _ = _import_cli("--from", "claude-code", str(CLIENT_DIR / "claude-code.mcp.json"), "--project", "demo")
+    spec = yaml.safe_load(stdout)
+    assert spec["secrets"]["github-token"]["ref"] == "GITHUB_TOKEN"
+    assert spec["servers"]["fetch"]["package"] == {"registry": "pypi", "name": "mcp-server-fetch", "version": "2025.4.7"}
+    assert spec["servers"]["linear"]["transport"]["type"] == "sse"
+
+
+def test_approval_bypasses_are_findings_naming_the_tools_and_the_tools_need_approval() -> None:
+    import yaml
+
+    _, stdout, stderr = _import_cli("--from", "cline", str(CLIENT_DIR / "cline_mcp_settings.json"), "--project", "demo")
+    spec = yaml.safe_load(stdout)
+    bypass = [line for line in stderr.splitlines() if "IM002 [high] approval-bypass" in line]
+    assert any("create_issue, push_files" in line and "autoApprove" in line for line in bypass), stderr
+    assert any("brave_web_search" in line and "alwaysAllow" in line for line in bypass)
+    assert spec["servers"]["github"]["tools"]["push_files"] == {"effects": [], "approval": "always"}
+    assert spec["agents"]["cline"]["servers"] == ["github"] and "brave-search" in spec["servers"]
+    assert "IM005 [info] disabled-server" in stderr
+    _, stdout, stderr = _import_cli("--from", "gemini", str(CLIENT_DIR / "gemini-settings.json"), "--project", "demo")
+    assert any("trust let tools get_issue, search_issues" in line for line in stderr.splitlines()), stderr
+    assert any("trust let every tool of server 'git'" in line for line in stderr.splitlines()), stderr
+
+
+def test_bad_input_exits_2_with_a_position_and_no_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "mcp.json"
+    bad.write_text('{"servers": {"a": {"command": "x",}, }\n  oops', encoding="utf-8")
+    status, stdout, stderr = _import_cli("--from", "auto", str(bad))
+    assert status == 2 and stdout == "" and "Traceback" not in stderr
+    assert stderr.startswith(f"mcpspec: error: {bad}:2:")
+    status, _, stderr = _import_cli("--from", "auto", str(tmp_path / "missing.json"))
+    assert status == 2 and "no such file" in stderr
+    existing = tmp_path / "out.yaml"
+    existing.write_text("keep\n", encoding="utf-8")
+    status, _, stderr = _import_cli("--from", "auto", str(CLIENT_DIR / "zed-settings.json"), "-o", str(existing))
+    assert status == 2 and "--force" in stderr and existing.read_text(encoding="utf-8") == "keep\n"
