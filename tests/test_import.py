@@ -207,3 +207,55 @@ def test_bad_input_exits_2_with_a_position_and_no_traceback(tmp_path: Path) -> N
     existing.write_text("keep\n", encoding="utf-8")
     status, _, stderr = _import_cli("--from", "auto", str(CLIENT_DIR / "zed-settings.json"), "-o", str(existing))
     assert status == 2 and "--force" in stderr and existing.read_text(encoding="utf-8") == "keep\n"
+
+
+def test_into_adds_servers_keeping_comments_order_and_existing_entries(tmp_path: Path) -> None:
+    import yaml
+
+    from mcpspec import api
+
+    spec = tmp_path / "mcp-sandbox.yaml"
+    original = (REPO / "examples" / "coding-agent.yaml").read_text(encoding="utf-8")
+    original = original.replace("  docs:\n", "  github:\n", 1).replace("servers: [repo, docs]", "servers: [repo, github]")
+    spec.write_text(original, encoding="utf-8")
+    status, stdout, stderr = _import_cli("--from", "auto", str(CLIENT_DIR / "claude_desktop_config.json"), "--into", str(spec))
+    assert status == 0, stderr
+    assert stdout == ""
+    merged = spec.read_text(encoding="utf-8")
+    assert all(token not in merged + stderr for token in TOKENS)
+    for line in original.splitlines():
+        if "#" in line:
+            assert line.split("#", 1)[1] in merged, f"comment lost: {line}"
+    before, after = yaml.safe_load(original), yaml.safe_load(merged)
+    assert list(after)[: len(before)] == list(before) or [k for k in after if k in before] == list(before)
+    assert after["servers"]["github"] == before["servers"]["github"], "an existing server changed"
+    assert after["servers"]["repo"] == before["servers"]["repo"]
+    assert {"github-2", "filesystem", "postgres", "my-local-tool"} <= set(after["servers"])
+    assert after["agents"]["coder"] == before["agents"]["coder"]
+    assert after["agents"]["claude-desktop"]["servers"] == ["filesystem", "github-2", "postgres", "my-local-tool"]
+    run = api.lint_files([spec])
+    errors = [r for item in run.report.files for r in item.results if r.severity == "error"]
+    assert errors == [], [(r.code, r.message) for r in errors]
+
+
+def test_into_a_spec_without_workspace_or_secrets_adds_them(tmp_path: Path) -> None:
+    import yaml
+
+    from mcpspec import api
+
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text("# my servers\nversion: 1\nproject: tiny\nservers:\n  echo:  # keep me\n    command: [echo]\n", encoding="utf-8")
+    out = tmp_path / "merged.yaml"
+    status, _, stderr = _import_cli("--from", "codex", str(CLIENT_DIR / "codex-config.toml"), "--into", str(spec), "-o", str(out))
+    assert status == 0, stderr
+    assert spec.read_text(encoding="utf-8").endswith("command: [echo]\n"), "--into with -o must not change SPEC"
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# my servers\n") and "# keep me" in text
+    data = yaml.safe_load(text)
+    assert list(data) == ["version", "project", "workspace", "agents", "secrets", "servers"]
+    assert next(iter(data["servers"])) == "echo" and {"github", "fetch", "db", "jira"} <= set(data["servers"])
+    assert data["agents"]["codex"]["servers"] == ["github", "fetch", "jira"]
+    errors = [r for item in api.lint_files([out]).report.files for r in item.results if r.severity == "error"]
+    assert errors == [], [(r.code, r.message) for r in errors]
+    status, _, stderr = _import_cli("--from", "codex", str(CLIENT_DIR / "codex-config.toml"), "--into", str(tmp_path / "none.yaml"))
+    assert status == 2 and "no such file" in stderr
