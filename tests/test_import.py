@@ -259,3 +259,14 @@ def test_into_a_spec_without_workspace_or_secrets_adds_them(tmp_path: Path) -> N
     assert errors == [], [(r.code, r.message) for r in errors]
     status, _, stderr = _import_cli("--from", "codex", str(CLIENT_DIR / "codex-config.toml"), "--into", str(tmp_path / "none.yaml"))
     assert status == 2 and "no such file" in stderr
+
+
+def test_docs_name_every_client_and_finding() -> None:
+    from mcpspec.importer.clients import CLIENTS
+    from mcpspec.importer.findings import CODES
+
+    docs = (REPO / "docs" / "import.md").read_text(encoding="utf-8")
+    assert all(f"| `{client}` |" in docs for client in CLIENTS)
+    assert all(f"| {code} | {severity} | {slug} |" in docs for code, (severity, slug) in CODES.items())
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "## Importing a client's config" in readme and "`mcpspec import --from CLIENT PATH`" in readme
