@@ -270,3 +270,30 @@ def test_docs_name_every_client_and_finding() -> None:
     assert all(f"| {code} | {severity} | {slug} |" in docs for code, (severity, slug) in CODES.items())
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "## Importing a client's config" in readme and "`mcpspec import --from CLIENT PATH`" in readme
+
+
+def test_other_shapes_claude_json_projects_vscode_settings_bridges_and_urls(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    home = tmp_path / "home"
+    home.mkdir()
+    claude = home / ".claude.json"
+    claude.write_text(json.dumps({
+        "numStartups": 3,
+        "projects": {"/srv/src/webapp": {"mcpServers": {"notes": {"command": "uvx", "args": ["notes-mcp==1.2.0"]}}}},
+        "mcpServers": {"remote": {"command": "npx", "args": ["mcp-remote", "https://mcp.example.com/sse", "--header", "Authorization: Bearer FAKEbridgeToken0123456789"]}},
+    }), encoding="utf-8")
+    status, stdout, stderr = _import_cli("--from", "auto", str(claude), "--project", "demo")
+    assert status == 0, stderr
+    assert "FAKEbridgeToken0123456789" not in stdout + stderr
+    spec = yaml.safe_load(stdout)
+    assert set(spec["servers"]) == {"remote", "webapp-notes"} and "claude-code" in spec["agents"]
+    assert "IM001 [critical]" in stderr
+    settings = tmp_path / "settings.json"
+    settings.write_text('{"editor.fontSize": 14, "mcp": {"servers": {"hook": {"type": "http", "url": "https://hooks.example.com/T0/xoxb-FAKEurl-0123456789-abcdefghij/x?key=FAKEquery123456"}}}}', encoding="utf-8")
+    status, stdout, stderr = _import_cli("--from", "auto", str(settings), "--project", "demo")
+    assert status == 0, stderr
+    assert "FAKEurl" not in stdout + stderr and "FAKEquery" not in stdout + stderr
+    assert yaml.safe_load(stdout)["servers"]["hook"]["transport"]["url"] == "https://hooks.example.com/"

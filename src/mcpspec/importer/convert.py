@@ -124,12 +124,16 @@ class _Server:
         parts = urlsplit(url)
         netloc = parts.netloc.rsplit("@", 1)[-1]
         query = parts.query
+        path = parts.path
+        if secret_shaped(path) or any(secret_shaped(piece) for piece in path.split("/")):
+            path = "/"
+            self.note("IM001", (*self.source.pointer, "url"), f"the URL path of server {self.source.name!r} carries a credential: dropped; rotate it and set the path by hand")
         if query and (secret_shaped(url) or re.search(r"(key|token|secret|password|auth)", query, re.IGNORECASE)):
             query = ""
             self.note("IM001", (*self.source.pointer, "url"), f"the URL of server {self.source.name!r} carries a credential in its query: dropped; rotate it and send it in a header")
         elif netloc != parts.netloc:
             self.note("IM001", (*self.source.pointer, "url"), f"the URL of server {self.source.name!r} carries a credential: dropped; rotate it")
-        return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+        return urlunsplit((parts.scheme, netloc, path, query, ""))
 
     def local(self, hit: catalog.Known | None) -> None:
         source, entry = self.source, self.entry

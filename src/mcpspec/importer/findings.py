@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mcpspec.importer.model import ImportedConfig, Pointer
 from mcpspec.importer.reading import position
+from mcpspec.redact import redact
 
 # code -> (severity, slug)
 CODES = {
@@ -40,7 +41,7 @@ class ImportFinding:
         return CODES[self.code][1]
 
     def render(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}"
+        return redact(f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}")
 
 
 def finding(config: ImportedConfig, code: str, pointer: Pointer, message: str) -> ImportFinding:
