@@ -297,3 +297,19 @@ def test_other_shapes_claude_json_projects_vscode_settings_bridges_and_urls(tmp_
     assert status == 0, stderr
     assert "FAKEurl" not in stdout + stderr and "FAKEquery" not in stdout + stderr
     assert yaml.safe_load(stdout)["servers"]["hook"]["transport"]["url"] == "https://hooks.example.com/"
+
+
+def test_two_servers_with_literal_tokens_under_one_name_get_distinct_secrets(tmp_path: Path) -> None:
+    import json
+
+    import yaml
+
+    config = tmp_path / "claude_desktop_config.json"
+    servers = {name: {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_TOKEN": f"ghp_FAKE{name}0123456789abcdefghijklmnop"}} for name in ("work", "home")}
+    config.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    status, stdout, stderr = _import_cli("--from", "auto", str(config), "--project", "demo")
+    assert status == 0, stderr
+    spec = yaml.safe_load(stdout)
+    refs = {spec["secrets"][binding["use"]]["ref"] for name in ("work", "home") for binding in spec["servers"][name]["secrets"]}
+    assert refs == {"GITHUB_TOKEN", "HOME_GITHUB_TOKEN"}
+    assert stderr.count("IM001") == 2 and "ghp_FAKE" not in stdout + stderr

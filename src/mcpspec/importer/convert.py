@@ -79,7 +79,9 @@ class _Server:
         return bool(found)
 
     def literal(self, env_var: str, pointer: Pointer, where: str) -> None:
-        ref = env_name(f"{self.name}_{env_var}") if not env_var.isupper() else env_var
+        ref = env_var if re.fullmatch(r"[A-Z_][A-Z0-9_]*", env_var) else env_name(f"{self.name}_{env_var}")
+        if any(entry["ref"] == ref for entry in self.out.secrets.values()):
+            ref = env_name(f"{self.name}_{ref}")  # another server's credential: never share one
         secret = self.secret(env_var, ref, f"{where} of the {self.config.client} server {self.source.name!r}.", f"put the NEW value in {ref}: the old one sat in plain text in the client config")
         self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}); rotate it, it sat in plain text in this file")
 
@@ -200,8 +202,9 @@ class _Server:
 
     def environment(self) -> None:
         source = self.source
-        for key, value in source.env.items():
-            pointer = (*source.pointer, "env", key)
+        for raw, value in source.env.items():
+            pointer = (*source.pointer, "env", raw)
+            key = raw if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", raw) else env_name(raw)
             if self.reference_secret(key, value, f"env {key}"):
                 continue
             if literal_secret(key, value):
