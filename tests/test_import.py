@@ -313,3 +313,19 @@ def test_two_servers_with_literal_tokens_under_one_name_get_distinct_secrets(tmp
     refs = {spec["secrets"][binding["use"]]["ref"] for name in ("work", "home") for binding in spec["servers"][name]["secrets"]}
     assert refs == {"GITHUB_TOKEN", "HOME_GITHUB_TOKEN"}
     assert stderr.count("IM001") == 2 and "ghp_FAKE" not in stdout + stderr
+
+
+def test_odd_entries_are_kept_with_a_todo_and_the_spec_stays_valid(tmp_path: Path) -> None:
+    import yaml
+
+    from mcpspec import api
+
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text('{"mcpServers": {"x": {}, "y": {"command": 5, "env": {"A": null, "B": 3}}, "z": {"url": "not a url"}}}', encoding="utf-8")
+    out = tmp_path / "mcp-sandbox.yaml"
+    status, _, stderr = _import_cli("--from", "auto", str(config), "-o", str(out), "--project", "demo")
+    assert status == 0, stderr
+    assert set(yaml.safe_load(out.read_text(encoding="utf-8"))["servers"]) == {"x", "y", "z"}
+    assert "has no command" in stderr and "TODO" in out.read_text(encoding="utf-8")
+    errors = [r for item in api.lint_files([out]).report.files for r in item.results if r.severity == "error"]
+    assert errors == [], [(r.code, r.message) for r in errors]

@@ -104,7 +104,13 @@ class _Server:
         source, entry = self.source, self.entry
         entry["placement"] = "external"
         entry.yaml_add_eol_comment("REVIEW: a remote server: mcpspec does not sandbox it, only records it", "placement")
-        transport = CommentedMap([("type", source.transport if source.transport in ("http", "sse") else "http"), ("url", self.clean_url(url))])
+        transport = CommentedMap([("type", source.transport if source.transport in ("http", "sse") else "http")])
+        cleaned = self.clean_url(url)
+        if re.fullmatch(r"https?://\S+", cleaned):
+            transport["url"] = cleaned
+        else:
+            transport["url"] = "https://todo.invalid/"
+            transport.yaml_add_eol_comment("TODO: the client's URL is not http(s)://...: set the server's URL", "url")
         bearer = source.bearer_env is not None or any(key.lower() == "authorization" for key in source.headers)
         if bearer:
             transport["auth"] = CommentedMap([("type", "bearer")])
@@ -157,7 +163,8 @@ class _Server:
         entry["command"] = command
         if not hit and program not in RUNNERS and program not in INTERPRETERS:
             notes.insert(0, "TODO: an unknown program: put it in an image (image:) or install it in the sandbox, then review its tools")
-            self.note("IM004", (*source.pointer, "command"), f"server {source.name!r} runs an unknown program {program!r}: imported with a TODO; mcpspec cannot tell what it needs")
+            what = f"runs an unknown program {program!r}" if program else "has no command"
+            self.note("IM004", (*source.pointer, "command"), f"server {source.name!r} {what}: imported with a TODO; mcpspec cannot tell what it needs")
         elif program in ("npx", "uvx", "bunx", "pnpx", "pipx"):
             notes.insert(0, f"REVIEW: {program} downloads the package at start; with egress denied, build an image with it")
         if notes:
