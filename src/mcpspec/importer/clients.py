@@ -22,6 +22,8 @@ CLIENTS = ("claude-desktop", "claude-code", "vscode", "cursor", "windsurf", "cod
 
 def load(path: Path, client: str) -> ImportedConfig:
     """Read ``path`` as ``client``'s config (``auto``: detect the client)."""
+    if client != "auto" and client not in CLIENTS:
+        raise ImportFailure(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}, or auto")
     text = read_text(path)
     name = str(path)
     syntax = syntax_of(path)
@@ -32,8 +34,6 @@ def load(path: Path, client: str) -> ImportedConfig:
     data = parse(text, syntax, name)
     if client == "auto":
         client = detect(path, data)
-    elif client not in CLIENTS:
-        raise ImportFailure(f"unknown client {client!r}: choose one of {', '.join(CLIENTS)}, or auto")
     if not isinstance(data, dict):
         raise ImportFailure(f"{name}:1:1: a {client} config is a mapping at the top, not {type(data).__name__}")
     config = ImportedConfig(client, name, text)
