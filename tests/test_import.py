@@ -329,3 +329,23 @@ def test_odd_entries_are_kept_with_a_todo_and_the_spec_stays_valid(tmp_path: Pat
     assert "has no command" in stderr and "TODO" in out.read_text(encoding="utf-8")
     errors = [r for item in api.lint_files([out]).report.files for r in item.results if r.severity == "error"]
     assert errors == [], [(r.code, r.message) for r in errors]
+
+
+def test_a_catalog_entry_gives_kind_tools_egress_and_the_credential_shape(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalog hook (known.lookup) is not connected yet: a stand-in entry shows what the importer takes from it."""
+    from mcpspec.importer import known
+    from mcpspec.importer.clients import load
+    from mcpspec.importer.convert import convert
+
+    assert known.lookup(["npx", "-y", "@modelcontextprotocol/server-github"], None) is None
+    entry = known.Known("github", "data", {"get_issue": ["reads_private"], "create_issue": ["external_send"]}, ["api.github.com:443"], "GITHUB_PERSONAL_ACCESS_TOKEN", ["issues:read"], "30d")
+    monkeypatch.setattr(known, "lookup", lambda command, url: entry if "@modelcontextprotocol/server-github" in command else None)
+    conversion = convert(load(CLIENT_DIR / "cline_mcp_settings.json", "cline"))
+    github = conversion.servers["github"]
+    assert github["kind"] == "data" and list(github["egress"]["allow"]) == ["api.github.com:443"]
+    assert list(github["tools"]["get_issue"]["effects"]) == ["reads_private"] and "approval" not in github["tools"]["get_issue"]
+    assert github["tools"]["create_issue"]["approval"] == "always", "an auto-approved tool asks until reviewed"
+    assert list(github["tools"]["push_files"]["effects"]) == [] and github["tools"]["push_files"]["approval"] == "always"
+    secret = conversion.secrets["github-personal-access-token"]
+    assert list(secret["scopes"]) == ["issues:read"] and secret["ttl"] == "30d"
+    assert "IM004" not in {f.code for f in conversion.findings}

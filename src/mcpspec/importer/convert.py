@@ -45,6 +45,7 @@ class _Server:
         self.bindings = CommentedSeq()
         self.env_set = CommentedMap()
         self.inherit: list[str] = []
+        self.hit: catalog.Known | None = None
 
     def note(self, code: str, pointer: Pointer, message: str) -> None:
         self.out.findings.append(finding(self.config, code, pointer, message))
@@ -57,6 +58,13 @@ class _Server:
         if name not in self.out.secrets:
             entry = CommentedMap([("provider", "env"), ("ref", ref), ("description", description)])
             entry.yaml_add_eol_comment(f"REVIEW: {review}", "ref")
+            if self.hit is not None and self.hit.secret_env == env_var:
+                if self.hit.scopes:
+                    entry["scopes"] = CommentedSeq(self.hit.scopes)
+                    entry["scopes"].fa.set_flow_style()
+                    entry.yaml_add_eol_comment("REVIEW: the least-privilege scopes the catalog suggests; issue a new credential with them", "scopes")
+                if self.hit.ttl:
+                    entry["ttl"] = self.hit.ttl
             self.out.secrets[name] = entry
         binding = CommentedMap([("use", name), ("as", CommentedMap([("env", env_var)]))])
         binding.fa.set_flow_style()
@@ -87,7 +95,7 @@ class _Server:
 
     def build(self) -> CommentedMap:
         source, entry = self.source, self.entry
-        hit = catalog.lookup(source.command, source.url)
+        hit = self.hit = catalog.lookup(source.command, source.url)
         entry["description"] = f"Imported from the {self.config.client} server {source.name!r}."
         entry["kind"] = hit.kind if hit else "other"
         entry["trust"] = "third-party"
@@ -271,6 +279,8 @@ class _Server:
                 tools[tool] = CommentedMap([("effects", CommentedSeq()), ("approval", "always")])
                 tools[tool]["effects"].fa.set_flow_style()
                 tools[tool].yaml_add_eol_comment("REVIEW: effects unknown, so every call needs approval", "approval")
+        for tool in approved & set(tools):
+            tools[tool]["approval"] = "always"  # the client let it run unasked: ask until reviewed
         if tools:
             entry["tools"] = tools
         else:
