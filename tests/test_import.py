@@ -349,3 +349,14 @@ def test_a_catalog_entry_gives_kind_tools_egress_and_the_credential_shape(monkey
     secret = conversion.secrets["github-personal-access-token"]
     assert list(secret["scopes"]) == ["issues:read"] and secret["ttl"] == "30d"
     assert "IM004" not in {f.code for f in conversion.findings}
+
+
+def test_importing_the_same_config_again_into_its_spec_adds_nothing(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    status, _, stderr = _import_cli("--from", "auto", str(CLIENT_DIR / "cursor-mcp.json"), "-o", str(spec), "--project", "demo")
+    assert status == 0, stderr
+    first = spec.read_text(encoding="utf-8")
+    status, _, stderr = _import_cli("--from", "auto", str(CLIENT_DIR / "cursor-mcp.json"), "--into", str(spec))
+    assert status == 0, stderr
+    assert spec.read_text(encoding="utf-8") == first
+    assert stderr.count("IM010 [info] already-imported") == 3

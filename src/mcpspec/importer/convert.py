@@ -96,7 +96,7 @@ class _Server:
     def build(self) -> CommentedMap:
         source, entry = self.source, self.entry
         hit = self.hit = catalog.lookup(source.command, source.url)
-        entry["description"] = f"Imported from the {self.config.client} server {source.name!r}."
+        entry["description"] = description(self.config.client, source.name)
         entry["kind"] = hit.kind if hit else "other"
         entry["trust"] = "third-party"
         entry.yaml_add_eol_comment("REVIEW: who wrote it; vetted or first-party loosens some rules", "trust")
@@ -316,6 +316,11 @@ def convert(config: ImportedConfig, taken_servers: Collection[str] = (), taken_s
     for pointer, key in config.notes:
         out.findings.append(finding(config, "IM008", pointer, f"{key} starts or enables servers without asking: review which servers the client may start"))
     return out
+
+
+def description(client: str, name: str) -> str:
+    """The description of an imported server: how a later ``--into`` recognises it."""
+    return f"Imported from the {client} server {name!r}."
 
 
 def _docker_image(command: list[str]) -> str | None:

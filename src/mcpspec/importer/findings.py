@@ -21,6 +21,7 @@ CODES = {
     "IM007": ("info", "client-tool-filter"),
     "IM008": ("low", "client-auto-start"),
     "IM009": ("info", "name-changed"),
+    "IM010": ("info", "already-imported"),
 }
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from ruamel.yaml.comments import CommentedMap
 
-from mcpspec.importer.convert import Conversion, convert
+from mcpspec.importer.convert import Conversion, convert, description
+from mcpspec.importer.findings import finding
 from mcpspec.importer.model import ImportedConfig
 from mcpspec.importer.reading import ImportFailure, read_text
 from mcpspec.importer.spec_writer import _seq, agent_name, agents, workspace, yaml
@@ -42,7 +43,12 @@ def merge(spec: CommentedMap, config: ImportedConfig) -> Conversion:
         servers = CommentedMap()
         spec["servers"] = servers
     secrets: Any = spec.get("secrets")
+    known = {entry.get("description") for entry in servers.values() if isinstance(entry, dict)}
+    again = [server for server in config.servers if description(config.client, server.name) in known]
+    config.servers = [server for server in config.servers if server not in again]
     conversion = convert(config, set(servers), set(secrets) if isinstance(secrets, dict) else set())
+    for server in again:
+        conversion.findings.append(finding(config, "IM010", server.pointer, f"server {server.name!r} was imported before: the spec's entry is kept as it is"))
     for name, entry in conversion.servers.items():
         servers[name] = entry
     if conversion.secrets:
