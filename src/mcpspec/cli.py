@@ -576,6 +576,39 @@ def run_command(
     raise typer.Exit(status)
 
 
+@app.command("import")
+def import_command(
+    path: Annotated[Path, typer.Argument(help="The client's MCP config file (claude_desktop_config.json, .mcp.json, .vscode/mcp.json, config.toml...).", show_default=False)],
+    client: Annotated[str, typer.Option("--from", metavar="CLIENT", help="The client that wrote PATH: claude-desktop, claude-code, vscode, cursor, windsurf, codex, gemini, zed, cline, continue, or auto.", show_default=False)],
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE", help="Write the spec to this file (atomically) instead of stdout; with --into, instead of SPEC.")] = None,
+    into: Annotated[Path | None, typer.Option("--into", metavar="SPEC", help="Add the servers to this existing spec, keeping its comments and order.")] = None,
+    project: Annotated[str | None, typer.Option("--project", metavar="NAME", help="Project name of a new spec (default: the current directory's name).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --output file.")] = False,
+) -> None:
+    """Write a sandbox spec for the MCP servers of a client's config.
+
+    Literal secrets are never copied: they become secrets read from environment variables
+    and a finding to rotate them. Findings go to stderr; exit 0 once the spec is written,
+    2 when the config cannot be read.
+    """
+    from mcpspec.importer.findings import summary
+    from mcpspec.importer.reading import ImportFailure
+    from mcpspec.importer.run import import_config
+
+    if output is not None and output.exists() and not force and output != into:
+        _usage(f"{output} exists: give --force to overwrite it, or --into {output} to add to it")
+    try:
+        imported = import_config(path, client, project, into)
+    except ImportFailure as exc:
+        _usage(str(exc))
+    destination = output or into
+    _emit(imported.text, destination)
+    for item in imported.findings:
+        typer.echo(item.render(), err=True)
+    typer.echo(summary(imported.findings, imported.servers, imported.client, str(destination or "stdout")), err=True)
+    raise typer.Exit(EXIT_CLEAN)
+
+
 def _emit(text: str | Iterable[str], output: Path | None) -> None:
     """Write ``text`` (or its pieces, in order) to stdout, or atomically to ``output``."""
     from mcpspec.output import write_atomically

@@ -1,0 +1,104 @@
+"""The imported spec as YAML text: safe defaults, the converted servers and secrets, one agent
+for the client, written with ruamel.yaml so that comments mark every choice to review."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from mcpspec.importer.convert import Conversion
+from mcpspec.importer.model import ImportedConfig
+
+APPROVALS = ["deploy", "destructive", "external_send", "modify_access", "financial", "exports_data"]
+
+
+def _flow(*pairs: tuple[str, Any]) -> CommentedMap:
+    mapping = CommentedMap(pairs)
+    mapping.fa.set_flow_style()
+    return mapping
+
+
+def defaults() -> CommentedMap:
+    """Egress denied, no inherited env, no spawning, short-lived sandboxes, full audit."""
+    out = CommentedMap()
+    out["runtime"] = _flow(("user", 65532), ("memory", "512Mi"), ("cpus", 1.0), ("pids", 128), ("read_only_root", True))
+    out["env"] = _flow(("inherit", "none"))
+    out["egress"] = _flow(("default", "deny"))
+    out["process"] = _flow(("allow", CommentedSeq()), ("listeners", False), ("background", _flow(("allowed", False))))
+    out.yaml_add_eol_comment("REVIEW: servers that spawn programs need them listed", "process")
+    teardown = _flow(("kill_processes", True), ("remove_workspace", True), ("revoke_secrets", True), ("copy_out", "artifacts"))
+    out["lifecycle"] = CommentedMap([("mode", "per-session"), ("idle_timeout", "15m"), ("max_lifetime", "8h"), ("teardown", teardown)])
+    out["logging"] = CommentedMap([("audit", True), ("redact", True), ("raw_prompts", False), ("full_output", False), ("sink", "stderr")])
+    out["limits"] = _flow(("requests_per_minute", 60), ("call_timeout", "2m"))
+    return out
+
+
+def workspace() -> CommentedMap:
+    out = CommentedMap()
+    out["root"] = "/srv/mcp/workspaces"
+    out.yaml_add_eol_comment("REVIEW: where each run's workspace lives on the host", "root")
+    out["per_agent"] = True
+    out["reset"] = "per-task"
+    dirs = CommentedMap()
+    dirs["input"] = _flow(("mode", "ro"))
+    dirs["output"] = _flow(("mode", "rw"))
+    dirs["tmp"] = _flow(("mode", "rw"), ("tmpfs", True), ("size", "1Gi"))
+    dirs.yaml_add_eol_comment("the project the servers read", "input")
+    out["dirs"] = dirs
+    out["artifacts"] = CommentedSeq(["output/**"])
+    out["artifacts"].fa.set_flow_style()
+    return out
+
+
+def agent_name(client: str) -> str:
+    return client if client[0].isalpha() else f"agent-{client}"
+
+
+def document(config: ImportedConfig, conversion: Conversion, project: str) -> CommentedMap:
+    """The whole spec of an import."""
+    spec = CommentedMap()
+    spec["version"] = 1
+    spec["project"] = project
+    spec["description"] = f"MCP servers imported from a {config.client} config by mcpspec import."
+    spec["protocol_revision"] = "2025-11-25"
+    spec["defaults"] = defaults()
+    spec["workspace"] = workspace()
+    spec["agents"] = agents(config, conversion)
+    if conversion.secrets:
+        spec["secrets"] = CommentedMap(conversion.secrets)
+        spec.yaml_set_comment_before_after_key("secrets", before="Credentials: names of environment variables, never values.")
+    spec["servers"] = CommentedMap(conversion.servers)
+    spec["approvals"] = CommentedMap([("require", _seq(APPROVALS)), ("show_arguments", True)])
+    spec.yaml_set_start_comment(
+        f"Imported by `mcpspec import --from {config.client}`.\n"
+        "Review every line marked REVIEW or TODO, then run `mcpspec lint` on this file.\n"
+        "No secret value was copied: secrets are read from environment variables."
+    )
+    return spec
+
+
+def agents(config: ImportedConfig, conversion: Conversion) -> CommentedMap:
+    agent = CommentedMap([("description", f"The {config.client} client's agent."), ("servers", _seq(conversion.agent_servers))])
+    return CommentedMap([(agent_name(config.client), agent)])
+
+
+def _seq(items: list[str]) -> CommentedSeq:
+    seq = CommentedSeq(items)
+    seq.fa.set_flow_style()
+    return seq
+
+
+def yaml() -> YAML:
+    out = YAML()
+    out.indent(mapping=2, sequence=4, offset=2)
+    out.width = 4096
+    return out
+
+
+def dump(data: Any) -> str:
+    stream = io.StringIO()
+    yaml().dump(data, stream)
+    return stream.getvalue()
