@@ -150,9 +150,11 @@ def test_literal_secrets_become_env_secrets_and_a_finding_to_rotate(tmp_path: Pa
     status, stdout, stderr = _import_cli("--from", "claude-desktop", str(CLIENT_DIR / "claude_desktop_config.json"), "--project", "demo")
     assert status == 0
     spec = yaml.safe_load(stdout)
-    assert spec["secrets"]["github-personal-access-token"] == {
+    secret = spec["secrets"]["github-personal-access-token"]
+    assert {k: secret[k] for k in ("provider", "ref", "description")} == {
         "provider": "env", "ref": "GITHUB_PERSONAL_ACCESS_TOKEN", "description": "env GITHUB_PERSONAL_ACCESS_TOKEN of the claude-desktop server 'github'."
     }
+    assert "repo" not in secret["scopes"] and secret["ttl"], "the catalog's least-privilege shape, marked for review"
     assert {"use": "github-personal-access-token", "as": {"env": "GITHUB_PERSONAL_ACCESS_TOKEN"}} in spec["servers"]["github"]["secrets"]
     assert "${POSTGRES_ARG_3}" in spec["servers"]["postgres"]["command"]
     lines = stderr.splitlines()
@@ -187,7 +189,7 @@ def test_approval_bypasses_are_findings_naming_the_tools_and_the_tools_need_appr
     bypass = [line for line in stderr.splitlines() if "IM002 [high] approval-bypass" in line]
     assert any("create_issue, push_files" in line and "autoApprove" in line for line in bypass), stderr
     assert any("brave_web_search" in line and "alwaysAllow" in line for line in bypass)
-    assert spec["servers"]["github"]["tools"]["push_files"] == {"effects": [], "approval": "always"}
+    assert spec["servers"]["github"]["tools"]["push_files"] == {"effects": ["external_send"], "approval": "always"}  # effects from the catalog
     assert spec["agents"]["cline"]["servers"] == ["github"] and "brave-search" in spec["servers"]
     assert "IM005 [info] disabled-server" in stderr
     _, stdout, stderr = _import_cli("--from", "gemini", str(CLIENT_DIR / "gemini-settings.json"), "--project", "demo")
@@ -332,12 +334,11 @@ def test_odd_entries_are_kept_with_a_todo_and_the_spec_stays_valid(tmp_path: Pat
 
 
 def test_a_catalog_entry_gives_kind_tools_egress_and_the_credential_shape(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The catalog hook (known.lookup) is not connected yet: a stand-in entry shows what the importer takes from it."""
+    """A stand-in entry for the catalog hook (known.lookup) shows what the importer takes from it."""
     from mcpspec.importer import known
     from mcpspec.importer.clients import load
     from mcpspec.importer.convert import convert
 
-    assert known.lookup(["npx", "-y", "@modelcontextprotocol/server-github"], None) is None
     entry = known.Known("github", "data", {"get_issue": ["reads_private"], "create_issue": ["external_send"]}, ["api.github.com:443"], "GITHUB_PERSONAL_ACCESS_TOKEN", ["issues:read"], "30d")
     monkeypatch.setattr(known, "lookup", lambda command, url: entry if "@modelcontextprotocol/server-github" in command else None)
     conversion = convert(load(CLIENT_DIR / "cline_mcp_settings.json", "cline"))
@@ -360,3 +361,55 @@ def test_importing_the_same_config_again_into_its_spec_adds_nothing(tmp_path: Pa
     assert status == 0, stderr
     assert spec.read_text(encoding="utf-8") == first
     assert stderr.count("IM010 [info] already-imported") == 3
+
+
+def test_the_importer_asks_the_built_in_catalog() -> None:
+    from mcpspec.importer import known
+
+    fetch = known.lookup(["uvx", "mcp-server-fetch"], None)
+    assert fetch is not None and fetch.name == "fetch" and fetch.tools
+    github = known.lookup(["npx", "-y", "@modelcontextprotocol/server-github"], None)
+    assert github is not None and github.secret_env and "repo" not in github.scopes
+    assert known.lookup(["/opt/acme/bin/our-own-server"], None) is None
+
+
+ROUND_TRIP = {
+    "claude-desktop": ("claude_desktop_config.json", "claude_desktop_config.json"),
+    "claude-code": ("claude-code.mcp.json", ".mcp.json"),
+    "vscode": ("vscode-mcp.json", ".vscode/mcp.json"),
+    "cursor": ("cursor-mcp.json", ".cursor/mcp.json"),
+    "codex": ("codex-config.toml", ".codex/config.toml"),
+}
+
+
+@pytest.mark.parametrize("client", sorted(ROUND_TRIP))
+def test_import_then_build_for_the_same_client_names_the_same_servers(client: str, tmp_path: Path) -> None:
+    """The user's path: import a client's config, build the client target, point the client at it."""
+    import json
+    import subprocess
+    import sys
+    import tomllib
+
+    import yaml
+
+    source, emitted = ROUND_TRIP[client]
+    spec = tmp_path / "mcp-sandbox.yaml"
+    status, _, stderr = _import_cli("--from", client, str(CLIENT_DIR / source), "-o", str(spec), "--project", "demo")
+    assert status == 0, stderr
+    servers = yaml.safe_load(spec.read_text(encoding="utf-8"))["servers"]
+    local = {name for name, server in servers.items() if server.get("placement") != "external"}
+    out = tmp_path / "out"
+    # The imported spec still holds what the review must fix (npx without a version, say): that is lint's
+    # job, so this build runs only the target's own rules.
+    config = tmp_path / "mcpspec-config.yaml"
+    config.write_text("select: [TG]\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "mcpspec", "build", str(spec), "--target", "client", "--client", client, "--out", str(out), "--config", str(config)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    text = (out / emitted).read_text(encoding="utf-8")
+    emitted_config = tomllib.loads(text) if emitted.endswith(".toml") else json.loads(text)
+    key = {"codex": "mcp_servers", "vscode": "servers"}.get(client, "mcpServers")
+    built = set(emitted_config[key])
+    assert built and built <= local, (built, local, done.stderr)
+    assert local - built == {name for name in local - built if name in done.stdout + done.stderr}, "a server left out is named in the build's report"
+    for token in TOKENS:
+        assert token not in text

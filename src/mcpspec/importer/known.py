@@ -1,8 +1,7 @@
-"""What the importer may learn about a well-known server from the built-in catalog.
+"""What the importer learns about a well-known server from the built-in catalog.
 
-``lookup`` is the one place the importer asks; until the catalog (``mcpspec.catalog``)
-is connected it knows nothing and every server is imported as unknown, its choices marked
-for review.
+``lookup`` is the one place the importer asks ``mcpspec.catalog``; a server the catalog
+does not recognise is imported as unknown, its choices marked for review.
 """
 
 from __future__ import annotations
@@ -25,7 +24,19 @@ class Known:
 
 
 def lookup(command: Sequence[str], url: str | None) -> Known | None:
-    """The catalog's entry for a server launched by ``command`` or reached at ``url``.
-    Not connected yet: always None."""
-    del command, url
-    return None
+    """The catalog's entry for a server launched by ``command`` or reached at ``url``, or None."""
+    from mcpspec import catalog
+
+    entry = (catalog.lookup(list(command)) if command else None) or (catalog.lookup(url) if url else None)
+    if entry is None:
+        return None
+    credential = entry.credential
+    return Known(
+        name=entry.name,
+        kind=entry.kind,
+        tools={tool.name: tuple(tool.effects) for tool in entry.tools},
+        egress=tuple(entry.egress),
+        secret_env=credential.env if credential else None,
+        scopes=tuple(credential.scopes) if credential and credential.scopes != "none" else (),
+        ttl=credential.ttl if credential and credential.ttl != "none" else None,
+    )
