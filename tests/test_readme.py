@@ -61,3 +61,17 @@ def test_every_tool_a_test_requires_names_a_listed_package() -> None:
 
     listed, _ = _readme_packages()
     assert set(DEBIAN_PACKAGES.values()) <= set(listed)
+
+
+def test_the_demos_first_lint_passes_so_make_demo_goes_on() -> None:
+    """make stops at the first failing command: the demo's lint of the scenario examples must exit 0."""
+    import shlex
+    import subprocess
+    import sys
+
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    line = next(line for line in makefile.splitlines() if "/bin/mcpspec lint --ignore" in line)
+    words = shlex.split(line.strip().lstrip("@"))
+    assert words[0] == "$(VENV)/bin/mcpspec"
+    done = subprocess.run([sys.executable, "-m", "mcpspec", *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
