@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from conftest import EXAMPLES, require_tool, run_cli
 from mcpspec.api import load
 from mcpspec.targets import TARGET_NAMES
+from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import MANIFEST, build_plan
 from mcpspec.targets.comments import comment_line, comment_text, uncomment_text
 from mcpspec.targets.egress import EgressPlan, squid_config
@@ -41,6 +42,9 @@ HOSTILE = (
     "long-" + "\n" * 120 + "x" * 100 + ".yaml",
     "coding:shift_jis(1).yaml",  # an encoding declaration, were it on line 1 or 2 of a Python file
 )
+# The client target writes one client's config, for a spec path it is given (a fixed one here, so the file's
+# name reaches only comments; the command line below passes the hostile path itself).
+NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml")}
 # Examples whose build emits files for every target (a refused value would leave some out).
 SPECS = [path for path in EXAMPLES if path.stem != "risky"]
 
@@ -53,7 +57,7 @@ def _live(text: str) -> list[str]:
 def _build(spec: Path, name: str, target: str, tmp_path: Path) -> dict[str, str]:
     path = tmp_path / name
     path.write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
-    return build_plan(load(path, str(path)), target).files
+    return build_plan(load(path, str(path)), target, options=NEEDED.get(target)).files
 
 
 @pytest.mark.parametrize("target", TARGET_NAMES)
@@ -121,7 +125,8 @@ def test_building_a_hostile_name_never_raises(target: str, tmp_path: Path) -> No
     for index, name in enumerate(HOSTILE):
         path = tmp_path / name
         path.write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
-        done = run_cli("build", str(path), "--target", target, "--out", str(tmp_path / f"out-{target}-{index}"), cwd=tmp_path)
+        client = ["--client", "claude-code"] if target == "client" else []
+        done = run_cli("build", str(path), "--target", target, *client, "--out", str(tmp_path / f"out-{target}-{index}"), cwd=tmp_path)
         assert done.returncode in (0, 1), done.stderr
         assert "internal error" not in done.stderr
         if done.returncode == 1:  # refused: every finding names the file, line and column
