@@ -13,6 +13,7 @@ Network: the egress proxy's outer network is created by the test before compose 
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -36,8 +37,10 @@ from harness import call_tools, copy_mcp_closure, sandbox_python_matches
 
 IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid"))
 PROBE = Path(__file__).parent / "probe" / "probe_server.py"
-SUBNET = "44.1.2.0/24"  # inside the test's own internal network only
-TARGET_IP = "44.1.2.10"
+# The test host's network: internal (no packet leaves it) and in public address space, because the
+# proxy refuses private ranges by default. The third octet is drawn per run and retried when a
+# subnet is taken (by the host, or by a network an interrupted run left behind).
+SUBNET_PREFIX = "44.1"
 TOKEN = "file-secret-7e1f0a"
 ENV_TOKEN = "env-secret-3b9c27"
 
@@ -99,6 +102,7 @@ class Stack:
     def __init__(self, podman: str, compose: str, base: Path, files: dict[str, str]) -> None:
         self.podman, self.compose, self.base = podman, compose, base
         self.project = f"creal{uuid.uuid4().hex[:8]}"
+        self.target_ip = ""
         self.dir = base / "build"
         self.dir.mkdir()
         for name, text in files.items():
@@ -129,6 +133,20 @@ class Stack:
         _run(self.compose, *self.args("down", "-t", "0"), env=self.env(), check=False, timeout=180)
 
 
+def _create_internal_network(podman: str, name: str) -> str:
+    """Create `name` as an internal network on a free /24 and return the test host's address on it."""
+    taken = []
+    for third in random.sample(range(2, 255), 12):
+        subnet = f"{SUBNET_PREFIX}.{third}.0/24"
+        done = _run(podman, "network", "create", "--internal", "--subnet", subnet, name, check=False)
+        if done.returncode == 0:
+            return f"{SUBNET_PREFIX}.{third}.10"
+        if "already used" not in done.stderr:
+            raise AssertionError(f"podman network create {subnet} {name} failed:\n{done.stderr[-3000:]}")
+        taken.append(subnet)
+    raise AssertionError(f"no free subnet for the test network; taken: {taken}")
+
+
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     podman = require_tool("podman")
@@ -152,11 +170,11 @@ def stack() -> Iterator[Stack]:
     box = Stack(podman, compose, base, {k: v for k, v in build.files.items() if not k.startswith(".")})
     # The proxy's outer network, made before compose so compose uses it: internal, own subnet, one test host on it.
     outer = f"{box.project}_fetch_out"
-    _run(podman, "network", "create", "--internal", "--subnet", SUBNET, outer)
+    box.target_ip = _create_internal_network(podman, outer)
     target = f"{box.project}-allowed"
     serve = "import http.server as h\nclass H(h.BaseHTTPRequestHandler):\n def do_GET(s):\n  s.send_response(200); s.end_headers(); s.wfile.write(b'reached')\nh.HTTPServer(('0.0.0.0', 80), H).serve_forever()"
-    _run(podman, "run", "-d", "--name", target, "--network", f"{outer}:ip={TARGET_IP},alias=allowed.test", image, "/usr/bin/python3", "-c", serve)
     try:
+        _run(podman, "run", "-d", "--name", target, "--network", f"{outer}:ip={box.target_ip},alias=allowed.test", image, "/usr/bin/python3", "-c", serve)
         yield box
     finally:
         box.down()
@@ -199,7 +217,7 @@ def test_secrets_land_only_as_declared(stack: Stack) -> None:
 
 def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:
     loopback, test_host, listen, interfaces = stack.call("probe", [
-        ("connect", {"host": "127.0.0.2", "port": 80}), ("connect", {"host": TARGET_IP, "port": 80}), ("listen", {"port": 8080}),
+        ("connect", {"host": "127.0.0.2", "port": 80}), ("connect", {"host": stack.target_ip, "port": 80}), ("listen", {"port": 8080}),
         ("read_path", {"path": "/proc/net/dev"})])
     assert not loopback["ok"] and not test_host["ok"]
     assert test_host["errno"] in (101, 113)  # ENETUNREACH, EHOSTUNREACH: network_mode none has no route at all
@@ -212,8 +230,8 @@ def test_only_the_allowlisted_name_goes_through_the_proxy(stack: Stack) -> None:
     stack.up("fetch_egress")
     allowed, denied, metadata, unlisted_literal, direct = stack.call("fetch", [
         ("http_get", {"url": "http://allowed.test/"}), ("http_get", {"url": "http://denied.test/"}),
-        ("http_get", {"url": "http://169.254.169.254/latest/meta-data/"}), ("http_get", {"url": f"http://{TARGET_IP}/"}),
-        ("connect", {"host": TARGET_IP, "port": 80}),
+        ("http_get", {"url": "http://169.254.169.254/latest/meta-data/"}), ("http_get", {"url": f"http://{stack.target_ip}/"}),
+        ("connect", {"host": stack.target_ip, "port": 80}),
     ])
     assert allowed == {"ok": True, "status": 200, "body": "reached"}, allowed
     assert denied["status"] == 403 and metadata["status"] == 403 and unlisted_literal["status"] == 403
