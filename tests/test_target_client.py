@@ -195,3 +195,34 @@ def test_a_spec_path_the_client_would_expand_is_refused(client: str) -> None:
     else:  # no interpolation in these clients: the path is data
         assert not refused
         assert all(server["args"][1] == path for server in _servers(client, build.files).values())
+
+
+def test_a_rebuild_for_another_client_removes_the_first_clients_files_and_nothing_else(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(SPEC.replace("approvals:\n  require: [deploy]\n", ""), encoding="utf-8")
+    out = tmp_path / "out"
+    (out / ".vscode").mkdir(parents=True)
+    (out / ".vscode" / "settings.json").write_text("{}\n")  # the user's own file beside the generated one
+    (tmp_path / "outside.json").write_text("keep")
+    assert run_cli("build", str(spec), "--target", "client", "--client", "vscode", "--out", str(out)).returncode == 0
+    assert (out / ".vscode" / "mcp.json").is_file()
+    manifest = out / MANIFEST
+    data = json.loads(manifest.read_text())
+    data["files"] += [".vscode/../../outside.json", "../outside.json", "a/b/c.json", "/etc/hostname"]
+    manifest.write_text(json.dumps(data))
+    done = run_cli("build", str(spec), "--target", "client", "--client", "claude-code", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert not (out / ".vscode" / "mcp.json").exists() and (out / ".vscode" / "settings.json").read_text() == "{}\n"
+    assert (out / ".mcp.json").is_file() and (out / ".claude" / "settings.json").is_file()
+    assert (tmp_path / "outside.json").read_text() == "keep"
+    # A directory the build wrote into that has since become a link is not followed when its file goes stale.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "settings.json").write_text("theirs")
+    (out / ".claude" / "settings.json").unlink()
+    (out / ".claude").rmdir()
+    (out / ".claude").symlink_to(elsewhere)
+    done = run_cli("build", str(spec), "--target", "client", "--client", "codex", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert (elsewhere / "settings.json").read_text() == "theirs" and not (out / ".mcp.json").exists()
+    assert (out / ".codex" / "config.toml").is_file()

@@ -16,7 +16,10 @@ from pathlib import Path
 from mcpspec.output import write_atomically
 from mcpspec.targets.build import MANIFEST, Build
 
-_OWN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]*$")
+# A name a target writes: a file, or a file in one directory of the output (a client's `.vscode/mcp.json`).
+# Each part may start with one dot, never two, so no part is `.` or `..`.
+_PART = r"\.?[A-Za-z0-9][A-Za-z0-9._@-]*"
+_OWN_NAME = re.compile(rf"^(?:{_PART}/)?{_PART}$")
 
 
 class OutputError(Exception):
@@ -64,6 +67,9 @@ def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
                 written.append(name)
         for name in stale:
             path = out / name
+            # A directory the build made may since have become a link: never follow it out of the output.
+            if path.parent != out and path.parent.is_symlink():
+                continue
             if path.is_file() and not path.is_symlink():
                 path.unlink()
         write_atomically(out / MANIFEST, build.files[MANIFEST], 0o644)

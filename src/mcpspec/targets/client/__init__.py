@@ -28,7 +28,8 @@ USAGE = """
 `CLIENT` is one of claude-desktop, claude-code, vscode, cursor or codex. The build writes the
 client's files under `--out` at the place the client reads them from; copy them there, or merge
 them into the files you have (a build replaces a file it writes, so point `--out` at your project
-only when it has no such file yet):
+only when it has no such file yet; a rebuild for another client removes the files the earlier
+build wrote, and only those):
 
 {clients}
 
