@@ -413,3 +413,42 @@ def test_import_then_build_for_the_same_client_names_the_same_servers(client: st
     assert local - built == {name for name in local - built if name in done.stdout + done.stderr}, "a server left out is named in the build's report"
     for token in TOKENS:
         assert token not in text
+
+
+def test_a_catalog_server_started_by_a_runner_gets_the_pinned_install_and_no_download_at_start(tmp_path: Path) -> None:
+    """npx/uvx/docker fetch the newest release at every start; the spec starts the catalog's pinned
+    release's installed program instead, keeps arguments that are the user's choice, and mounts what
+    the program needs. A version or image tag the client pinned is kept."""
+    import json
+
+    import yaml
+
+    from mcpspec import api
+    from mcpspec.catalog import get
+
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "fs": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/home/me/project"]},
+        "fetch": {"command": "uvx", "args": ["mcp-server-fetch"]},
+        "gh": {"command": "docker", "args": ["run", "-i", "--rm", "-e", "GITHUB_PERSONAL_ACCESS_TOKEN", "ghcr.io/github/github-mcp-server"]},
+        "gh-tagged": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/github/github-mcp-server:v0.29.0"]},
+        "pg": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://reader@db.internal.example/app"]},
+        "mem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory@2025.1.1"]},
+    }}), encoding="utf-8")
+    out = tmp_path / "mcp-sandbox.yaml"
+    status, _, stderr = _import_cli("--from", "auto", str(config), "-o", str(out), "--project", "demo")
+    assert status == 0, stderr
+    servers = yaml.safe_load(out.read_text(encoding="utf-8"))["servers"]
+    filesystem, fetch, github = get("filesystem"), get("fetch"), get("github")
+    assert filesystem and fetch and github
+    assert servers["fs"]["command"] == list(filesystem.command)
+    assert servers["fs"]["package"] == {"registry": "npm", "name": filesystem.package.name, "version": filesystem.version}
+    assert [m["from"] for m in servers["fs"]["mounts"]] == ["workspace.input", "workspace.output"]
+    assert servers["fetch"]["command"] == list(fetch.command) and servers["fetch"]["package"]["version"] == fetch.version
+    assert "mounts" not in servers["fetch"], "the catalog says fetch needs no workspace dir"
+    assert servers["gh"]["image"] == f"{github.package.name}:{github.version}" and servers["gh"]["command"] == list(github.command)
+    assert servers["gh-tagged"]["image"] == "ghcr.io/github/github-mcp-server:v0.29.0"
+    assert servers["pg"]["command"] == ["mcp-server-postgres", "postgresql://reader@db.internal.example/app"], "the database URL is the user's"
+    assert servers["mem"]["package"]["version"] == "2025.1.1" and servers["mem"]["command"] == ["mcp-server-memory"]
+    codes = {r.code for item in api.lint_files([out]).report.files for r in item.results}
+    assert not codes & {"SP002", "SP009"}, codes

@@ -158,22 +158,37 @@ class _Server:
         entry["transport"] = CommentedMap([("type", "stdio")])
         entry["transport"].fa.set_flow_style()
         command, notes = self.arguments()
+        installed = hit is not None and program in RUNNERS and bool(hit.command) and hit.registry == RUNNERS[program]
         if program in ("docker", "podman"):
             image = _docker_image(source.command)
             if image:
-                entry["image"] = image
-                entry.yaml_add_eol_comment("REVIEW: pin it by digest (@sha256:...)", "image")
+                if installed and hit is not None and not _image_pinned(image):
+                    image = f"{hit.package}:{hit.version}"
+                    entry["image"] = image
+                    entry.yaml_add_eol_comment("REVIEW: the catalog's tag; pin it by digest (@sha256:...)", "image")
+                else:
+                    entry["image"] = image
+                    entry.yaml_add_eol_comment("REVIEW: pin it by digest (@sha256:...)", "image")
         package = _package(program, source.command)
         if package is not None:
-            entry["package"] = package
-            if "version" not in package:
-                entry.yaml_add_eol_comment("REVIEW: pin a version", "package")
+            if installed and hit is not None and "version" not in package and hit.version:
+                package["name"], package["version"] = hit.package, hit.version
+                entry["package"] = package
+                entry.yaml_add_eol_comment("REVIEW: pinned by the catalog (the client ran the newest release); upgrade deliberately", "package")
+            else:
+                entry["package"] = package
+                if "version" not in package:
+                    entry.yaml_add_eol_comment("REVIEW: pin a version", "package")
+        if installed and hit is not None:
+            # The runner would download the package at every start, which a sandbox with egress denied and
+            # package installs off cannot do: start the pinned release's installed program instead.
+            command, notes = _installed_command(hit, program, source.command, command, notes)
         entry["command"] = command
         if not hit and program not in RUNNERS and program not in INTERPRETERS:
             notes.insert(0, "TODO: an unknown program: put it in an image (image:) or install it in the sandbox, then review its tools")
             what = f"runs an unknown program {program!r}" if program else "has no command"
             self.note("IM004", (*source.pointer, "command"), f"server {source.name!r} {what}: imported with a TODO; mcpspec cannot tell what it needs")
-        elif program in ("npx", "uvx", "bunx", "pnpx", "pipx"):
+        elif program in ("npx", "uvx", "bunx", "pnpx", "pipx") and not installed:
             notes.insert(0, f"REVIEW: {program} downloads the package at start; with egress denied, build an image with it")
         if notes:
             entry.yaml_add_eol_comment("; ".join(notes), "command")
@@ -181,16 +196,29 @@ class _Server:
             entry["workdir"] = "/workspace/input"
             entry.yaml_add_eol_comment(f"REVIEW: the client started it in {'a host directory' if source.cwd.startswith(('/', '~')) else source.cwd!r}", "workdir")
         mounts = CommentedSeq()
-        for target in ("input", "tmp"):
-            mount = CommentedMap([("from", f"workspace.{target}"), ("to", f"/workspace/{target}")])
-            mount.fa.set_flow_style()
-            mounts.append(mount)
-        entry["mounts"] = mounts
-        entry.yaml_add_eol_comment("REVIEW: input is read-only; add workspace.output if the server writes", "mounts")
+        if installed and hit is not None:
+            # The catalog knows what the installed program reads and writes: those dirs, and no others.
+            for index, (origin, inside, mode, why) in enumerate(hit.mounts):
+                mount = CommentedMap([("from", origin), ("to", inside)])
+                mount.fa.set_flow_style()
+                mounts.append(mount)
+                mounts.yaml_add_eol_comment(f"{mode}: {why}", index)
+            if mounts:
+                entry["mounts"] = mounts
+        else:
+            for target in ("input", "tmp"):
+                mount = CommentedMap([("from", f"workspace.{target}"), ("to", f"/workspace/{target}")])
+                mount.fa.set_flow_style()
+                mounts.append(mount)
+            entry["mounts"] = mounts
+            entry.yaml_add_eol_comment("REVIEW: input is read-only; add workspace.output if the server writes", "mounts")
         egress = CommentedMap([("default", "deny"), ("allow", CommentedSeq(hit.egress if hit else [])), ("via", "proxy")])
         egress["allow"].fa.set_flow_style()
         entry["egress"] = egress
-        entry.yaml_add_eol_comment("REVIEW: denied; list the hosts (host:443) the server must reach", "egress")
+        if hit is not None and hit.egress:
+            entry.yaml_add_eol_comment("REVIEW: the destinations the catalog says the server needs; all else is denied", "egress")
+        else:
+            entry.yaml_add_eol_comment("REVIEW: denied; list the hosts (host:443) the server must reach", "egress")
 
     def arguments(self) -> tuple[CommentedSeq, list[str]]:
         """The command with literal secrets replaced by a pointer to their secret, and the
@@ -324,26 +352,68 @@ def description(client: str, name: str) -> str:
 
 
 def _docker_image(command: list[str]) -> str | None:
-    skip = False
-    for argument in command[2:] if len(command) > 1 and command[1] == "run" else []:
-        if skip:
-            skip = False
-            continue
-        if argument in _DOCKER_VALUE_FLAGS:
-            skip = True
-            continue
-        if not argument.startswith("-"):
-            return argument
+    index = _launch_index("docker", command)
+    return command[index] if index is not None else None
+
+
+def _installed_command(hit: catalog.Known, program: str, original: list[str], command: CommentedSeq, notes: list[str]) -> tuple[CommentedSeq, list[str]]:
+    """The catalog's installed program in place of ``program`` (a runner), and the notes that say so.
+
+    The client's own arguments after the package (or image) are kept unless they are host paths,
+    which the catalog's workspace mounts stand in for: a database URL or a flag is the user's choice.
+    """
+    ran = " ".join(str(word) for word in command)  # secrets already replaced by their ${VAR}
+    start = _launch_index(program, original)
+    extra = list(command[start + 1 :]) if start is not None else []
+    if all(_host_path(str(argument)) for argument in extra):
+        installed = CommentedSeq(hit.command)
+        kept = [note for note in notes if not note.startswith("REVIEW: argument")]
+        head = f"REVIEW: the {hit.name} server's installed program, no download at start; the client ran: {ran}"
+    else:
+        installed = CommentedSeq([hit.command[0], *extra])
+        kept = notes
+        head = f"REVIEW: the {hit.name} server's installed program with the client's arguments (the client ran: {ran}); the catalog starts it as: {' '.join(hit.command)}"
+    installed.fa.set_flow_style()
+    return installed, [head, *kept]
+
+
+def _host_path(argument: str) -> bool:
+    return argument.startswith(("/", "~", "${userHome}")) or bool(re.match(r"^[A-Za-z]:\\", argument))
+
+
+def _launch_index(program: str, command: list[str]) -> int | None:
+    """Where the package or image a runner starts sits in ``command``."""
+    if program in ("docker", "podman"):
+        skip = False
+        for index, argument in enumerate(command[2:] if len(command) > 1 and command[1] == "run" else [], start=2):
+            if skip:
+                skip = False
+            elif argument in _DOCKER_VALUE_FLAGS:
+                skip = True
+            elif not argument.startswith("-"):
+                return index
+        return None
+    for index, argument in enumerate(command[1:], start=1):
+        if not (argument.startswith("-") or argument in ("run", "exec", "--from")):
+            return index
     return None
+
+
+def _image_pinned(image: str) -> bool:
+    """Whether the image names a digest or a tag other than latest."""
+    if "@sha256:" in image:
+        return True
+    last = image.rsplit("/", 1)[-1]
+    return ":" in last and last.rsplit(":", 1)[1] != "latest"
 
 
 def _package(program: str, command: list[str]) -> CommentedMap | None:
     registry = RUNNERS.get(program)
     if registry not in ("npm", "pypi"):
         return None
-    for argument in command[1:]:
-        if argument.startswith("-") or argument in ("run", "exec", "--from"):
-            continue
+    index = _launch_index(program, command)
+    if index is not None:
+        argument = command[index]
         if registry == "npm":
             scoped = argument.startswith("@")
             name, _, version = argument[1:].partition("@") if scoped else argument.partition("@")

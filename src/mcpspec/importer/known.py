@@ -21,6 +21,11 @@ class Known:
     secret_env: str | None = None  # the env var the credential goes in
     scopes: Sequence[str] = ()
     ttl: str | None = None
+    registry: str | None = None  # npm, pypi or oci: where the pinned release comes from
+    package: str | None = None  # its package or image name
+    version: str | None = None  # the catalog's pin
+    command: Sequence[str] = ()  # its installed program, started with no download
+    mounts: Sequence[tuple[str, str, str, str]] = ()  # (workspace.DIR, path inside, ro or rw, why) that program needs
 
 
 def lookup(command: Sequence[str], url: str | None) -> Known | None:
@@ -39,4 +44,9 @@ def lookup(command: Sequence[str], url: str | None) -> Known | None:
         secret_env=credential.env if credential else None,
         scopes=tuple(credential.scopes) if credential and credential.scopes != "none" else (),
         ttl=credential.ttl if credential and credential.ttl != "none" else None,
+        registry=entry.package.registry,
+        package=entry.package.name,
+        version=entry.package.version,
+        command=tuple(entry.command),
+        mounts=tuple((mount.source, mount.to, mount.mode, mount.why) for mount in entry.mounts),
     )
