@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import tomllib
 from pathlib import Path
 
@@ -226,3 +227,105 @@ def test_a_rebuild_for_another_client_removes_the_first_clients_files_and_nothin
     assert done.returncode == 0, done.stderr
     assert (elsewhere / "settings.json").read_text() == "theirs" and not (out / ".mcp.json").exists()
     assert (out / ".codex" / "config.toml").is_file()
+
+
+COMPOSE_SPEC = """\
+version: 1
+project: acme
+workspace:
+  root: /srv/ws
+  dirs:
+    output: {mode: rw}
+secrets:
+  token: {provider: file, ref: /srv/canary-secret-file}
+agents:
+  coder: {servers: [repo, net]}
+servers:
+  repo:
+    kind: filesystem
+    trust: first-party
+    image: localhost/repo@sha256:REPO_DIGEST
+    command: [/usr/bin/repo-server]
+    mounts:
+      - {from: workspace.output, to: /out}
+    secrets:
+      - {use: token, as: {file: /run/secrets/token}}
+    tools:
+      read_file: {effects: [reads_private]}
+      ship: {effects: [deploy], approval: always}
+  net:
+    kind: search
+    trust: first-party
+    image: localhost/net@sha256:NET_DIGEST
+    command: [/usr/bin/net-server]
+    egress: {allow: ["docs.acme.example:443"]}
+    tools:
+      fetch: {effects: [reads_untrusted]}
+""".replace("REPO_DIGEST", "a" * 64).replace("NET_DIGEST", "b" * 64)
+PROXY = "localhost/squid@sha256:" + "c" * 64
+
+
+def _compose_build(client: str, via: str = "docker-compose", out_dir: str = "/srv/build/client") -> Build:
+    options = BuildOptions(client=client, spec_path=SPEC_PATH, via=via, out_dir=out_dir, proxy_image=PROXY)  # type: ignore[arg-type]
+    return build_plan(load_text(COMPOSE_SPEC, "mcp-sandbox.yaml"), "client", today=TODAY, options=options)
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+@pytest.mark.parametrize(("via", "command", "head"), [("docker-compose", "docker", ["compose"]), ("podman-compose", "podman-compose", [])])
+def test_via_compose_each_entry_runs_its_service_of_the_compose_build_beside_it(client: str, via: str, command: str, head: list[str]) -> None:
+    build = _compose_build(client, via)
+    assert not build.blocked, [(r.code, r.message) for r in build.results if r.code.startswith("TG")]
+    assert {"compose/compose.yaml", "compose/net.squid.conf"} <= set(build.files)
+    servers = _servers(client, build.files)
+    assert sorted(servers) == ["net", "repo"]
+    for name, server in servers.items():
+        assert server["command"] == command
+        assert server["args"] == [*head, "--project-name", f"mcpspec-acme-coder-{client}", "--file", "/srv/build/client/compose/compose.yaml", "run", "--rm", "-T", name]
+        # compose reads the whole file, whose workspace volume needs the run directory: every entry sets it
+        assert server["env"] == {"MCPSPEC_RUN_DIR": f"/srv/ws/coder/{client}"}
+    compose = build.files["compose/compose.yaml"]
+    assert "${MCPSPEC_RUN_DIR:?" in compose and "mcpspec-egress" in compose
+    for name, text in build.files.items():
+        if not name.startswith(("compose/", MANIFEST)):
+            assert "canary" not in text and "/srv/canary-secret-file" not in text, name
+
+
+def test_via_compose_the_matrix_is_the_compose_targets_and_call_policy_only_what_the_client_can_ask() -> None:
+    vscode = json.loads(_compose_build("vscode").files[MANIFEST])["servers"]["repo"]["controls"]
+    claude = json.loads(_compose_build("claude-code").files[MANIFEST])["servers"]["repo"]["controls"]
+    assert vscode["call-policy"] == "none" and claude["call-policy"] == "partial"
+    assert vscode["mounts"] == "full" and vscode["secrets"] == "full"
+    desktop = json.loads(_compose_build("claude-desktop").files[MANIFEST])["servers"]["repo"]["controls"]
+    run = json.loads(_build("claude-desktop").files[MANIFEST])["servers"]["repo"]["controls"]
+    assert (run["call-policy"], desktop["call-policy"]) == ("partial", "none"), "`mcpspec run` holds the calls; under compose nothing does"
+    messages = [r.message for r in _compose_build("vscode").results if r.code == "TG003"]
+    assert any("no `mcpspec run` relays MCP under compose" in m for m in messages), messages
+
+
+def test_via_compose_needs_the_output_directory_and_via_run_takes_no_proxy_image() -> None:
+    with pytest.raises(ValueError, match="needs the output directory's absolute path"):
+        _compose_build("vscode", out_dir="build/client")
+    with pytest.raises(ValueError, match="--proxy-image is for --via"):
+        build_plan(load_text(SPEC, "mcp-sandbox.yaml"), "client", today=TODAY, options=BuildOptions(client="vscode", spec_path=SPEC_PATH, proxy_image=PROXY))
+
+
+@pytest.mark.parametrize("client", ["claude-code", "vscode", "cursor"])
+def test_via_compose_a_compose_path_the_client_would_expand_is_refused(client: str) -> None:
+    build = _compose_build(client, out_dir="/srv/${USER}/build")
+    refused = [r for r in build.results if r.code == "TG004"]
+    assert len(refused) == 1 and "the compose file's path" in refused[0].message and build.blocked
+
+
+def test_the_cli_builds_a_client_config_via_compose_into_out(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(COMPOSE_SPEC, encoding="utf-8")
+    out = tmp_path / "client"
+    done = run_cli("build", str(spec), "--target", "client", "--client", "cursor", "--via", "podman-compose", "--proxy-image", PROXY, "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    servers = json.loads((out / ".cursor" / "mcp.json").read_text())["mcpServers"]
+    assert servers["net"]["args"][3] == os.path.abspath(out / "compose" / "compose.yaml")
+    assert (out / "compose" / "compose.yaml").is_file() and (out / "compose" / "net.squid.conf").is_file()
+    wrong = run_cli("build", str(spec), "--target", "bwrap", "--via", "docker-compose", "--out", str(tmp_path / "b"))
+    assert wrong.returncode == 2 and "the bwrap target takes no --via" in wrong.stderr, wrong.stderr
+    bad = run_cli("build", str(spec), "--target", "client", "--client", "cursor", "--via", "compose", "--out", str(tmp_path / "c"))
+    assert bad.returncode == 2 and "--via must be one of run, docker-compose, podman-compose" in bad.stderr

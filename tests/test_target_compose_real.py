@@ -141,29 +141,47 @@ def _create_internal_network(podman: str, name: str) -> str:
         done = _run(podman, "network", "create", "--internal", "--subnet", subnet, name, check=False)
         if done.returncode == 0:
             return f"{SUBNET_PREFIX}.{third}.10"
-        if "already used" not in done.stderr:
+        if not ("subnet" in done.stderr and "already used" in done.stderr):
             raise AssertionError(f"podman network create {subnet} {name} failed:\n{done.stderr[-3000:]}")
         taken.append(subnet)
     raise AssertionError(f"no free subnet for the test network; taken: {taken}")
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
+def compose_tools() -> tuple[str, str, str]:
+    """podman, podman-compose and the pinned test image; skips when the image's python cannot load the SDK."""
     podman = require_tool("podman")
     compose = require_tool("podman-compose")
     if not sandbox_python_matches():
         pytest.skip("the SDK's compiled dependencies need the image's python3 to be this python's minor version")
     image = pinned(IMAGE)
-    base = Path(tempfile.mkdtemp(prefix="mcpspec-compose-", dir="/tmp"))
+    return podman, compose, image
+
+
+def probe_base(prefix: str) -> Path:
+    """A directory under /tmp holding the `mcp` SDK (site/) and the probe server (probe/), readable by the sandbox's user."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     base.chmod(0o755)
     copy_mcp_closure(base / "site")
     (base / "probe").mkdir()
     shutil.copy(PROBE, base / "probe" / "probe_server.py")
-    (base / "token").write_text(TOKEN + "\n")
-    (base / "gh").write_text(ENV_TOKEN + "\n")
     for path in (base / "site", base / "probe"):
         for sub in [path, *path.rglob("*")]:
             sub.chmod(0o755 if sub.is_dir() else 0o644)
+    return base
+
+
+def start_test_host(podman: str, image: str, name: str, network: str, address: str) -> None:
+    """The only destination on the proxy's outer network: `allowed.test`, answering 'reached' on port 80."""
+    serve = "import http.server as h\nclass H(h.BaseHTTPRequestHandler):\n def do_GET(s):\n  s.send_response(200); s.end_headers(); s.wfile.write(b'reached')\nh.HTTPServer(('0.0.0.0', 80), H).serve_forever()"
+    _run(podman, "run", "-d", "--name", name, "--network", f"{network}:ip={address},alias=allowed.test", image, "/usr/bin/python3", "-c", serve)
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    podman, compose, image = compose_tools()
+    base = probe_base("mcpspec-compose-")
+    (base / "token").write_text(TOKEN + "\n")
+    (base / "gh").write_text(ENV_TOKEN + "\n")
     plan = load_text(SPEC.format(image=image, base=base), "mcp-sandbox.yaml")
     build = build_plan(plan, "compose", options=BuildOptions(proxy_image=image))
     assert not build.blocked, [r.message for r in build.active]
@@ -172,9 +190,8 @@ def stack() -> Iterator[Stack]:
     outer = f"{box.project}_fetch_out"
     box.target_ip = _create_internal_network(podman, outer)
     target = f"{box.project}-allowed"
-    serve = "import http.server as h\nclass H(h.BaseHTTPRequestHandler):\n def do_GET(s):\n  s.send_response(200); s.end_headers(); s.wfile.write(b'reached')\nh.HTTPServer(('0.0.0.0', 80), H).serve_forever()"
     try:
-        _run(podman, "run", "-d", "--name", target, "--network", f"{outer}:ip={box.target_ip},alias=allowed.test", image, "/usr/bin/python3", "-c", serve)
+        start_test_host(podman, image, target, outer, box.target_ip)
         yield box
     finally:
         box.down()

@@ -286,6 +286,7 @@ def build_file(
     fail_on: str = "high",
     display_name: str | None = None,
     build_options: BuildOptions | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
 ) -> BuildOutcome:
     """Build one file for one target.
 
@@ -294,7 +295,8 @@ def build_file(
     waiver accepts a TG001 or TG004); a finding at or above ``fail_on`` blocks the build
     (``BuildOutcome.stopped``), and a blocked build is never written. The config's fail-on is
     lint's, not the build's. ``build_options`` are build inputs that are not in the spec (a proxy
-    image...). Raises ``UsageError`` when the file cannot be read and ConfigError for an unknown
+    image...); ``out_dir`` is where the build will be written (the client target's entries name its
+    compose file there). Raises ``UsageError`` when the file cannot be read and ConfigError for an unknown
     target, ``fail_on``, or an option the target does not take.
     """
     from mcpspec.targets import get_target
@@ -306,6 +308,8 @@ def build_file(
     try:
         if "spec_path" in get_target(target).options and chosen_options.spec_path is None:  # the client target: `mcpspec run FILE`
             chosen_options = dataclasses.replace(chosen_options, spec_path=os.path.abspath(path))
+        if "out_dir" in get_target(target).options and chosen_options.via != "run" and out_dir is not None and chosen_options.out_dir is None:  # the client target's compose file
+            chosen_options = dataclasses.replace(chosen_options, out_dir=os.path.abspath(out_dir))
         refuse_unused(get_target(target), chosen_options)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None

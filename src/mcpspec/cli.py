@@ -247,6 +247,7 @@ def build(
     secret_store: Annotated[str | None, typer.Option("--secret-store", help="k8s: the external-secrets SecretStore that vault secrets come from.")] = None,
     pod_pids_limit: Annotated[int | None, typer.Option("--pod-pids-limit", min=1, help="k8s: the podPidsLimit of the nodes' kubelets, which bounds a pod's processes (a pod spec cannot).")] = None,
     client: Annotated[str | None, typer.Option("--client", help="client: the MCP client whose config to write: claude-desktop, claude-code, vscode, cursor, codex.")] = None,
+    via: Annotated[str, typer.Option("--via", help="client: what each entry starts: run (`mcpspec run`, the bwrap sandbox; default), docker-compose or podman-compose (a compose build written under OUT/compose).")] = "run",
 ) -> None:
     """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced
     and no risk rule finds something at or above --fail-on, unless waived)."""
@@ -259,16 +260,21 @@ def build(
     chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions))
     if egress not in ("proxy", "cilium"):
         _usage("--egress must be proxy or cilium")
-    options = BuildOptions(proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client)
+    if via not in ("run", "docker-compose", "podman-compose"):
+        _usage("--via must be one of run, docker-compose, podman-compose")
+    directory = out if out is not None else Path("build") / target
+    options = BuildOptions(
+        proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client,
+        via="docker-compose" if via == "docker-compose" else "podman-compose" if via == "podman-compose" else "run",
+    )
     try:
-        outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file), build_options=options)
+        outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file), build_options=options, out_dir=directory)
     except _usage_errors() as exc:
         _usage(str(exc))
     sys.stderr.write(build_summary.render(outcome, colour=_colour(sys.stderr)))
     if outcome.stopped or outcome.build is None:
         raise typer.Exit(EXIT_FINDINGS)
     built = outcome.build
-    directory = out if out is not None else Path("build") / target
     if check:
         difference = drift(directory, built)
         if difference:

@@ -141,6 +141,10 @@ class BuildOptions:
     client: str | None = None
     # The spec's absolute path, which the client's config hands to `mcpspec run` (set by the build from FILE).
     spec_path: str | None = None
+    # What the client target's entries start: `mcpspec run` (bwrap) or the compose file through an engine.
+    via: Literal["run", "docker-compose", "podman-compose"] = "run"
+    # The output directory's absolute path, where the client's entries find the compose file (set by the build from --out).
+    out_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.pod_pids_limit is not None and self.pod_pids_limit < 1:

@@ -10,13 +10,14 @@ Where the client can say which tools need a person's approval, the config says i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveSandbox, Plan
 from mcpspec.rules.facts import approval_mode
-from mcpspec.targets import bwrap
-from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
-from mcpspec.targets.client.formats import CLIENTS, Entry, rule_tool, valid_server_name
+from mcpspec.targets import bwrap, compose
+from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Level, Overrides, Refused
+from mcpspec.targets.client.formats import CLIENTS, Client, Entry, rule_tool, valid_server_name
 
 _RUN = "tests/test_run_relay_real.py::"
 
@@ -55,6 +56,28 @@ tool gets no rule: Claude Code's own prompt). Codex gets
 `enabled_tools`, the spec's tool list, when unlisted tools are denied. Claude Desktop, VS Code and
 Cursor have no file setting for either: the build reports it (TG003), and their own prompts stay
 as they are.
+
+## Through compose instead of `mcpspec run`
+
+    mcpspec build mcp-sandbox.yaml --target client --client CLIENT --via docker-compose \
+        --proxy-image localhost/squid@sha256:... --out /srv/mcp/client
+
+`--via docker-compose` (or `podman-compose`) writes the compose target's build under
+`OUT/compose/` (`--proxy-image` as for that target) and makes every entry
+`docker compose --project-name mcpspec-PROJECT-AGENT-CLIENT --file /abs/OUT/compose/compose.yaml
+run --rm -T SERVER` (`podman-compose` with the same arguments): `run` starts the server's
+egress proxy first, and the stack's containers, networks and proxies are shared by the runs of
+that client. Keep the output where it is: the entries name its absolute path. The matrix is then
+the compose target's (targets/compose/README.md), not `mcpspec run`'s: no relay sits between the
+client and the server, so nothing hides unlisted tools, holds calls for approval, or enforces rate
+limits and call timeouts (Claude Code's `permissions` still ask before the tools that need
+approval: call-policy partial; other clients: none, reported as TG003).
+
+Workspace dirs are subdirectories of one fixed run directory per client, the spec's workspace path
+with `{agent}` the agent and `{run_id}` the client's name (`/srv/mcp/workspaces/coder/vscode`).
+Every entry sets `MCPSPEC_RUN_DIR` to it, since compose reads the whole file at each run. Create
+its subdirectories before the first run (`mkdir -p "$dir"/input "$dir"/output`): compose does not.
+Every session of the client shares them; empty them yourself between runs.
 """
 
 # The sandbox is bwrap's: same level, same proofs, said once here.
@@ -72,66 +95,142 @@ CAPABILITIES["call-policy"] = Capability(
 )
 
 
+# Where a compose build's files go under --out, and the engines that run it.
+COMPOSE_DIR = "compose"
+ENGINES = {"docker-compose": ("docker", ("compose",)), "podman-compose": ("podman-compose", ())}
+VIAS = ("run", *ENGINES)
+
+
 class ClientTarget:
     name = "client"
-    description = "an MCP client's config (Claude Desktop, Claude Code, VS Code, Cursor, Codex) that starts every server through `mcpspec run`"
+    description = "an MCP client's config (Claude Desktop, Claude Code, VS Code, Cursor, Codex) that starts every server through `mcpspec run` (or a compose file)"
     usage = USAGE.replace("{clients}", "\n".join(f"- `{c.name}`: {c.where}" for c in CLIENTS.values()))
     capabilities = CAPABILITIES
-    options: frozenset[str] = frozenset({"client", "spec_path"})
+    options: frozenset[str] = frozenset({"client", "spec_path", "via", "out_dir", "proxy_image"})
 
     def check_options(self, options: BuildOptions) -> None:
         if options.client not in CLIENTS:
             raise ValueError(f"the client target needs --client: one of {', '.join(CLIENTS)}")
+        if options.via not in VIAS:
+            raise ValueError(f"--via must be one of {', '.join(VIAS)}")
+        if options.via == "run" and options.proxy_image is not None:
+            raise ValueError("--proxy-image is for --via docker-compose or podman-compose: `mcpspec run` runs the bwrap launcher's own proxy")
+        if options.via != "run" and (options.out_dir is None or not options.out_dir.startswith("/")):
+            raise ValueError(f"--via {options.via} needs the output directory's absolute path, where the entries find the compose file")
 
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
-        gaps, overrides = bwrap.TARGET.server_gaps(plan, sandbox, options)
         client = CLIENTS[str(options.client)]
+        if options.via == "run":
+            gaps, overrides = bwrap.TARGET.server_gaps(plan, sandbox, options)
+        else:
+            gaps, overrides = compose.TARGET.server_gaps(plan, sandbox, options)
+            # The compose file is the sandbox: its matrix, not `mcpspec run`'s, says how far each control goes.
+            for control, capability in compose.CAPABILITIES.items():
+                overrides.setdefault(control, (capability.level, f"through {options.via}, as the compose target: {capability.how}"))
+            overrides["call-policy"] = _compose_call_policy(client)
         gated = sorted(name for name, tool in sandbox.tools.items() if approval_mode(plan, tool) is not None)
         path = (*sandbox.path, "tools")
         if gated and not client.approvals:
-            gaps.append(Gap("call-policy", "partial", path,
-                            f"{client.name} has no setting for which tools need approval ({', '.join(gated)}): its own prompt stays as it is, "
-                            "and `mcpspec run` holds each such call for its approver (denied without one)"))
+            holder = "`mcpspec run` holds each such call for its approver (denied without one)" if options.via == "run" else "nothing else holds such a call: no `mcpspec run` relays MCP under compose"
+            gaps.append(Gap("call-policy", "partial", path, f"{client.name} has no setting for which tools need approval ({', '.join(gated)}): its own prompt stays as it is, and {holder}"))
         if client.name == "claude-code":
             unruled = sorted(name for name in sandbox.tools if not rule_tool(name))
             if unruled:
+                still = "`mcpspec run` still enforces its approval" if options.via == "run" else "nothing else enforces its approval under compose"
                 gaps.append(Gap("call-policy", "partial", path,
                                 f"a Claude Code permission rule names a tool mcp__{sandbox.name}__TOOL in letters, digits, '_' and '-': "
-                                f"no rule for {', '.join(unruled)} (`mcpspec run` still enforces its approval)"))
+                                f"no rule for {', '.join(unruled)} ({still})"))
         return gaps, overrides
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
-        bwrap.TARGET.server_files(plan, sandbox, options)  # what `mcpspec run` builds: its refusals are this build's
+        if options.via == "run":
+            bwrap.TARGET.server_files(plan, sandbox, options)  # what `mcpspec run` builds: its refusals are this build's
+            emitted = Emitted()
+        else:
+            emitted = _in_compose_dir(compose.TARGET.server_files(plan, sandbox, options))
         if not valid_server_name(sandbox.name):
             raise Refused("process-policy", sandbox.path, f"{options.client} cannot name a server {sandbox.name!r}")
         if len(sandbox.agents) > 1:
             raise Refused("process-policy", sandbox.path, f"server {sandbox.name!r} serves agents {', '.join(sandbox.agents)}: "
                           "one client config is one agent's, and `mcpspec run` must be told which (--agent)")
-        return Emitted()
+        return emitted
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
         client = CLIENTS[str(options.client)]
-        spec = options.spec_path
-        if spec is None or not spec.startswith("/"):
-            raise Refused("process-policy", (), "the client's config needs the spec's absolute path for `mcpspec run`")
-        if client.expands and "${" in spec:
-            raise Refused("process-policy", (), f"{client.name} expands '${{...}}' in a server's arguments: the spec's path {spec!r} would not reach `mcpspec run` as it is (move or rename it)")
-        entries = [_entry(plan, sandbox, spec) for sandbox in built]
-        return Emitted(client.files(entries)) if entries else Emitted()
+        if not built:
+            return Emitted()
+        if options.via == "run":
+            spec = options.spec_path
+            if spec is None or not spec.startswith("/"):
+                raise Refused("process-policy", (), "the client's config needs the spec's absolute path for `mcpspec run`")
+            _refuse_expanded(client, spec, "the spec's path")
+            return Emitted(client.files([_run_entry(plan, sandbox, spec) for sandbox in built]))
+        files = _in_compose_dir(compose.TARGET.project_files(plan, built, options))
+        compose_file = f"{str(options.out_dir).rstrip('/')}/{COMPOSE_DIR}/compose.yaml"
+        _refuse_expanded(client, compose_file, "the compose file's path")
+        # Compose reads the whole file at every run: when one service's volumes name the run directory, every entry must set it.
+        run_dir = next((found for sandbox in built if (found := run_directory(sandbox, client)) is not None), None)
+        if run_dir is not None:
+            _refuse_expanded(client, run_dir, "the workspace's run directory")
+        entries = [_compose_entry(plan, sandbox, compose_file, options.via, run_dir, client) for sandbox in built]
+        return Emitted({**files.files, **client.files(entries)}, executable=files.executable)
 
 
-def _entry(plan: Plan, sandbox: EffectiveSandbox, spec: str) -> Entry:
-    args = ["run", spec, sandbox.name]
-    if sandbox.agents:
-        args += ["--agent", sandbox.agents[0]]
+def _refuse_expanded(client: Client, path: str, what: str) -> None:
+    if client.expands and "${" in path:
+        raise Refused("process-policy", (), f"{client.name} expands '${{...}}' in a server's arguments: {what} {path!r} would not reach it as it is (move or rename it)")
+
+
+def _in_compose_dir(emitted: Emitted) -> Emitted:
+    return Emitted({f"{COMPOSE_DIR}/{name}": text for name, text in emitted.files.items()}, executable={f"{COMPOSE_DIR}/{name}" for name in emitted.executable})
+
+
+def _compose_call_policy(client: Client) -> tuple[Level, str]:
+    if client.approvals:
+        return "partial", (f"no `mcpspec run` relays MCP under compose: {client.name}'s own permissions ask before the tools that need approval, "
+                           "and nothing hides unlisted tools or enforces rate limits and call timeouts")
+    return "none", "no `mcpspec run` relays MCP under compose: no approval, tool allowlist, rate limit or call timeout is enforced"
+
+
+def _entry(plan: Plan, sandbox: EffectiveSandbox, command: str, args: Sequence[str], env: tuple[tuple[str, str], ...] = ()) -> Entry:
     modes = {name: approval_mode(plan, tool) for name, tool in sandbox.tools.items()}
     return Entry(
         name=sandbox.name,
         args=tuple(args),
+        command=command,
+        env=env,
         allow=tuple(sorted(name for name, mode in modes.items() if mode is None)),
         ask=tuple(sorted(name for name, mode in modes.items() if mode == "always")),
         listed=tuple(sorted(sandbox.tools)) if sandbox.unlisted_tools == "deny" and sandbox.tools else None,
     )
+
+
+def _run_entry(plan: Plan, sandbox: EffectiveSandbox, spec: str) -> Entry:
+    args = ["run", spec, sandbox.name]
+    if sandbox.agents:
+        args += ["--agent", sandbox.agents[0]]
+    return _entry(plan, sandbox, "mcpspec", args)
+
+
+def compose_project(plan: Plan, sandbox: EffectiveSandbox, client: Client) -> str:
+    """The compose project of a client's runs: one per project, agent and client, so runs of one client share its proxies."""
+    agent = sandbox.agents[0] if sandbox.agents else "agent"
+    return re.sub(r"[^a-z0-9_-]+", "-", f"mcpspec-{plan.project}-{agent}-{client.name}".lower()).strip("-")
+
+
+def run_directory(sandbox: EffectiveSandbox, client: Client) -> str | None:
+    """The fixed directory whose subdirectories are the server's workspace dirs (MCPSPEC_RUN_DIR), or None when it has none on disk."""
+    for mount in sandbox.mounts:
+        if mount.kind == "workspace" and mount.location.endswith("/" + mount.source):
+            agent = sandbox.agents[0] if sandbox.agents else "agent"
+            return mount.location[: -len(mount.source) - 1].replace(AGENT_TOKEN, agent).replace(RUN_TOKEN, client.name)
+    return None
+
+
+def _compose_entry(plan: Plan, sandbox: EffectiveSandbox, compose_file: str, via: str, run_dir: str | None, client: Client) -> Entry:
+    program, head = ENGINES[via]
+    args = (*head, "--project-name", compose_project(plan, sandbox, client), "--file", compose_file, "run", "--rm", "-T", sandbox.name)
+    return _entry(plan, sandbox, program, args, (("MCPSPEC_RUN_DIR", run_dir),) if run_dir else ())
 
 
 TARGET = ClientTarget()

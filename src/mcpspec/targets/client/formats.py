@@ -1,8 +1,8 @@
 """The config files of each MCP client, written by serialisers (json, tomli-w), never by hand.
 
-Every server entry starts ``mcpspec run SPEC SERVER``: the sandbox, the secrets and the
-MCP controls are all `mcpspec run`'s, so an entry holds no value of the spec but the
-spec's path and the server's name, and never a secret.
+Every server entry starts ``mcpspec run SPEC SERVER`` (or the server's service of the
+compose file): the sandbox, the secrets and the MCP controls are `mcpspec run`'s (or the
+compose file's), so an entry holds no value of the spec but paths and names, and never a secret.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import tomli_w
-
-# How the client finds mcpspec: on the PATH it starts servers with (targets/client/README.md).
-MCPSPEC = "mcpspec"
 
 # The names each client accepts for a server (Codex and Claude Code take letters, digits, '_' and '-').
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
@@ -29,6 +26,8 @@ class Entry:
 
     name: str
     args: tuple[str, ...]
+    command: str = "mcpspec"  # on the PATH the client starts servers with
+    env: tuple[tuple[str, str], ...] = ()  # variables the entry sets (never a secret: the compose run directory)
     allow: tuple[str, ...] = ()  # tools no person approves (the spec says so)
     ask: tuple[str, ...] = ()  # tools a person approves at every call
     listed: tuple[str, ...] | None = None  # the only tools `mcpspec run` lets through (None: unlisted tools pass too)
@@ -59,7 +58,9 @@ def _json(data: Mapping[str, object]) -> str:
 
 def _stdio(entry: Entry, typed: bool) -> dict[str, object]:
     server: dict[str, object] = {"type": "stdio"} if typed else {}
-    server.update({"command": MCPSPEC, "args": list(entry.args)})
+    server.update({"command": entry.command, "args": list(entry.args)})
+    if entry.env:
+        server["env"] = dict(entry.env)
     return server
 
 
@@ -87,7 +88,9 @@ def _cursor(entries: list[Entry]) -> dict[str, str]:
 def _codex(entries: list[Entry]) -> dict[str, str]:
     servers: dict[str, object] = {}
     for e in entries:
-        server: dict[str, object] = {"command": MCPSPEC, "args": list(e.args)}
+        server: dict[str, object] = {"command": e.command, "args": list(e.args)}
+        if e.env:
+            server["env"] = dict(e.env)
         if e.listed is not None:
             server["enabled_tools"] = list(e.listed)
         servers[e.name] = server
