@@ -140,7 +140,8 @@ def test_hostile_values_reach_the_launcher_as_exact_words(tmp_path: Path) -> Non
     assert sorted(f"{name}={value}" for name, value in config["setenv"] if name != "PATH") == sorted(f"V{i}={value}" for i, value in enumerate(hostile))
     assert {"kind": "host", "mode": "ro", "source": "/srv/it's $(x)", "target": "/data/a b", "size": 0} in config["mounts"]
     head = source.split("# ---- mcpspec bwrap launcher runtime")[0]
-    allowed = ("#", "CONFIG = {", "    '", "}", "import _signal", "EARLY_SIGNALS", "for _signum", "    _signal.signal")
+    allowed = ("#", "CONFIG = {", "    '", "}", "import _signal", "EARLY_SIGNALS", "for _signum", "    _signal.signal",
+               "if isinstance(getattr(__import__('sys'), 'last_value', None), KeyboardInterrupt):", "    EARLY_SIGNALS.append(_signal.SIGINT)")
     assert all(line.startswith(allowed) or not line for line in head.splitlines()), head
     assert not (tmp_path / "pwned").exists() and not Path(os.getcwd(), "pwned").exists()
 

@@ -444,6 +444,29 @@ def test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing(sandbox
                 os.kill(int(line.split(":")[0]), signal.SIGKILL)
 
 
+def _died_starting_python(returncode: int | None, signum: int, stderr: bytes) -> bool:
+    """Whether the launcher ended of the signal before its first line ran: the default action, or
+    (SIGINT, which Python's start-up turns into KeyboardInterrupt) status 1 with that traceback."""
+    if returncode == -signum:
+        return not stderr or stderr.rstrip().endswith(b"KeyboardInterrupt")
+    return signum == signal.SIGINT and returncode == 1 and stderr.rstrip().endswith(b"KeyboardInterrupt") and b'{"event"' not in stderr
+
+
+def test_a_sigint_python_took_while_starting_still_stops_the_launcher(sandbox: Sandbox) -> None:
+    """Seen under load: a SIGINT in Python's own start-up became KeyboardInterrupt, which its check
+    of argv[0] printed ("Failed checking if argv[0] is an import path entry") and dropped, and the
+    launcher then ran the server as if no signal had come. The exception stays in sys.last_value;
+    a wrapper leaves it there as that check does and runs the launcher as the script."""
+    launcher = sandbox.build(sandbox.spec("took", "    env: {set: {PYTHONPATH: /opt/site}}\n    logging: {audit: true, sink: stderr}"))
+    wrapper = "import runpy, sys\nsys.last_value = KeyboardInterrupt()\nsys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0], run_name='__main__')\n"
+    done = subprocess.run(["/usr/bin/python3", "-IS", "-c", wrapper, str(launcher)], input=b"", capture_output=True, timeout=60,
+                          env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "took"}, check=False)
+    records = _audit_lines(done.stderr)
+    assert done.returncode == 128 + signal.SIGINT, done.stderr.decode("utf-8", "replace")
+    assert len(records) == 1 and records[0]["ended_by"] == "signal", records
+    assert wait_gone(sandbox.marker) == []
+
+
 def test_sigterm_at_any_moment_stops_everything_and_still_audits(sandbox: Sandbox, listener: Listener) -> None:
     spec = sandbox.spec("sigterm", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["127.0.0.1:{listener.port}"]}}\n    logging: {{audit: true, sink: stderr}}')
     launcher = sandbox.build(spec)
@@ -455,12 +478,14 @@ def test_sigterm_at_any_moment_stops_everything_and_still_audits(sandbox: Sandbo
             process.send_signal(signum)
             _out, err = process.communicate(timeout=20)
             records = _audit_lines(err)
-            if process.returncode == -signum:
-                # Only before Python has run a line of the launcher: then nothing was started at all.
-                assert moment < 0.05 and not records and (not err or err.rstrip().endswith(b"KeyboardInterrupt")), (moment, signum, err[-500:])
+            seen = (moment, signum, process.returncode, err.decode("utf-8", "replace"))
+            if _died_starting_python(process.returncode, signum, err):
+                # Python had not run the launcher's first line (how long that takes depends on the
+                # machine's load, not on the moment): then nothing was started at all.
+                assert not records, seen
             else:
-                assert process.returncode == 128 + signum, (moment, signum, err[-500:])
-                assert len(records) == 1 and records[0]["exit_status"] == 128 + signum, (moment, signum, err[-500:])
+                assert process.returncode == 128 + signum, seen
+                assert len(records) == 1 and records[0]["exit_status"] == 128 + signum, seen
             assert wait_gone(sandbox.marker) == [] and wait_gone(f"mcpspec-probe-{run_id}.") == []
             assert not list(Path("/tmp").glob(f"mcpspec-probe-{run_id}.*")), "the state directory was left behind"
 

@@ -10,6 +10,10 @@ import _signal  # built in: no module search before the handlers are in place
 EARLY_SIGNALS: list[int] = []
 for _signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):
     _signal.signal(_signum, lambda signum, _frame: EARLY_SIGNALS.append(signum))
+# Python's own start-up raises a SIGINT as KeyboardInterrupt; its check of argv[0] prints that
+# and runs the file anyway, leaving the exception in sys.last_value: the signal counts all the same.
+if isinstance(getattr(__import__('sys'), 'last_value', None), KeyboardInterrupt):
+    EARLY_SIGNALS.append(_signal.SIGINT)
 
 CONFIG = {
     'project': 'acme-dependency-review',

@@ -257,6 +257,10 @@ def _launcher(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan, runtime
         "EARLY_SIGNALS: list[int] = []",
         "for _signum in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP):",
         "    _signal.signal(_signum, lambda signum, _frame: EARLY_SIGNALS.append(signum))",
+        "# Python's own start-up raises a SIGINT as KeyboardInterrupt; its check of argv[0] prints that",
+        "# and runs the file anyway, leaving the exception in sys.last_value: the signal counts all the same.",
+        "if isinstance(getattr(__import__('sys'), 'last_value', None), KeyboardInterrupt):",
+        "    EARLY_SIGNALS.append(_signal.SIGINT)",
         "",
         "CONFIG = {",
         *(f"    {key!r}: {value!a}," for key, value in config.items()),  # ASCII only: no byte of it depends on an encoding
