@@ -3,6 +3,7 @@ and the scan of every installed distribution's entry points costs a tenth of a s
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -49,3 +50,52 @@ def test_the_plugin_is_found_otherwise(tmp_path: Path) -> None:
     env = _with_plugin(tmp_path)
     subprocess.run([sys.executable, "-c", "import mcpspec.spec.models"], env=env, capture_output=True, timeout=120, check=True)
     assert (tmp_path / "mark").read_text(encoding="utf-8") == "loaded"
+
+
+# Modules a small lint must not import: the targets, the other commands' machinery and the
+# libraries only they use. A new top-level import that pulls one in slows every lint.
+NOT_FOR_LINT = (
+    "jinja2", "ruamel", "rich", "tomllib", "json5", "mcp",
+    "mcpspec.targets.base", "mcpspec.targets.build", "mcpspec.report.review", "mcpspec.report.graph",
+    "mcpspec.importer", "mcpspec.diff", "mcpspec.run.session", "mcpspec.verify", "mcpspec.catalog", "mcpspec.init",
+)
+
+LINT_AND_LIST_MODULES = """import json, os, sys
+real_exit = os._exit
+
+
+def report(code):
+    sys.stdout.write("\\n" + json.dumps(sorted(sys.modules)) + "\\n")
+    sys.stdout.flush()
+    real_exit(code)
+
+
+os._exit = report
+sys.argv = ["mcpspec", "lint", sys.argv[1]]
+from mcpspec.__main__ import main
+main()
+"""
+
+
+def test_lint_imports_only_what_it_needs() -> None:
+    done = subprocess.run([sys.executable, "-c", LINT_AND_LIST_MODULES, str(REPO / "examples" / "coding-agent.yaml")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    loaded = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "mcpspec.rules.registry" in loaded  # the lint did run
+    heavy = sorted(name for name in loaded if any(name == banned or name.startswith(banned + ".") for banned in NOT_FOR_LINT))
+    assert not heavy, f"a small lint imports {heavy}"
+
+
+def test_typer_builds_only_the_command_that_runs() -> None:
+    from typer.main import get_command
+
+    from mcpspec.cli import app
+    from mcpspec.lazycommands import LazyCommands
+
+    group = get_command(app)
+    commands = group.commands  # type: ignore[attr-defined]
+    assert isinstance(commands, LazyCommands)
+    assert list(commands)[:3] == ["lint", "rules", "explain"] and "import" in commands and len(commands) == 14
+    assert not commands._built  # listing the names builds nothing
+    assert commands["lint"].name == "lint" and list(commands._built) == ["lint"]

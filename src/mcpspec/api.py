@@ -25,11 +25,11 @@ from mcpspec.settings import Settings
 from mcpspec.source.discover import SpecText
 from mcpspec.source.loader import load_bytes, load_file, parse_text
 from mcpspec.source.sourcemap import SourceMap
-from mcpspec.targets.base import BuildOptions
 
 if TYPE_CHECKING:
     from mcpspec.report.graph.view_model import GraphView
     from mcpspec.report.review.data import Review
+    from mcpspec.targets.base import BuildOptions
     from mcpspec.targets.build import Build
 
 
@@ -300,6 +300,7 @@ def build_file(
     target, ``fail_on``, or an option the target does not take.
     """
     from mcpspec.targets import get_target
+    from mcpspec.targets.base import BuildOptions
     from mcpspec.targets.build import build_plan
     from mcpspec.targets.skeleton import refuse_unused
 

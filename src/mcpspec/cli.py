@@ -61,11 +61,13 @@ def main_options(
     version: Annotated[bool, typer.Option("--version", "-V", help="Print the version and exit.", callback=_version, is_eager=True)] = False,
 ) -> None:
     """Lint and compile MCP server sandbox policy (mcp-sandbox.yaml)."""
-    if ctx.invoked_subcommand in _BATCH_COMMANDS:
-        gc.disable()
-        # Pydantic looks for plugins in every installed distribution's entry points when the spec
-        # models are created (a tenth of a small lint's time); none may watch a spec being read.
-        os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    if ctx.invoked_subcommand not in _BATCH_COMMANDS:
+        gc.enable()  # off during start-up (mcpspec.__main__)
+        return
+    gc.disable()
+    # Pydantic looks for plugins in every installed distribution's entry points when the spec
+    # models are created (a tenth of a small lint's time); none may watch a spec being read.
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
 
 
 def _usage_errors() -> tuple[type[Exception], ...]:

@@ -12,8 +12,6 @@ approval command, split into words as a shell would, never run by one) and appro
 from __future__ import annotations
 
 import fnmatch
-import shlex
-import tomllib
 import urllib.parse
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,7 +34,8 @@ class ConfigError(Exception):
 
 
 class _ConfigModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    # Built on first use: a lint without a config file never validates one.
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
     select: list[str] | None = None
     ignore: list[str] = Field(default_factory=list)
@@ -77,6 +76,8 @@ class LintConfig:
 
 def split_approver(text: str, where: str = "--approver") -> list[str]:
     """An approver command line split into words as a POSIX shell would (no shell ever runs it)."""
+    import shlex
+
     try:
         argv = shlex.split(text)
     except ValueError as exc:
@@ -109,10 +110,12 @@ def find_config(start: Path) -> Path | None:
 def load_config(path: Path | None) -> LintConfig:
     """Read and validate a config file; raise ConfigError naming the file, with ``FILE:LINE:COL:``
     and a did-you-mean where it can (see :mod:`mcpspec.config_errors`)."""
-    from mcpspec.config_errors import format_problems, problems
-
     if path is None:
         return LintConfig()
+    import tomllib
+
+    from mcpspec.config_errors import format_problems, problems
+
     try:
         raw, locate = _read(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -177,6 +180,8 @@ def _unknown_rules(model: _ConfigModel, raw_keys: dict[str, str]) -> list[tuple[
 
 def _read(path: Path) -> tuple[Any, Locate]:
     """The config's data and a function that finds where a key or value of it is written."""
+    import tomllib
+
     from mcpspec.config_errors import toml_locator, yaml_locator
     from mcpspec.diagnostics import SpecError
     from mcpspec.source.loader import parse_text

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import typer
 from typer.core import TyperArgument, TyperCommand, TyperOption
+
+from mcpspec.lazycommands import LazyTyper
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -55,8 +56,8 @@ class PlainHelpCommand(TyperCommand):
                 param.__class__ = plain
 
 
-class App(typer.Typer):
-    """A Typer app whose commands are PlainHelpCommands unless told otherwise."""
+class App(LazyTyper):
+    """A Typer app whose commands are PlainHelpCommands unless told otherwise, each built on first use."""
 
     def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Callable[[_F], _F]:
         return super().command(*args, cls=cls or PlainHelpCommand, **kwargs)
