@@ -39,7 +39,7 @@ _STR, _INT, _BOOL, _NULL = (f"tag:yaml.org,2002:{kind}" for kind in ("str", "int
 _MAP, _SEQ = "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 _CSafeDumper: type[Any] | None = getattr(yaml, "CSafeDumper", None)
 C_EMITTER = _CSafeDumper is not None
-_IMPLICIT_MAX = 1 << 16
+_CACHED_MAX = 1 << 16
 
 
 class _Unusual(Exception):
@@ -51,29 +51,56 @@ def _plain(text: str) -> bool:
 
 
 class _Scalars:
-    """What the serializer asks of ``python_dumper`` for each scalar, remembered: whether its tag
-    may go unwritten when the text is plain or quoted (a pure function of tag and text, since
-    SafeDumper registers no path resolver), and a float's text as its representer writes it."""
+    """The scalar events for ``python_dumper``, each made once and handed out again (the emitter
+    only reads an event): the tag may go unwritten when the text is plain or quoted as
+    ``python_dumper``'s resolver says (a pure function of tag and text, since SafeDumper registers
+    no path resolver); a float's text is its representer's. A key or string value is checked
+    against the plain class when its event is made: an event in ``keys`` or ``values`` is one
+    that passed for the text it is filed under."""
 
     def __init__(self, python_dumper: type[yaml.SafeDumper]) -> None:
         self._dumper: Any = python_dumper(io.StringIO(), **OPTIONS)
-        self._implicit: dict[tuple[str, str], tuple[bool, bool]] = {}
+        self._made: dict[tuple[str, str], ScalarEvent] = {}
+        self.keys: dict[str, ScalarEvent] = {}
+        self.values: dict[str, ScalarEvent] = {}
 
     def event(self, tag: str, text: str) -> ScalarEvent:
-        implicit = self._implicit.get((tag, text))
-        if implicit is None:
-            if len(self._implicit) >= _IMPLICIT_MAX:
-                self._implicit.clear()
+        made = self._made.get((tag, text))
+        if made is None:
+            if len(self._made) >= _CACHED_MAX:
+                self._made.clear()
             resolve = self._dumper.resolve
-            implicit = self._implicit[tag, text] = (resolve(ScalarNode, text, (True, False)) == tag, resolve(ScalarNode, text, (False, True)) == tag)
-        return ScalarEvent(None, tag, implicit, text)
+            implicit = (resolve(ScalarNode, text, (True, False)) == tag, resolve(ScalarNode, text, (False, True)) == tag)
+            made = self._made[tag, text] = ScalarEvent(None, tag, implicit, text)
+        return made
+
+    def key(self, text: Any) -> ScalarEvent:
+        if not (type(text) is str and 0 < len(text) <= KEY_MAX and _plain(text)):
+            raise _Unusual
+        return self._filed(self.keys, text)
+
+    def value(self, text: str) -> ScalarEvent:
+        if len(text) > VALUE_MAX or not _plain(text):
+            raise _Unusual
+        return self._filed(self.values, text)
 
     def float_event(self, value: float) -> ScalarEvent:
         node = self._dumper.represent_float(value)
         return self.event(str(node.tag), str(node.value))
 
+    def _filed(self, checked: dict[str, ScalarEvent], text: str) -> ScalarEvent:
+        if len(checked) >= _CACHED_MAX:
+            checked.clear()
+        made = checked[text] = self.event(_STR, text)
+        return made
+
 
 _SCALARS: dict[type[yaml.SafeDumper], _Scalars] = {}
+# Collection events carry no value: one of each serves every dict and list.
+_MAPPING_START = MappingStartEvent(None, _MAP, True, flow_style=False)
+_MAPPING_END = MappingEndEvent()
+_SEQUENCE_START = SequenceStartEvent(None, _SEQ, True, flow_style=False)
+_SEQUENCE_END = SequenceEndEvent()
 
 
 def _events(document: Any, scalars: _Scalars, emit: Callable[[Event], None]) -> None:
@@ -81,37 +108,34 @@ def _events(document: Any, scalars: _Scalars, emit: Callable[[Event], None]) -> 
     order, block style); raises ``_Unusual`` at anything outside the plain class, and at a dict or
     list met twice (the serializer would anchor it)."""
     seen: set[int] = set()
-    scalar = scalars.event
+    keys, values = scalars.keys, scalars.values
 
     def walk(value: Any) -> None:
         kind = type(value)
         if kind is str:
-            if len(value) > VALUE_MAX or not _plain(value):
-                raise _Unusual
-            emit(scalar(_STR, value))
+            emit(values.get(value) or scalars.value(value))
         elif kind is dict or kind is list:
             if id(value) in seen:
                 raise _Unusual
             seen.add(id(value))
             if kind is dict:
-                emit(MappingStartEvent(None, _MAP, True, flow_style=False))
+                emit(_MAPPING_START)
                 for key, item in value.items():
-                    if not (type(key) is str and 0 < len(key) <= KEY_MAX and _plain(key)):
-                        raise _Unusual
-                    emit(scalar(_STR, key))
+                    filed = keys.get(key) if type(key) is str else None  # a str subclass may equal a filed str
+                    emit(filed or scalars.key(key))
                     walk(item)
-                emit(MappingEndEvent())
+                emit(_MAPPING_END)
             else:
-                emit(SequenceStartEvent(None, _SEQ, True, flow_style=False))
+                emit(_SEQUENCE_START)
                 for item in value:
                     walk(item)
-                emit(SequenceEndEvent())
+                emit(_SEQUENCE_END)
         elif kind is bool:
-            emit(scalar(_BOOL, "true" if value else "false"))
+            emit(scalars.event(_BOOL, "true" if value else "false"))
         elif kind is int:
-            emit(scalar(_INT, str(value)))
+            emit(scalars.event(_INT, str(value)))
         elif value is None:
-            emit(scalar(_NULL, "null"))
+            emit(scalars.event(_NULL, "null"))
         elif kind is float:
             emit(scalars.float_event(value))
         else:
