@@ -157,3 +157,21 @@ def test_the_options_and_the_manifest() -> None:
     assert json.loads(_build(dump(spec)).files[".mcpspec-build.json"])["options"] == {"proxy_image": PROXY.proxy_image}
     compose_options = options("compose", "acme")
     assert compose_options is not None and compose_options.proxy_image
+
+
+@pytest.mark.parametrize(("source", "mode", "secret", "refused"), [
+    ("/srv/shared", "rw", "/srv/shared/token", True),
+    ("/srv/shared/", "rw", "/srv/shared/deep/token", True),
+    ("/srv/shared", "rw", "/srv/shared", True),
+    ("/srv", "rw", "/srv/shared/token", True),
+    ("/srv/shared", "rw", "/srv/shared2/token", False),
+    ("/srv/shared", "rw", "/srv/share", False),
+    ("/srv/shared", "ro", "/srv/shared/token", False),
+])
+def test_a_file_secret_another_server_can_write_is_refused(source: str, mode: str, secret: str, refused: bool) -> None:
+    """The engine reads a file secret as root, following links: one inside any server's writable mount is not handed over."""
+    spec = {"version": 1, "project": "acme", "secrets": {"t": {"provider": "file", "ref": secret}},
+            "servers": {"writer": {"image": IMAGE, "command": ["/srv"], "mounts": [{"from": source, "to": "/data", "mode": mode}]},
+                        "reader": {"image": IMAGE, "command": ["/srv"], "secrets": [{"use": "t", "as": {"file": "/run/secrets/t"}}]}}}
+    found = [r for r in _build(dump(spec)).results if r.code == "TG001" and "a server of this spec can write" in r.message]
+    assert bool(found) == refused, [r.message for r in found]

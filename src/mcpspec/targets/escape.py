@@ -12,8 +12,6 @@ import re
 _SHELL_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+\Z")  # \Z: "$" would also match before a final newline
 _UNIT_PATH_SAFE = re.compile(r"^/[A-Za-z0-9_@+=,./-]*\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_ENV_ARG = str.maketrans({"\\": "\\\\", '"': '\\"', "%": "%%", **{chr(c): f"\\x{c:02x}" for c in (*range(0x20), 0x7F)}})
-_ARG = {**_ENV_ARG, ord("$"): "$$"}
 
 
 class Unrepresentable(ValueError):
@@ -59,7 +57,16 @@ def unit_arg(value: str, variables: bool = True) -> str:
     """
     if "\x00" in value:
         raise Unrepresentable("a NUL byte cannot appear in a command line")
-    return '"' + value.translate(_ARG if variables else _ENV_ARG) + '"'
+    # Each character is replaced on its own: the backslash is doubled first, as the later
+    # passes add backslashes of their own (which must stay single); no pass adds what another replaces.
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    if variables:
+        escaped = escaped.replace("$", "$$")
+    return '"' + _CONTROL.sub(_hex_escape, escaped) + '"'
+
+
+def _hex_escape(control: re.Match[str]) -> str:
+    return f"\\x{ord(control.group()):02x}"
 
 
 def unit_env(name: str, value: str) -> str:

@@ -12,6 +12,7 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.common import header
 from mcpspec.targets.compose.service import delivered, has_proxy, names, networks, proxy_service, secret_declaration, service
+from mcpspec.targets.yamlout import dump_all
 
 
 def compose_file(plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> str:
@@ -32,7 +33,7 @@ def compose_file(plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOp
     if secrets:
         document["secrets"] = secrets
     document["x-podman"] = {"in_pod": False}
-    text = yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=False, width=2**16)
+    text = dump_all([document], yaml.SafeDumper)
     return "\n".join(header(plan, "a compose file (docker compose, podman-compose)")) + "\n" + text
 
 

@@ -59,12 +59,20 @@ def _direct_gaps(sandbox: EffectiveSandbox, overrides: Overrides) -> None:
 
 def _under_writable(plan: Plan, path: str) -> bool:
     """Whether a server that runs here mounts ``path``, or a directory above it, writable from the host."""
-    for sandbox in plan.servers.values():
-        if not sandbox.runs_here:
-            continue
-        for mount in sandbox.mounts:
-            if mount.kind == "host" and mount.writable:
-                top = mount.source.rstrip("/")
-                if path == top or path.startswith(top + "/") or top == "":
-                    return True
-    return False
+    tops = _writable_tops(plan)
+    if "" in tops or path in tops:
+        return True
+    return any(path[:index] in tops for index, char in enumerate(path) if char == "/")  # path starts with top + "/"
+
+
+def _writable_tops(plan: Plan) -> frozenset[str]:
+    """The host sources (without a final /) that the servers that run here mount writable; made
+    once per plan, as every server's file secrets are checked against every server's mounts."""
+    tops = plan.derived.get("compose_writable_tops")
+    if not isinstance(tops, frozenset):
+        tops = plan.derived["compose_writable_tops"] = frozenset(
+            mount.source.rstrip("/")
+            for sandbox in plan.servers.values() if sandbox.runs_here
+            for mount in sandbox.mounts if mount.kind == "host" and mount.writable
+        )
+    return tops

@@ -10,6 +10,7 @@ import yaml
 from mcpspec.ir.plan import Plan
 from mcpspec.targets.common import header
 from mcpspec.targets.k8s.names import namespace
+from mcpspec.targets.yamlout import dump_all
 
 
 class _Dumper(yaml.SafeDumper):
@@ -33,7 +34,7 @@ def dump(plan: Plan, what: str, documents: Sequence[dict[str, Any]]) -> str:
     """A multi-document YAML file of ``documents`` under the generated header; every namespaced
     object names the project's namespace (an overlay's ``namespace:`` replaces it)."""
     documents = [_in_namespace(doc, namespace(plan)) for doc in documents]
-    body = yaml.dump_all(list(documents), Dumper=_Dumper, sort_keys=False, explicit_start=True, allow_unicode=False, width=2**16)
+    body = dump_all(documents, _Dumper, explicit_start=True)
     return "\n".join(header(plan, what)) + "\n" + body
 
 

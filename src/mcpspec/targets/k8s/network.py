@@ -11,6 +11,7 @@ special-purpose ranges inside them carved out (``mcpspec.addresses``).
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -76,15 +77,26 @@ def ip_blocks(destination: Destination, denied: tuple[IPNetwork, ...] = ()) -> l
     """The ipBlock of one address entry: ranges no spec may reach and the spec's denied ones carved
     out, and the other special-purpose ranges too unless the entry lies inside one (then it names it
     on purpose). Empty when the whole entry is refused."""
-    network = ipaddress.ip_network(destination.host, strict=False)
-    if any(_within(network, never) for never in (*NEVER_NETWORKS, *denied)):
+    carved = _carve(destination.host, denied)
+    if carved is None:
         return []
+    cidr, exceptions = carved
+    block: dict[str, Any] = {"cidr": cidr}
+    if exceptions:
+        block["except"] = list(exceptions)
+    return [block]
+
+
+@functools.lru_cache(maxsize=1024)
+def _carve(host: str, denied: tuple[IPNetwork, ...]) -> tuple[str, tuple[str, ...]] | None:
+    """(the entry's network, the ranges carved out of it), None when it is refused: a function of the
+    entry and the denied ranges only (the others are constants), computed once for the servers that share them."""
+    network = ipaddress.ip_network(host, strict=False)
+    if any(_within(network, never) for never in (*NEVER_NETWORKS, *denied)):
+        return None
     refused = () if any(_within(network, r) for r in REFUSED_NETWORKS) else REFUSED_NETWORKS
     carved = sorted({str(n) for n in (*NEVER_NETWORKS, *refused, *denied) if _within(n, network) and n != network})
-    block: dict[str, Any] = {"cidr": str(network)}
-    if carved:
-        block["except"] = carved
-    return [block]
+    return str(network), tuple(carved)
 
 
 def _within(inner: IPNetwork, outer: IPNetwork) -> bool:

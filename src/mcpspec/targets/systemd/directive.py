@@ -18,6 +18,7 @@ A value the escaping refuses raises :class:`Refused` at the spec path it came fr
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -187,7 +188,9 @@ def directive(key: str, *words: UnitValue) -> Directive:
     return Directive(key, " ".join(word.rendered() for word in words))
 
 
+@functools.lru_cache(maxsize=1024)
 def fixed(line: str) -> Directive:
-    """A constant setting of this target, ``Key=value`` (no spec value in it)."""
+    """A constant setting of this target, ``Key=value`` (no spec value in it). A unit's
+    constant lines repeat in every unit: each is checked once (a Directive is immutable)."""
     key, _, value = line.partition("=")
     return directive(key, Fixed(value))

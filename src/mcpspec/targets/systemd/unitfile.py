@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
@@ -16,8 +17,9 @@ __all__ = ["comments", "confinement", "describe", "embedded_python", "embedded_s
 _TEMPLATE_VALUE = re.compile(r"^[A-Za-z0-9_./:-]+\Z")
 
 
+@functools.lru_cache(maxsize=16)
 def package_text(name: str) -> str:
-    """A file shipped beside this module (the in-sandbox shim, the audit helper)."""
+    """A file shipped beside this module (the in-sandbox shim, the audit helper), read once."""
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
