@@ -207,8 +207,8 @@ def graph_file(
 
     Raises ``UsageError`` when the file cannot be read at all.
     """
-    from mcpspec.analysis.graph import build
     from mcpspec.report.graph.view_model import view
+    from mcpspec.rules.graph._common import graph_of
     from mcpspec.rules.pipeline import lint_plan
 
     chosen = settings if settings is not None else Settings()
@@ -219,7 +219,8 @@ def graph_file(
         results = lint_plan(plan, chosen.lint_options(errors.file))
         if not keep_nodes:
             plan.source.release_nodes()
-        return GraphOutcome(view(build(plan), results), FileLint(errors.file, results, plan.source.text))
+        # The graph the graph rules built for lint (built now when none of them ran).
+        return GraphOutcome(view(graph_of(plan), results), FileLint(errors.file, results, plan.source.text))
 
 
 def load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tuple[Plan | None, FileLint]:
