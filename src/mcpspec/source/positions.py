@@ -51,14 +51,26 @@ class Positions:
         start, end = self.marks[2 * number], self.marks[2 * number + 1]
         return Span((start >> _SHIFT) + 1, (start & _COLUMN) + 1, (end >> _SHIFT) + 1, (end & _COLUMN) + 1)
 
-    def child(self, number: int, segment: str | int) -> int | None:
-        """The number of the value under ``segment`` of the mapping or list ``number``, or None."""
-        children = self.children[number]
-        if isinstance(children, dict):
-            return children.get(segment) if isinstance(segment, str) else None
-        if isinstance(children, list) and isinstance(segment, int) and 0 <= segment < len(children):
-            return children[segment]
-        return None
+    def locate(self, path: tuple[str | int, ...]) -> tuple[int, int | None, int]:
+        """How many segments of ``path`` exist from the root, and the numbers of the key (None for
+        the root and list items) and the value the last of them leads to."""
+        children = self.children
+        key: int | None = None
+        value = 0
+        found = 0
+        for segment in path:
+            kids = children[value]
+            if type(kids) is dict:
+                step = kids.get(segment) if type(segment) is str else None
+                if step is None:
+                    break
+                key, value = step - 1, step
+            elif type(kids) is list and type(segment) is int and 0 <= segment < len(kids):
+                key, value = None, kids[segment]
+            else:
+                break
+            found += 1
+        return found, key, value
 
     def is_scalar(self, number: int) -> bool:
         return self.children[number] is None

@@ -54,7 +54,7 @@ class SourceMap:
     _comments: list[Comment] | None = field(default=None, repr=False)
 
     def __contains__(self, path: SpecPath) -> bool:
-        return len(self._walk(path)[1]) == len(path) + 1
+        return self._walk(path)[1]
 
     def value_span(self, path: SpecPath) -> Span:
         """The span of the value at ``path``, or of its nearest present ancestor."""
@@ -73,9 +73,8 @@ class SourceMap:
         return span
 
     def _anchor_span(self, path: SpecPath) -> Span:
-        positions, trail = self._walk(path)
-        key, value = trail[-1]
-        if len(trail) == len(path) + 1 and value is not None and positions.is_scalar(value):
+        positions, found_all, key, value = self._walk(path)
+        if found_all and value is not None and positions.is_scalar(value):
             return positions.span(value)
         if key is not None:
             return positions.span(key)
@@ -122,31 +121,23 @@ class SourceMap:
         return found
 
     def _nearest(self, path: SpecPath, prefer_key: bool) -> Span:
-        positions, trail = self._walk(path)
-        found_all = len(trail) == len(path) + 1
-        key, value = trail[-1]
+        positions, found_all, key, value = self._walk(path)
         if key is not None and (prefer_key or not found_all):
             return positions.span(key)
         if value is not None:
             return positions.span(value)
         return FILE_START
 
-    def _walk(self, path: SpecPath) -> tuple[Positions, list[tuple[int | None, int | None]]]:
-        """(key node, value node), by number, for the root and each segment of ``path`` that exists."""
-        positions = self.positions
+    def _walk(self, path: SpecPath) -> tuple[Positions, bool, int | None, int | None]:
+        """Whether all of ``path`` exists, and the numbers of the key and value nodes of its
+        last segment that does (the root: no key, the value 0; no key for a list item)."""
         if self._released:
             raise RuntimeError(f"{self.file}: positions were asked for after the node graph was released")
+        positions = self.positions
         if not positions:
-            return positions, [(None, None)]
-        trail: list[tuple[int | None, int | None]] = [(None, 0)]
-        node = 0
-        for segment in path:
-            found = positions.child(node, segment)
-            if found is None:
-                break
-            trail.append((None if isinstance(segment, int) else found - 1, found))
-            node = found
-        return positions, trail
+            return positions, not path, None, None
+        found, key, value = positions.locate(path)
+        return positions, found == len(path), key, value
 
 
 def node_span(node: Node) -> Span:

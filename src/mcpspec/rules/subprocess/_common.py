@@ -19,7 +19,9 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 def program_name(word: str) -> str:
     """``/usr/bin/bash`` -> ``bash``; ``PowerShell.exe`` -> ``powershell``."""
-    base = re.split(r"[/\\]", word)[-1].lower()
+    base = word.rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
+    if "." not in base:
+        return base
     for suffix in (".exe", ".cmd", ".bat"):
         base = base.removesuffix(suffix)
     return base
