@@ -31,7 +31,6 @@ as such. (Telling squid ``::ffff:0:0/96``, or a range that contains it such as
 
 from __future__ import annotations
 
-import functools
 import ipaddress
 from dataclasses import dataclass
 from typing import Literal
@@ -142,13 +141,10 @@ def squid_form(networks: tuple[IPNetwork, ...]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-# The rules compare the same few networks (each entry's, parsed once, against fixed lists) over and over.
-@functools.lru_cache(maxsize=8192)
 def networks_overlap(a: IPNetwork, b: IPNetwork) -> bool:
     return a.version == b.version and a.overlaps(b)
 
 
-@functools.lru_cache(maxsize=8192)
 def subnet_of(inner: IPNetwork, outer: IPNetwork) -> bool:
     """Whether every address of ``inner`` is in ``outer`` (never across IP versions)."""
     return inner.version == outer.version and inner.subnet_of(outer)  # type: ignore[arg-type]
