@@ -8,6 +8,7 @@ from typing import Literal
 
 from mcpspec.diagnostics import Diagnostic, Span, SpecPath
 from mcpspec.ir.plan import Plan
+from mcpspec.perf import quick_init
 from mcpspec.redact import redact
 from mcpspec.rules.base import Rule
 
@@ -16,6 +17,7 @@ Level = Literal["error", "critical", "high", "medium", "low", "info"]
 LEVELS: tuple[Level, ...] = ("error", "critical", "high", "medium", "low", "info")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class RelatedLocation:
     span: Span
@@ -23,6 +25,7 @@ class RelatedLocation:
     note: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Suppression:
     """Why a result does not count: an inline comment, a waiver or the baseline."""
@@ -31,6 +34,7 @@ class Suppression:
     justification: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Result:
     """One positioned finding of one rule (or one spec error) in one file."""

@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from yaml.nodes import Node
 
 from mcpspec.diagnostics import FILE_START, Span, SpecPath
+from mcpspec.perf import quick_init
 from mcpspec.source.positions import Positions
 
 _COMMENT_START = re.compile(r"(?:^|(?<=[ \t]))#")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Comment:
     """A YAML comment: where its ``#`` stands (1-based) and its text after the ``#``."""

@@ -11,6 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mcpspec.perf import quick_init
+
 NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$"
 ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
@@ -131,6 +133,7 @@ def _check_path_text(value: str) -> None:
         raise ValueError(f"path {value!r} contains a control character (newline, tab or NUL)")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Destination:
     """One parsed egress entry.
