@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.perf import quick_init
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "cmd", "powershell", "pwsh"})
 ESCALATORS = frozenset({"sudo", "doas", "su", "pkexec", "runas"})
@@ -87,6 +88,7 @@ def script_commands(script: str) -> list[tuple[str, ...]]:
     return [command for command in commands if any(command)]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One simple command a server's launch runs, and where each of its words is written."""
