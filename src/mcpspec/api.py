@@ -202,8 +202,8 @@ def graph_file(
 ) -> GraphOutcome:
     """The trust graph of one file, coloured by the findings lint reports with the same settings.
 
-    ``keep_nodes=False`` releases the plan's YAML node graph once the findings are positioned
-    (a third of the memory at 10,000 servers); the plan's source then answers no position.
+    ``keep_nodes=False`` releases the positions of the plan's YAML nodes once the findings are
+    positioned (tens of MB at 10,000 servers); the plan's source then answers no position.
 
     Raises ``UsageError`` when the file cannot be read at all.
     """

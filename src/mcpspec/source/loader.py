@@ -1,9 +1,11 @@
-"""Parse a spec file once with libyaml's composer and keep every position.
+"""Parse a spec file once with libyaml and keep every position.
 
 Why not ruamel.yaml's round-trip loader: on a 1,000-server file it takes about
 2 s where libyaml's C composer takes 0.1 s, and the performance targets allow
-lint at most 5x the composer. The composed node graph carries start and end
-marks for every key and value, which is all a SourceMap needs; comments are
+lint at most 4x the composer. A plain file is read from libyaml's events
+(:mod:`mcpspec.source.events`); any other is composed, and the node graph
+gives the errors. Both keep the start and end marks of every key and value
+(:mod:`mcpspec.source.positions`), which is all a SourceMap needs; comments are
 recovered from the text with scalar spans masked (see SourceMap.comments).
 Nothing here constructs Python objects from tags: only plain YAML scalars,
 mappings and sequences become data, so ``!!python/...`` is never executed.

@@ -83,7 +83,7 @@ class SourceMap:
         return positions.span(value) if value is not None else FILE_START
 
     def release_nodes(self) -> None:
-        """Drop the nodes' positions (about 40 MB at 10,000 servers) once every position a
+        """Drop the nodes' positions (tens of MB at 10,000 servers) once every position a
         command needs has been taken; asking for a position afterwards is a bug and raises."""
         self.positions = Positions()
         self.hash_scalars = []
