@@ -161,8 +161,10 @@ def lint(
         except OSError as exc:
             _usage(f"cannot write {outputs[position]}: {exc.strerror or exc}")
     if on_stdout in (None, "text"):
-        shown = text.statistics(run.report) if statistics else text.findings(run.report, colour) if on_stdout == "text" else ""
-        sys.stdout.write(shown if quiet else shown + text.summary(run.report) + "\n")
+        shown = [text.statistics(run.report)] if statistics else text.finding_texts(run.report, colour) if on_stdout == "text" else []
+        sys.stdout.writelines(shown)
+        if not quiet:
+            sys.stdout.write(text.summary(run.report) + "\n")
     else:
         sys.stdout.write(renderers[-1](run.report, colour))
     raise typer.Exit(EXIT_FINDINGS if run.failed and not exit_zero else EXIT_CLEAN)

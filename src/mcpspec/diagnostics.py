@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from mcpspec.perf import quick_init
+
 PathSegment = str | int
 SpecPath = tuple[PathSegment, ...]
 
@@ -12,6 +14,7 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _PATH_TOKEN = re.compile(r'\.?([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]')
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Span:
     """A region of a source file; lines and columns are 1-based, the end is exclusive."""
@@ -25,6 +28,7 @@ class Span:
 FILE_START = Span(1, 1, 1, 1)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
     """One problem found in a file, at a place, with a stable code."""

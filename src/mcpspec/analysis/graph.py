@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import AGENT_TOKEN, EffectiveMount, EffectiveSandbox, Plan
+from mcpspec.perf import quick_init
 from mcpspec.rules import facts
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 INTERNET = "dest:internet"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Node:
     id: str
@@ -48,6 +50,7 @@ class Node:
     path: SpecPath
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Edge:
     source: str
@@ -56,6 +59,7 @@ class Edge:
     path: SpecPath
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Hop:
     """One step of a flow: a node and the spec place that makes the step possible."""
@@ -65,6 +69,7 @@ class Hop:
     note: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class MountRef:
     """A server's mount of one host path (workspace templates instantiated per agent)."""
@@ -75,6 +80,7 @@ class MountRef:
     path: SpecPath
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Implied:
     """An effect a server has whatever its tools declare: the hop that gives it, and where the spec says so."""

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mcpspec.diagnostics import SpecPath
+from mcpspec.perf import quick_init
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.models import (
     Approvals,
@@ -38,6 +39,7 @@ RUN_TOKEN = "{run_id}"
 HOME = "~"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class HostPath:
     """A host path: absolute, or relative to the invoking user's home (``in_home``).
@@ -63,6 +65,7 @@ def host_path(normalized: str) -> HostPath:
     return HostPath(normalized, False)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EffectiveMount:
     """A mount as a target must create it.
@@ -111,6 +114,7 @@ class EffectiveMount:
 # --- server sections: every field final, ``None`` only where it means something ---
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Identity:
     """Who the server's process is inside the sandbox."""
@@ -119,6 +123,7 @@ class Identity:
     gid: int
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Resources:
     """Resource limits; ``None`` means unlimited (the spec wrote ``null``)."""
@@ -128,6 +133,7 @@ class Resources:
     pids: int | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EnvPlan:
     """The environment: host variables passed through, and literal values."""
@@ -136,6 +142,7 @@ class EnvPlan:
     set: Mapping[str, str]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EgressPolicy:
     """Where the server may connect; entries parsed, presets (``@metadata``) expanded.
@@ -168,6 +175,7 @@ class EgressPolicy:
         return at[position] if at else position
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class InstallPolicy:
     """Run-time package installation; ``cache`` None: no cache location given."""
@@ -178,6 +186,7 @@ class InstallPolicy:
     cache: str | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BackgroundPolicy:
     """Background jobs; ``None`` limits mean unbounded."""
@@ -187,6 +196,7 @@ class BackgroundPolicy:
     max_runtime: float | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class ProcessPolicy:
     """What the server may spawn. ``allow`` None: no process policy (anything);
@@ -200,12 +210,14 @@ class ProcessPolicy:
     max_runtime: float | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PausePolicy:
     allowed: bool
     max_paused: float | None  # seconds; None: no limit
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TeardownPolicy:
     kill_processes: bool
@@ -214,6 +226,7 @@ class TeardownPolicy:
     copy_out: Literal["artifacts", "none"]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LifecyclePolicy:
     """How long a sandbox lives. Durations in seconds; ``None`` means no limit
@@ -228,6 +241,7 @@ class LifecyclePolicy:
     teardown: TeardownPolicy
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LogSink:
     """Where audit lines go: ``stderr``, ``journal`` or a ``file`` at ``path``."""
@@ -239,6 +253,7 @@ class LogSink:
         return str(self.path) if self.path is not None else self.kind
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LoggingPolicy:
     audit: bool
@@ -249,6 +264,7 @@ class LoggingPolicy:
     sink: LogSink
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallLimits:
     """Limits on tool calls; ``None`` means no limit."""
@@ -257,6 +273,7 @@ class CallLimits:
     call_timeout: float | None
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SecretGrant:
     """A secret handed to one server, and the one form it takes inside."""
@@ -274,6 +291,7 @@ class SecretGrant:
 
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class EffectiveSandbox:
     """Everything one server gets, resolved."""
@@ -333,6 +351,7 @@ class EffectiveSandbox:
         return self.placement != "external"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class LockState:
     """What lint knows of the lock beside a spec: the servers it pins, or that there is none."""
@@ -342,6 +361,7 @@ class LockState:
     tools: Mapping[str, frozenset[str]] = field(default_factory=dict)  # server -> the tool names the lock pins
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Plan:
     """The resolved spec of one file."""

@@ -15,6 +15,7 @@ from typing import Literal
 
 from mcpspec.diagnostics import Span, SpecPath
 from mcpspec.ir.plan import Plan
+from mcpspec.perf import quick_init
 
 Severity = Literal["critical", "high", "medium", "low", "info"]
 SEVERITIES: tuple[Severity, ...] = ("critical", "high", "medium", "low", "info")
@@ -41,6 +42,7 @@ RULE_ID = re.compile(r"^(?P<category>[A-Z]{2})\d{3}$")
 SLUG = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Related:
     """Another place a finding involves, with a note on its part in it."""
@@ -49,6 +51,7 @@ class Related:
     note: str
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Finding:
     """What a rule reports: a logical path, a message, and related places."""

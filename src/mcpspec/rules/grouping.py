@@ -14,6 +14,7 @@ from typing import TypeVar
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.perf import quick_init
 from mcpspec.rules.base import Finding, Related
 
 K = TypeVar("K", bound=Hashable)
@@ -91,6 +92,7 @@ def who(servers: Iterable[EffectiveSandbox], joined: Joiner) -> str:
 # --- findings merged across servers ---
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Draft:
     """A finding about one server, before findings at the same place are merged.

@@ -1,9 +1,11 @@
-"""Parse a spec file once with libyaml's composer and keep every position.
+"""Parse a spec file once with libyaml and keep every position.
 
 Why not ruamel.yaml's round-trip loader: on a 1,000-server file it takes about
 2 s where libyaml's C composer takes 0.1 s, and the performance targets allow
-lint at most 5x the composer. The composed node graph carries start and end
-marks for every key and value, which is all a SourceMap needs; comments are
+lint at most 4x the composer. A plain file is read from libyaml's events
+(:mod:`mcpspec.source.events`); any other is composed, and the node graph
+gives the errors. Both keep the start and end marks of every key and value
+(:mod:`mcpspec.source.positions`), which is all a SourceMap needs; comments are
 recovered from the text with scalar spans masked (see SourceMap.comments).
 Nothing here constructs Python objects from tags: only plain YAML scalars,
 mappings and sequences become data, so ``!!python/...`` is never executed.
@@ -23,6 +25,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from mcpspec.diagnostics import FILE_START, Diagnostic, Span, SpecError
 from mcpspec.perf import gc_paused
+from mcpspec.source.events import build_from_events
+from mcpspec.source.positions import Positions
 from mcpspec.source.sourcemap import SourceMap, node_span
 
 MAX_FILE_BYTES = 16 * 1024 * 1024
@@ -116,6 +120,11 @@ def parse_text(text: str, name: str = "<string>") -> tuple[Any, SourceMap]:
 
 
 def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
+    builder = _Builder(name)
+    fast = build_from_events(text, _Loader, builder.event_scalar, _IMPLICIT_FIRST, MAX_DEPTH, MAX_EXPANDED_NODES)
+    if fast is not None:
+        data, positions, hash_scalars = fast
+        return data, SourceMap(file=name, text=text, positions=positions, hash_scalars=hash_scalars)
     try:
         documents = yaml.compose_all(text, Loader=cast(Any, _Loader))
         root = next(documents, None)
@@ -132,20 +141,24 @@ def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
         raise SpecError([_diag(name, FILE_START, "YM008", "file is empty; a spec needs at least 'version' and 'servers'")])
     if "&" in text:  # only anchors make aliases, and only aliases can expand
         _check_expansion(root, name)
-    builder = _Builder(name)
     data = builder.build(root, 0)
-    return data, SourceMap(file=name, text=text, root=root, hash_scalars=builder.hash_scalars)
+    # Only the positions are kept: the node graph goes now (see mcpspec.source.positions).
+    return data, SourceMap(file=name, text=text, positions=builder.positions, hash_scalars=builder.hash_scalars)
 
 
 class _Builder:
-    """Turns a composed node graph into plain data, refusing what a spec must not hold."""
+    """Turns a composed node graph into plain data, refusing what a spec must not hold.
+
+    It numbers the nodes and keeps their positions as it goes (see :mod:`mcpspec.source.positions`).
+    """
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.expanded = 0
         self.constructor = SafeConstructor()
-        # Scalars holding a '#', which the comment finder must not mistake for comments.
-        self.hash_scalars: list[ScalarNode] = []
+        # The spans of scalars holding a '#', which the comment finder must not mistake for comments.
+        self.hash_scalars: list[Span] = []
+        self.positions = Positions()
 
     def fail(self, node: Node, code: str, message: str) -> SpecError:
         return SpecError([_diag(self.name, node_span(node), code, message)])
@@ -157,40 +170,54 @@ class _Builder:
         if depth > MAX_DEPTH:
             raise self.fail(node, "YM006", f"nesting is deeper than {MAX_DEPTH} levels")
         if isinstance(node, ScalarNode):
+            self.positions.add(node)
             return self.scalar(node)
         if isinstance(node, MappingNode):
             return self.mapping(node, depth)
         if isinstance(node, SequenceNode):
             if node.tag != _SEQ:
                 raise self.fail(node, "YM004", f"unsupported tag {_short_tag(node.tag)}; specs use plain YAML lists")
-            return [self.build(item, depth + 1) for item in node.value]
+            return self.sequence(node, depth)
         raise self.fail(node, "YM001", "unsupported YAML node")  # pragma: no cover
+
+    def sequence(self, node: SequenceNode, depth: int) -> list[Any]:
+        numbers: list[int] = []
+        positions = self.positions
+        positions.add(node, numbers)
+        result = []
+        for item in node.value:
+            numbers.append(len(positions))
+            result.append(self.build(item, depth + 1))
+        return result
 
     def mapping(self, node: MappingNode, depth: int) -> dict[str, Any]:
         if node.tag != _MAP:
             raise self.fail(node, "YM004", f"unsupported tag {_short_tag(node.tag)}; specs use plain YAML mappings")
         result: dict[str, Any] = {}
-        first_lines: dict[str, int] = {}
+        numbers: dict[str, int] = {}
+        positions = self.positions
+        positions.add(node, numbers)
         for key_node, value_node in node.value:
             if not isinstance(key_node, ScalarNode):
                 raise self.fail(key_node, "YM001", "mapping keys must be plain strings")
             key = key_node.value
             if "#" in key:
-                self.hash_scalars.append(key_node)
+                self.hash_scalars.append(node_span(key_node))
             if key_node.tag == _PLAIN and key == "<<":
                 raise self.fail(key_node, "YM004", "merge keys ('<<') are not supported; put shared settings under 'defaults'")
             if key_node.tag != _PLAIN and key_node.tag not in _SCALAR_TAGS:
                 raise self.fail(key_node, "YM004", f"unsupported tag {_short_tag(key_node.tag)} on a key")
             if key in result:
-                raise self.fail(key_node, "YM002", f"duplicate key {key!r} (first defined at line {first_lines[key]})")
-            first_lines[key] = key_node.start_mark.line + 1
+                first = positions.span(numbers[key] - 1).line
+                raise self.fail(key_node, "YM002", f"duplicate key {key!r} (first defined at line {first})")
+            numbers[key] = positions.add(key_node) + 1  # the value is numbered next
             result[key] = self.build(value_node, depth + 1)
         return result
 
     def scalar(self, node: ScalarNode) -> Any:
         tag = node.tag
         if "#" in node.value:
-            self.hash_scalars.append(node)
+            self.hash_scalars.append(node_span(node))
         if tag == _PLAIN:
             tag = _plain_tag(node.value)
         if tag == _STR:
@@ -199,7 +226,21 @@ class _Builder:
             raise self.fail(node, "YM004", f"unsupported tag {_short_tag(tag)}; mcpspec never constructs objects from tags")
         return self._typed(node, tag)
 
+    def event_scalar(self, value: str, start: Any, end: Any) -> Any:
+        """A plain scalar of the event path (mcpspec.source.events), typed as :meth:`scalar` types it;
+        raises ValueError where that reports an error."""
+        tag = _plain_tag(value)
+        if tag == _STR:
+            return value
+        return self._construct(ScalarNode(tag, value, start, end), tag)
+
     def _typed(self, node: ScalarNode, tag: str) -> Any:
+        try:
+            return self._construct(node, tag)
+        except (ValueError, TypeError, yaml.YAMLError):
+            raise self.fail(node, "YM001", f"cannot read {node.value!r} as {_short_tag(tag)}") from None
+
+    def _construct(self, node: ScalarNode, tag: str) -> Any:
         # YAML 1.1 reads 1:30 as the base-60 integer 90; nobody writing a spec means that.
         if tag in (_INT, _FLOAT) and ":" in node.value:
             return node.value
@@ -214,8 +255,8 @@ class _Builder:
                 return None
             stamp: datetime.date = self.constructor.construct_yaml_timestamp(node)
             return stamp
-        except (ValueError, TypeError, yaml.YAMLError):
-            raise self.fail(node, "YM001", f"cannot read {node.value!r} as {_short_tag(tag)}") from None
+        except TypeError as exc:
+            raise ValueError(str(exc)) from None
 
 
 def _plain_tag(value: str) -> str:

@@ -1,10 +1,8 @@
 """Where each logical path of a parsed file stands in its text.
 
-The map keeps the composed YAML node graph and walks it on demand: positions
-are needed only for the few places a diagnostic names, so nothing is indexed
-up front. Each mapping's key index is built the first time a lookup passes
-through it, which keeps repeated lookups (many findings in one big section)
-cheap too.
+The map keeps the positions of the composed YAML nodes (see
+:mod:`mcpspec.source.positions`; not the nodes themselves) and walks them on
+demand, remembering each anchor span it is asked for.
 """
 
 from __future__ import annotations
@@ -12,13 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import Node
 
 from mcpspec.diagnostics import FILE_START, Span, SpecPath
+from mcpspec.perf import quick_init
+from mcpspec.source.positions import Positions
 
 _COMMENT_START = re.compile(r"(?:^|(?<=[ \t]))#")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Comment:
     """A YAML comment: where its ``#`` stands (1-based) and its text after the ``#``."""
@@ -45,10 +46,9 @@ class SourceMap:
 
     file: str
     text: str
-    root: Node | None = None
-    # Scalars whose text holds a '#' (the loader finds them while building the data).
-    hash_scalars: list[ScalarNode] = field(default_factory=list, repr=False)
-    _keys: dict[int, dict[str, tuple[Node, Node]]] = field(default_factory=dict, repr=False)
+    positions: Positions = field(default_factory=Positions, repr=False)
+    # The spans of the scalars whose text holds a '#' (the loader finds them while building the data).
+    hash_scalars: list[Span] = field(default_factory=list, repr=False)
     # anchor_span's answers: lint of 10,000 servers asks for about 285,000 paths, 125,000 distinct.
     _anchors: dict[SpecPath, Span] = field(default_factory=dict, repr=False)
     _released: bool = field(default=False, repr=False)
@@ -56,7 +56,7 @@ class SourceMap:
     _comments: list[Comment] | None = field(default=None, repr=False)
 
     def __contains__(self, path: SpecPath) -> bool:
-        return len(self._walk(path)) == len(path) + 1
+        return self._walk(path)[1]
 
     def value_span(self, path: SpecPath) -> Span:
         """The span of the value at ``path``, or of its nearest present ancestor."""
@@ -75,20 +75,18 @@ class SourceMap:
         return span
 
     def _anchor_span(self, path: SpecPath) -> Span:
-        trail = self._walk(path)
-        key_node, value_node = trail[-1]
-        if len(trail) == len(path) + 1 and isinstance(value_node, ScalarNode):
-            return node_span(value_node)
-        if key_node is not None:
-            return node_span(key_node)
-        return node_span(value_node) if value_node is not None else FILE_START
+        positions, found_all, key, value = self._walk(path)
+        if found_all and value is not None and positions.is_scalar(value):
+            return positions.span(value)
+        if key is not None:
+            return positions.span(key)
+        return positions.span(value) if value is not None else FILE_START
 
     def release_nodes(self) -> None:
-        """Drop the composed node graph (about 320 MB at 10,000 servers) once every position a
+        """Drop the nodes' positions (tens of MB at 10,000 servers) once every position a
         command needs has been taken; asking for a position afterwards is a bug and raises."""
-        self.root = None
+        self.positions = Positions()
         self.hash_scalars = []
-        self._keys.clear()
         self._anchors.clear()
         self._released = True
 
@@ -112,7 +110,7 @@ class SourceMap:
     def _find_comments(self) -> list[Comment]:
         if self._released:  # the scalars holding a '#' went with the nodes
             raise RuntimeError(f"{self.file}: comments were asked for after the node graph was released")
-        masked = [node_span(node) for node in self.hash_scalars]
+        masked = self.hash_scalars
         found: list[Comment] = []
         for index, line in enumerate(self.text.splitlines(), start=1):
             if "#" not in line:
@@ -125,39 +123,24 @@ class SourceMap:
         return found
 
     def _nearest(self, path: SpecPath, prefer_key: bool) -> Span:
-        trail = self._walk(path)
-        found_all = len(trail) == len(path) + 1
-        key_node, value_node = trail[-1]
-        if key_node is not None and (prefer_key or not found_all):
-            return node_span(key_node)
-        if value_node is not None:
-            return node_span(value_node)
+        positions, found_all, key, value = self._walk(path)
+        if key is not None and (prefer_key or not found_all):
+            return positions.span(key)
+        if value is not None:
+            return positions.span(value)
         return FILE_START
 
-    def _walk(self, path: SpecPath) -> list[tuple[Node | None, Node | None]]:
-        """(key node, value node) for the root and each segment of ``path`` that exists."""
+    def _walk(self, path: SpecPath) -> tuple[Positions, bool, int | None, int | None]:
+        """Whether all of ``path`` exists, and the numbers of the key and value nodes of its
+        last segment that does (the root: no key, the value 0; no key for a list item)."""
         if self._released:
             raise RuntimeError(f"{self.file}: positions were asked for after the node graph was released")
-        trail: list[tuple[Node | None, Node | None]] = [(None, self.root)]
-        node = self.root
-        for segment in path:
-            step: tuple[Node | None, Node | None] | None = None
-            if isinstance(node, MappingNode) and isinstance(segment, str):
-                step = self._mapping_index(node).get(segment)
-            elif isinstance(node, SequenceNode) and isinstance(segment, int) and 0 <= segment < len(node.value):
-                step = (None, node.value[segment])
-            if step is None:
-                break
-            trail.append(step)
-            node = step[1]
-        return trail
+        positions = self.positions
+        if not positions:
+            return positions, not path, None, None
+        found, key, value = positions.locate(path)
+        return positions, found == len(path), key, value
 
-    def _mapping_index(self, node: MappingNode) -> dict[str, tuple[Node, Node]]:
-        index = self._keys.get(id(node))
-        if index is None:
-            index = {key.value: (key, value) for key, value in node.value if isinstance(key, ScalarNode)}
-            self._keys[id(node)] = index
-        return index
 
 def node_span(node: Node) -> Span:
     """A node's span, 1-based, end exclusive."""

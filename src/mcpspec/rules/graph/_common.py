@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from mcpspec.analysis.graph import Implied, MountRef, TrustGraph, build
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
-from mcpspec.perf import gc_paused
+from mcpspec.perf import gc_paused, quick_init
 from mcpspec.rules import facts
 from mcpspec.rules.base import Related
 from mcpspec.spec.models import Tool
@@ -34,6 +34,7 @@ def graph_of(plan: Plan) -> TrustGraph:
 # --- tools of one agent ---
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AgentTool:
     server: EffectiveSandbox
@@ -83,6 +84,7 @@ def ungated(plan: Plan, item: AgentTool) -> bool:
 # --- servers and what they hold ---
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Evidence:
     """Why a server matters to a rule: a phrase for the chain, and the place that says so."""

@@ -69,6 +69,7 @@ from dataclasses import dataclass
 from mcpspec.analysis.graph import MountRef, TrustGraph
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.perf import quick_init
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.graph._common import chain, graph_of, mount_of, related_hops
@@ -77,6 +78,7 @@ from mcpspec.rules.grouping import SHOWN, quoted
 HOOK_DIRS = ("hooks", ".githooks", ".husky")
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Use:
     """A consumer's mount of a written path, and what makes the consumer run what is there."""

@@ -74,12 +74,14 @@ from dataclasses import dataclass
 from mcpspec.analysis.graph import Hop, ReaderIndex, nearest_flow
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.perf import quick_init
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.graph._common import Evidence, chain, graph_of, open_egress, related_hops, sensitivity
 from mcpspec.rules.grouping import SHOWN, listing
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reach:
     """Where a server may send: anywhere, or its allow entries (text -> spec path)."""

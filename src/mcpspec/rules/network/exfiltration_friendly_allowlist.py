@@ -54,6 +54,7 @@ servers:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
@@ -145,6 +146,7 @@ def public_suffix(domain: str) -> bool:
     return len(labels) == 2 and labels[0] in PUBLIC_SECOND_LEVEL and len(labels[1]) == 2
 
 
+@functools.lru_cache(maxsize=1024)  # the same CIDR entries recur across servers
 def wide_public(entry: Destination) -> str:
     network = entry_network(entry)
     if network.prefixlen >= WIDEST_PUBLIC[network.version]:

@@ -63,14 +63,17 @@ or, when the server must reach the open web:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.presets import METADATA, doc_section
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
+from mcpspec.rules.facts import IPNetwork
 from mcpspec.rules.grouping import Draft, listing, merged
 from mcpspec.rules.network._common import deny_covers_host, deny_covers_network, entry_network, host_matches
+from mcpspec.spec.values import Destination
 
 # The @metadata preset is exactly what this rule checks: `deny: ["@metadata"]` answers it.
 NAMEABLE_HOSTS = METADATA.hosts
@@ -125,14 +128,20 @@ def fix(server: EffectiveSandbox, addresses: Sequence[str]) -> str:
     return "set egress.via: proxy: names in egress.deny are refused only through the proxy"
 
 
+@functools.lru_cache(maxsize=1024)
+def _metadata_overlapped(entry: Destination) -> tuple[IPNetwork, ...]:
+    """The metadata networks a CIDR entry overlaps, in order: a fact of the entry alone, and the
+    same entries recur across servers."""
+    network = entry_network(entry)
+    return tuple(net for net in METADATA.networks if facts.networks_overlap(network, net))
+
+
 def allowed_metadata(server: EffectiveSandbox) -> Iterator[Draft]:
     for path, text, entries in facts.written_entries(server, "allow"):
         hit: list[str] = []
         for entry in entries:
             if entry.kind == "cidr":
-                network = entry_network(entry)
-                hit += [str(net.network_address) for net in METADATA.networks
-                        if facts.networks_overlap(network, net) and not deny_covers_network(server, net)]
+                hit += [str(net.network_address) for net in _metadata_overlapped(entry) if not deny_covers_network(server, net)]
             else:
                 hit += [host for host in facts.METADATA_HOSTS if host_matches(entry, host) and not deny_covers_host(server, host)]
         hit = list(dict.fromkeys(hit))

@@ -57,6 +57,7 @@ servers:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
@@ -109,10 +110,15 @@ def reaches_private(server: EffectiveSandbox, entry: Destination) -> bool:
         if entry.kind == "domain" and host in facts.METADATA_HOSTS:
             return False
         return any(domain_under(host, suffix) for suffix in PRIVATE_SUFFIXES)
+    return _private_range(entry) and not deny_covers_network(server, entry_network(entry))
+
+
+@functools.lru_cache(maxsize=1024)
+def _private_range(entry: Destination) -> bool:
+    """Whether a CIDR entry overlaps a private range and is not inside one metadata address: a fact
+    of the entry alone, and the same entries recur across servers (asked 10,000 times at 10,000 servers)."""
     network = entry_network(entry)
-    if metadata_only(network) or deny_covers_network(server, network):
-        return False
-    return any(facts.networks_overlap(network, private) for private in PRIVATE.networks)
+    return not metadata_only(network) and any(facts.networks_overlap(network, private) for private in PRIVATE.networks)
 
 
 def metadata_only(network: IPNetwork) -> bool:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.perf import quick_init
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "cmd", "powershell", "pwsh"})
 ESCALATORS = frozenset({"sudo", "doas", "su", "pkexec", "runas"})
@@ -19,7 +20,9 @@ _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 def program_name(word: str) -> str:
     """``/usr/bin/bash`` -> ``bash``; ``PowerShell.exe`` -> ``powershell``."""
-    base = re.split(r"[/\\]", word)[-1].lower()
+    base = word.rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
+    if "." not in base:
+        return base
     for suffix in (".exe", ".cmd", ".bat"):
         base = base.removesuffix(suffix)
     return base
@@ -85,6 +88,7 @@ def script_commands(script: str) -> list[tuple[str, ...]]:
     return [command for command in commands if any(command)]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One simple command a server's launch runs, and where each of its words is written."""
