@@ -229,6 +229,39 @@ def test_a_rebuild_for_another_client_removes_the_first_clients_files_and_nothin
     assert (out / ".codex" / "config.toml").is_file()
 
 
+
+def test_a_build_never_writes_through_a_directory_that_is_a_link_out_of_the_output(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(SPEC.replace("approvals:\n  require: [deploy]\n", ""), encoding="utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mcp.json").write_text("theirs")
+    (out / ".vscode").symlink_to(elsewhere)
+    done = run_cli("build", str(spec), "--target", "client", "--client", "vscode", "--out", str(out))
+    assert done.returncode == 2 and "is a symbolic link" in done.stderr, done.stderr
+    assert (elsewhere / "mcp.json").read_text() == "theirs" and sorted(p.name for p in elsewhere.iterdir()) == ["mcp.json"]
+    assert not (out / MANIFEST).exists()
+
+
+def test_a_rebuild_reports_only_the_stale_files_it_removed(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(SPEC.replace("approvals:\n  require: [deploy]\n", ""), encoding="utf-8")
+    out = tmp_path / "out"
+    assert run_cli("build", str(spec), "--target", "client", "--client", "vscode", "--out", str(out)).returncode == 0
+    (out / "adir").mkdir()
+    (tmp_path / "outside.json").write_text("keep")
+    (out / "link.json").symlink_to(tmp_path / "outside.json")
+    data = json.loads((out / MANIFEST).read_text())
+    data["files"] += ["adir", "link.json", "gone.json"]
+    (out / MANIFEST).write_text(json.dumps(data))
+    done = run_cli("build", str(spec), "--target", "client", "--client", "cursor", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "removed 1 stale" in done.stderr, done.stderr  # .vscode/mcp.json; not the directory, the link or a missing name
+    assert (out / "adir").is_dir() and (out / "link.json").is_symlink() and (tmp_path / "outside.json").read_text() == "keep"
+
+
 COMPOSE_SPEC = """\
 version: 1
 project: acme

@@ -55,6 +55,11 @@ def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
         raise OutputError(f"cannot create {out}: {exc.strerror}") from None
     stale = sorted(_previous_files(out) - set(build.files))
     written = []
+    removed = []
+    for name in build.files:
+        # A directory the build writes in (.vscode, compose) that is a link would take the file out of the output.
+        if "/" in name and (out / name).parent.is_symlink():
+            raise OutputError(f"nothing written to {out}: {(out / name).parent} is a symbolic link, and a build writes only inside its output")
     try:
         for name in sorted(build.files):
             if name == MANIFEST:
@@ -72,10 +77,11 @@ def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
                 continue
             if path.is_file() and not path.is_symlink():
                 path.unlink()
+                removed.append(name)
         write_atomically(out / MANIFEST, build.files[MANIFEST], 0o644)
     except OSError as exc:
         raise OutputError(f"cannot write in {out}: {exc.strerror or exc}") from None
-    return written, stale
+    return written, removed
 
 
 def _current(path: Path) -> tuple[str, int] | None:
