@@ -452,3 +452,34 @@ def test_a_catalog_server_started_by_a_runner_gets_the_pinned_install_and_no_dow
     assert servers["mem"]["package"]["version"] == "2025.1.1" and servers["mem"]["command"] == ["mcp-server-memory"]
     codes = {r.code for item in api.lint_files([out]).report.files for r in item.results}
     assert not codes & {"SP002", "SP009"}, codes
+
+
+def test_secrets_after_any_credential_flag_in_a_header_or_env_assignment_are_never_copied(tmp_path: Path) -> None:
+    import json
+
+    secrets = {f"S3CRETvalue{n:02d}" for n in range(6)}
+    args = ["-y", "@modelcontextprotocol/server-github", "--client-secret", "S3CRETvalue00", "--header=Authorization: Bearer S3CRETvalue01",
+            "--github-token", "S3CRETvalue02", "--auth-token=S3CRETvalue03", "--key", "S3CRETvalue04"]
+    config = {"mcpServers": {"gh": {"command": "npx", "args": args},
+                             "dock": {"command": "docker", "args": ["run", "-i", "--rm", "-e", "GITHUB_TOKEN=S3CRETvalue05", "ghcr.io/github/github-mcp-server"]}}}
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(json.dumps(config), encoding="utf-8")
+    code, out, err = _import_cli("--from", "auto", str(source), "-o", str(tmp_path / "out.yaml"))
+    assert code in (0, 1), err
+    text = (tmp_path / "out.yaml").read_text(encoding="utf-8") + out + err
+    assert not [secret for secret in secrets if secret in text], text
+
+
+def test_a_line_break_in_an_argument_starts_no_line_of_its_own_in_the_spec(tmp_path: Path) -> None:
+    import json
+
+    from ruamel.yaml import YAML
+
+    config = {"mcpServers": {"gh": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github", "--x", "1\nextends: pwned\n# hi"]}}}
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(json.dumps(config), encoding="utf-8")
+    code, _, err = _import_cli("--from", "auto", str(source), "-o", str(tmp_path / "out.yaml"))
+    assert code in (0, 1), err
+    text = (tmp_path / "out.yaml").read_text(encoding="utf-8")
+    assert "extends" not in YAML(typ="safe").load(text)
+    assert not [line for line in text.splitlines() if line.startswith(("extends", "# hi"))], text

@@ -57,12 +57,12 @@ class _Server:
             name = spec_name(f"{self.name}-{ref}", "secret")
         if name not in self.out.secrets:
             entry = CommentedMap([("provider", "env"), ("ref", ref), ("description", description)])
-            entry.yaml_add_eol_comment(f"REVIEW: {review}", "ref")
+            _eol(entry, f"REVIEW: {review}", "ref")
             if self.hit is not None and self.hit.secret_env == env_var:
                 if self.hit.scopes:
                     entry["scopes"] = CommentedSeq(self.hit.scopes)
                     entry["scopes"].fa.set_flow_style()
-                    entry.yaml_add_eol_comment("REVIEW: the least-privilege scopes the catalog suggests; issue a new credential with them", "scopes")
+                    _eol(entry, "REVIEW: the least-privilege scopes the catalog suggests; issue a new credential with them", "scopes")
                 if self.hit.ttl:
                     entry["ttl"] = self.hit.ttl
             self.out.secrets[name] = entry
@@ -99,7 +99,7 @@ class _Server:
         entry["description"] = description(self.config.client, source.name)
         entry["kind"] = hit.kind if hit else "other"
         entry["trust"] = "third-party"
-        entry.yaml_add_eol_comment("REVIEW: who wrote it; vetted or first-party loosens some rules", "trust")
+        _eol(entry, "REVIEW: who wrote it; vetted or first-party loosens some rules", "trust")
         if source.url and not source.command:
             self.remote(source.url)
         else:
@@ -111,14 +111,14 @@ class _Server:
     def remote(self, url: str) -> None:
         source, entry = self.source, self.entry
         entry["placement"] = "external"
-        entry.yaml_add_eol_comment("REVIEW: a remote server: mcpspec does not sandbox it, only records it", "placement")
+        _eol(entry, "REVIEW: a remote server: mcpspec does not sandbox it, only records it", "placement")
         transport = CommentedMap([("type", source.transport if source.transport in ("http", "sse") else "http")])
         cleaned = self.clean_url(url)
         if re.fullmatch(r"https?://\S+", cleaned):
             transport["url"] = cleaned
         else:
             transport["url"] = "https://todo.invalid/"
-            transport.yaml_add_eol_comment("TODO: the client's URL is not http(s)://...: set the server's URL", "url")
+            _eol(transport, "TODO: the client's URL is not http(s)://...: set the server's URL", "url")
         bearer = source.bearer_env is not None or any(key.lower() == "authorization" for key in source.headers)
         if bearer:
             transport["auth"] = CommentedMap([("type", "bearer")])
@@ -165,20 +165,20 @@ class _Server:
                 if installed and hit is not None and not _image_pinned(image):
                     image = f"{hit.package}:{hit.version}"
                     entry["image"] = image
-                    entry.yaml_add_eol_comment("REVIEW: the catalog's tag; pin it by digest (@sha256:...)", "image")
+                    _eol(entry, "REVIEW: the catalog's tag; pin it by digest (@sha256:...)", "image")
                 else:
                     entry["image"] = image
-                    entry.yaml_add_eol_comment("REVIEW: pin it by digest (@sha256:...)", "image")
+                    _eol(entry, "REVIEW: pin it by digest (@sha256:...)", "image")
         package = _package(program, source.command)
         if package is not None:
             if installed and hit is not None and "version" not in package and hit.version:
                 package["name"], package["version"] = hit.package, hit.version
                 entry["package"] = package
-                entry.yaml_add_eol_comment("REVIEW: pinned by the catalog (the client ran the newest release); upgrade deliberately", "package")
+                _eol(entry, "REVIEW: pinned by the catalog (the client ran the newest release); upgrade deliberately", "package")
             else:
                 entry["package"] = package
                 if "version" not in package:
-                    entry.yaml_add_eol_comment("REVIEW: pin a version", "package")
+                    _eol(entry, "REVIEW: pin a version", "package")
         if installed and hit is not None:
             # The runner would download the package at every start, which a sandbox with egress denied and
             # package installs off cannot do: start the pinned release's installed program instead.
@@ -191,10 +191,10 @@ class _Server:
         elif program in ("npx", "uvx", "bunx", "pnpx", "pipx") and not installed:
             notes.insert(0, f"REVIEW: {program} downloads the package at start; with egress denied, build an image with it")
         if notes:
-            entry.yaml_add_eol_comment("; ".join(notes), "command")
+            _eol(entry, "; ".join(notes), "command")
         if source.cwd is not None:
             entry["workdir"] = "/workspace/input"
-            entry.yaml_add_eol_comment(f"REVIEW: the client started it in {'a host directory' if source.cwd.startswith(('/', '~')) else source.cwd!r}", "workdir")
+            _eol(entry, f"REVIEW: the client started it in {'a host directory' if source.cwd.startswith(('/', '~')) else source.cwd!r}", "workdir")
         mounts = CommentedSeq()
         if installed and hit is not None:
             # The catalog knows what the installed program reads and writes: those dirs, and no others.
@@ -202,7 +202,7 @@ class _Server:
                 mount = CommentedMap([("from", origin), ("to", inside)])
                 mount.fa.set_flow_style()
                 mounts.append(mount)
-                mounts.yaml_add_eol_comment(f"{mode}: {why}", index)
+                _eol(mounts, f"{mode}: {why}", index)
             if mounts:
                 entry["mounts"] = mounts
         else:
@@ -211,14 +211,14 @@ class _Server:
                 mount.fa.set_flow_style()
                 mounts.append(mount)
             entry["mounts"] = mounts
-            entry.yaml_add_eol_comment("REVIEW: input is read-only; add workspace.output if the server writes", "mounts")
+            _eol(entry, "REVIEW: input is read-only; add workspace.output if the server writes", "mounts")
         egress = CommentedMap([("default", "deny"), ("allow", CommentedSeq(hit.egress if hit else [])), ("via", "proxy")])
         egress["allow"].fa.set_flow_style()
         entry["egress"] = egress
         if hit is not None and hit.egress:
-            entry.yaml_add_eol_comment("REVIEW: the destinations the catalog says the server needs; all else is denied", "egress")
+            _eol(entry, "REVIEW: the destinations the catalog says the server needs; all else is denied", "egress")
         else:
-            entry.yaml_add_eol_comment("REVIEW: denied; list the hosts (host:443) the server must reach", "egress")
+            _eol(entry, "REVIEW: denied; list the hosts (host:443) the server must reach", "egress")
 
     def arguments(self) -> tuple[CommentedSeq, list[str]]:
         """The command with literal secrets replaced by a pointer to their secret, and the
@@ -276,7 +276,7 @@ class _Server:
         secrets (the client sends them), not bound to a sandbox."""
         if self.bindings:
             names = ", ".join(sorted({binding["use"] for binding in self.bindings}))
-            self.entry.yaml_add_eol_comment(f"REVIEW: the client sends credential(s) {names} (see secrets)", "transport")
+            _eol(self.entry, f"REVIEW: the client sends credential(s) {names} (see secrets)", "transport")
 
     def env_file(self, value: str) -> None:
         base = Path(self.config.path).parent
@@ -288,7 +288,7 @@ class _Server:
             names = [line.split("=", 1)[0].removeprefix("export ").strip() for line in path.read_text(encoding="utf-8").splitlines() if "=" in line and not line.lstrip().startswith("#")]
         except (OSError, UnicodeDecodeError):
             self.note("IM006", (*self.source.pointer, "envFile"), f"the env file of server {self.source.name!r} was not read: list its variables as secrets by hand")
-            self.entry.yaml_add_eol_comment("TODO: the client also loaded an env file; add its variables as secrets", "description")
+            _eol(self.entry, "TODO: the client also loaded an env file; add its variables as secrets", "description")
             return
         for variable in names:
             if variable:
@@ -306,13 +306,13 @@ class _Server:
             if tool not in tools:
                 tools[tool] = CommentedMap([("effects", CommentedSeq()), ("approval", "always")])
                 tools[tool]["effects"].fa.set_flow_style()
-                tools[tool].yaml_add_eol_comment("REVIEW: effects unknown, so every call needs approval", "approval")
+                _eol(tools[tool], "REVIEW: effects unknown, so every call needs approval", "approval")
         for tool in approved & set(tools):
             tools[tool]["approval"] = "always"  # the client let it run unasked: ask until reviewed
         if tools:
             entry["tools"] = tools
         else:
-            entry.yaml_add_eol_comment("REVIEW: no tools listed: mcpspec run refuses unlisted tools; list them with their effects (mcpspec lock pins them)", "kind")
+            _eol(entry, "REVIEW: no tools listed: mcpspec run refuses unlisted tools; list them with their effects (mcpspec lock pins them)", "kind")
         entry["unlisted_tools"] = "deny"
         if source.tools_deny:
             self.note("IM007", (*source.pointer,), f"the client hid tools {', '.join(source.tools_deny)} of server {source.name!r}: they stay unlisted, so mcpspec run refuses them")
@@ -428,3 +428,13 @@ def _package(program: str, command: list[str]) -> CommentedMap | None:
         package.fa.set_flow_style()
         return package
     return None
+
+
+def _eol(node: CommentedMap | CommentedSeq, text: str, key: object) -> None:
+    """A comment at the end of ``key``'s line, on that one line: a line break or other control
+    character from the client's config (an argument, a name) is written escaped, so it can start
+    no line of its own (no key, no comment of its own)."""
+    node.yaml_add_eol_comment(_CONTROL.sub(lambda found: repr(found.group())[1:-1], text), key)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

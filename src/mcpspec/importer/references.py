@@ -73,19 +73,38 @@ def literal_secret(name: str, value: str) -> bool:
     return secret_name(name) and len(rest) >= 6 and rest.lower() not in {"true", "false", "none", "null"}
 
 
+_FLAG = re.compile(r"^--?([A-Za-z][\w-]*)(=|$)")
+
+
+def _secret_flag(argument: str) -> re.Match[str] | None:
+    """``argument`` as a flag whose name says its value is a credential (--token, --client-secret, --github-token)."""
+    flag = _FLAG.match(argument)
+    if flag and (_SECRET_ARG.match(argument) or secret_name(flag.group(1).replace("-", "_"))):
+        return flag
+    return None
+
+
 def secret_argument(previous: str | None, argument: str) -> bool:
     """Whether a command-line ``argument`` holds a literal secret: token-shaped, a URL with a
-    password, ``--token=VALUE``, or the value after ``--token``/``--api-key``/``--header``."""
+    password, ``--token=VALUE``, the value after ``--token``/``--api-key``/``--client-secret``,
+    a header after or in ``--header``, or ``NAME=VALUE`` after ``-e``/``--env``."""
     if secret_shaped(argument):
         return True
-    flag = _SECRET_ARG.match(argument)
+    flag = _secret_flag(argument)
     if flag and flag.group(2) == "=":
         return literal_secret("TOKEN", argument.split("=", 1)[1])
-    if previous is not None and _SECRET_ARG.match(previous) and "=" not in previous:
+    if previous is not None and (before := _secret_flag(previous)) and before.group(2) != "=":
         return literal_secret("TOKEN", argument)
+    header = re.match(r"^(?:--header|-H)=(.*)$", argument, re.IGNORECASE | re.DOTALL)
+    if header and ":" in header.group(1):
+        name, value = header.group(1).split(":", 1)
+        return literal_secret(name, value.strip())
     if previous is not None and previous.lower() in ("--header", "-h") and ":" in argument:
-        header, value = argument.split(":", 1)
-        return literal_secret(header, value.strip())
+        name, value = argument.split(":", 1)
+        return literal_secret(name, value.strip())
+    assignment = re.match(r"^(?:--env=|-e=?)?([A-Za-z_][A-Za-z0-9_]*)=(.*)$", argument, re.DOTALL)
+    if assignment and (argument.startswith(("--env=", "-e")) or (previous is not None and previous in ("-e", "--env"))):
+        return literal_secret(assignment.group(1), assignment.group(2))
     return False
 
 
