@@ -483,3 +483,25 @@ def test_a_line_break_in_an_argument_starts_no_line_of_its_own_in_the_spec(tmp_p
     text = (tmp_path / "out.yaml").read_text(encoding="utf-8")
     assert "extends" not in YAML(typ="safe").load(text)
     assert not [line for line in text.splitlines() if line.startswith(("extends", "# hi"))], text
+
+
+def test_an_image_or_version_with_a_line_break_is_not_copied_and_the_spec_stays_valid(tmp_path: Path) -> None:
+    import json
+
+    from mcpspec import api
+
+    config = {"mcpServers": {"dock": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/acme/tool:v1\n# x"]},
+                             "uv": {"command": "uvx", "args": ["mcp-server-fetch==1.0\n  evil: true"]}}}
+    source = tmp_path / "claude_desktop_config.json"
+    source.write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "mcp-sandbox.yaml"
+    code, _, err = _import_cli("--from", "auto", str(source), "-o", str(out))
+    assert code in (0, 1), err
+    text = out.read_text(encoding="utf-8")
+    import yaml
+
+    servers = yaml.safe_load(text)["servers"]
+    assert "image" not in servers["dock"] and "version" not in servers["uv"]["package"], servers
+    run = api.lint_files([out])
+    errors = [r for item in run.report.files for r in item.results if r.severity == "error"]
+    assert errors == [], [(r.code, r.message) for r in errors]

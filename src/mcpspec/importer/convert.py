@@ -353,7 +353,8 @@ def description(client: str, name: str) -> str:
 
 def _docker_image(command: list[str]) -> str | None:
     index = _launch_index("docker", command)
-    return command[index] if index is not None else None
+    # A reference with a blank or a control character is no image (and would make the spec invalid): left for a person.
+    return command[index] if index is not None and not re.search(r"[\s\x00-\x1f\x7f]", command[index]) else None
 
 
 def _installed_command(hit: catalog.Known, program: str, original: list[str], command: CommentedSeq, notes: list[str]) -> tuple[CommentedSeq, list[str]]:
@@ -423,7 +424,7 @@ def _package(program: str, command: list[str]) -> CommentedMap | None:
             if not version:
                 name, _, version = argument.partition("@")
         package = CommentedMap([("registry", registry), ("name", name)])
-        if version and version != "latest":
+        if version and version != "latest" and not re.search(r"[\s\x00-\x1f\x7f]", version):
             package["version"] = version
         package.fa.set_flow_style()
         return package
