@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from conftest import REPO
+from mcpspec.diagnostics import SpecError
 from mcpspec.source import loader
 from mcpspec.source.events import build_from_events
 
@@ -59,3 +60,32 @@ def test_plain_scalars_are_typed_as_composing_types_them() -> None:
     fast = _events(text)
     assert isinstance(fast, tuple)
     assert (repr(fast[0]), list(fast[1].marks), fast[1].children, fast[2]) == _composed(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\r\nb:\r\n  - x\r\n",  # CRLF line ends
+        "\ufeffa: 1\n",  # a byte-order mark
+        "1: a\ntrue: b\nnull: c\n'': d\n",  # keys that would type as numbers, booleans, null; an empty key
+        "'<<': 1\n\"<<\": 2\n",  # a quoted '<<' is a key like any other (and a duplicate once unquoted)
+        "'a#b': 'c # d'\ne: |\n  f # g\n  h\n",  # '#' in keys, values and a block scalar
+        "a: {b: [1, 2, {c: d}], e: []}\nf: {}\n",  # flow collections
+        "名前: 値\nk: \"\\u2028\\t\"\n",  # wide characters; escapes in a quoted scalar
+        "a:\n- 1\n-\n  - 2\n",  # an empty list item leading a nested list
+        "- a\n- b: c\n",  # a list at the root
+        "just a string\n",  # a scalar at the root
+    ],
+)
+def test_tricky_plain_files_read_the_same_both_ways(text: str) -> None:
+    """What an attacker or an odd editor writes without anchors or tags: either the event path
+    gives exactly what composing gives (data, positions, '#' spans), or it leaves the file to it."""
+    fast = _events(text)
+    try:
+        composed = _composed(text)
+    except (SpecError, yaml.YAMLError) as exc:  # the composing path refuses it: so must the loader, whatever the event path says
+        assert fast is None, (text, exc)
+        return
+    if fast is not None:
+        data, positions, hash_scalars = fast
+        assert (repr(data), list(positions.marks), positions.children, hash_scalars) == composed
