@@ -27,11 +27,12 @@ def _might_hold_secret(text: str) -> bool:
 
     Most text holds none, and a chain of ``in`` tests is far cheaper than the regex's scan
     (lint of 10,000 servers redacts about 285,000 messages and notes). Written out rather
-    than looped over a tuple: the loop costs more than the tests. "gh" covers GitHub's
-    ``ghp_`` to ``ghr_``, "xox" every Slack prefix, "sk-" OpenAI's and Anthropic's.
+    than looped over a tuple: the loop costs more than the tests. GitHub's ``ghp_`` to ``ghr_``
+    are tested whole (plain "gh" is in "through", which rule messages often say), "xox" covers
+    every Slack prefix, "sk-" OpenAI's and Anthropic's.
     """
     return (
-        "gh" in text or "github_pat_" in text or "xox" in text or "sk-" in text or "glpat-" in text or "npm_" in text or "AKIA" in text or "ASIA" in text
+        "ghp_" in text or "gho_" in text or "ghu_" in text or "ghs_" in text or "ghr_" in text or "github_pat_" in text or "xox" in text or "sk-" in text or "glpat-" in text or "npm_" in text or "AKIA" in text or "ASIA" in text
         or "AIza" in text or "-----BEGIN" in text or "://" in text or "eyJ" in text
     )
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Severity
-from mcpspec.rules.engine import Result, run_rules
+from mcpspec.rules.engine import Result, place_order, run_rules
 from mcpspec.rules.registry import all_rules, find
 from mcpspec.rules.suppress import apply_suppressions, waiver_label
 
@@ -58,7 +58,7 @@ def lint_plan(plan: Plan, options: LintOptions) -> list[Result]:
             results.append(Result(code, slug, severity, plan.file, source.anchor_span(path), path, message))  # type: ignore[arg-type]
     if options.severity:
         results = [replace(r, severity=options.severity.get(r.code, r.severity)) for r in results]
-    results.sort(key=lambda r: (r.span.line, r.span.col, r.code))
+    results.sort(key=place_order)
     return results
 
 

@@ -72,5 +72,12 @@ class Positions:
             found += 1
         return found, key, value
 
-    def is_scalar(self, number: int) -> bool:
-        return self.children[number] is None
+    def anchor(self, path: tuple[str | int, ...]) -> int:
+        """The node a finding about ``path`` points at: the scalar value the whole path leads to;
+        otherwise the key of the last segment that exists (a mapping or list by the key that
+        introduces it, a missing key by its nearest ancestor's), or a value that has no key (a
+        list item, the root)."""
+        found, key, value = self.locate(path)
+        if key is None or (found == len(path) and self.children[value] is None):
+            return value
+        return key

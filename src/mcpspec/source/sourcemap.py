@@ -75,12 +75,8 @@ class SourceMap:
         return span
 
     def _anchor_span(self, path: SpecPath) -> Span:
-        positions, found_all, key, value = self._walk(path)
-        if found_all and value is not None and positions.is_scalar(value):
-            return positions.span(value)
-        if key is not None:
-            return positions.span(key)
-        return positions.span(value) if value is not None else FILE_START
+        positions = self._live_positions()
+        return positions.span(positions.anchor(path)) if positions else FILE_START
 
     def release_nodes(self) -> None:
         """Drop the nodes' positions (tens of MB at 10,000 servers) once every position a
@@ -130,12 +126,15 @@ class SourceMap:
             return positions.span(value)
         return FILE_START
 
+    def _live_positions(self) -> Positions:
+        if self._released:
+            raise RuntimeError(f"{self.file}: positions were asked for after the node graph was released")
+        return self.positions
+
     def _walk(self, path: SpecPath) -> tuple[Positions, bool, int | None, int | None]:
         """Whether all of ``path`` exists, and the numbers of the key and value nodes of its
         last segment that does (the root: no key, the value 0; no key for a list item)."""
-        if self._released:
-            raise RuntimeError(f"{self.file}: positions were asked for after the node graph was released")
-        positions = self.positions
+        positions = self._live_positions()
         if not positions:
             return positions, not path, None, None
         found, key, value = positions.locate(path)

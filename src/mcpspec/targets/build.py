@@ -20,7 +20,7 @@ from mcpspec.diagnostics import SpecPath, format_path
 from mcpspec.ir.plan import Plan
 from mcpspec.redact import redact
 from mcpspec.report.model import FAIL_ORDER
-from mcpspec.rules.engine import Result
+from mcpspec.rules.engine import Result, place_order
 from mcpspec.rules.pipeline import LintOptions, build_only, lint_plan
 from mcpspec.rules.registry import find
 from mcpspec.rules.suppress import apply_suppressions
@@ -50,7 +50,7 @@ class Build:
     @property
     def findings(self) -> list[Result]:
         """Every finding of the build, the risk rules' and the target's, in file order."""
-        return sorted([*self.risks, *self.results], key=lambda r: (r.span.line, r.span.col, r.code))
+        return sorted([*self.risks, *self.results], key=place_order)
 
     @property
     def blocked(self) -> bool:
@@ -132,7 +132,7 @@ def _results(plan: Plan, target_name: str, output: BuildOutput) -> list[Result]:
         elif servers:
             text += f" (server {servers[0]})"
         results.append(Result(code, rule.slug, rule.severity, plan.file, plan.source.anchor_span(first), first, redact(text)))
-    results.sort(key=lambda r: (r.span.line, r.span.col, r.code))
+    results.sort(key=place_order)
     return results
 
 
