@@ -485,18 +485,35 @@ def test_a_line_break_in_an_argument_starts_no_line_of_its_own_in_the_spec(tmp_p
     assert not [line for line in text.splitlines() if line.startswith(("extends", "# hi"))], text
 
 
-def test_an_image_or_version_with_a_line_break_is_not_copied_and_the_spec_stays_valid(tmp_path: Path) -> None:
+def _imported_spec(tmp_path: Path, config: dict[str, object]) -> Path:
+    """The spec `mcpspec import --from auto` writes for a Claude Desktop ``config``."""
     import json
 
-    from mcpspec import api
-
-    config = {"mcpServers": {"dock": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/acme/tool:v1\n# x"]},
-                             "uv": {"command": "uvx", "args": ["mcp-server-fetch==1.0\n  evil: true"]}}}
     source = tmp_path / "claude_desktop_config.json"
     source.write_text(json.dumps(config), encoding="utf-8")
     out = tmp_path / "mcp-sandbox.yaml"
     code, _, err = _import_cli("--from", "auto", str(source), "-o", str(out))
     assert code in (0, 1), err
+    return out
+
+
+def test_a_character_yaml_allows_nowhere_in_an_argument_leaves_the_spec_readable(tmp_path: Path) -> None:
+    """U+FFFE, U+FFFF and lone surrogates in a client's argument reach the spec's comments escaped:
+    written raw, no YAML reader accepts the file (found by tests/test_fuzz_import.py)."""
+    import yaml
+
+    config = {"mcpServers": {"gh": {"command": "docker", "args": ["\ufffe", "\uffff", "run", "-i", "--rm", "ghcr.io/github/github-mcp-server"]}}}
+    text = _imported_spec(tmp_path, config).read_text(encoding="utf-8")
+    assert "\\ufffe" in text and "\\uffff" in text, text
+    assert "gh" in yaml.safe_load(text)["servers"]
+
+
+def test_an_image_or_version_with_a_line_break_is_not_copied_and_the_spec_stays_valid(tmp_path: Path) -> None:
+    from mcpspec import api
+
+    config = {"mcpServers": {"dock": {"command": "docker", "args": ["run", "-i", "--rm", "ghcr.io/acme/tool:v1\n# x"]},
+                             "uv": {"command": "uvx", "args": ["mcp-server-fetch==1.0\n  evil: true"]}}}
+    out = _imported_spec(tmp_path, config)
     text = out.read_text(encoding="utf-8")
     import yaml
 

@@ -75,6 +75,7 @@ def test_plain_scalars_are_typed_as_composing_types_them() -> None:
         "a:\n- 1\n-\n  - 2\n",  # an empty list item leading a nested list
         "- a\n- b: c\n",  # a list at the root
         "just a string\n",  # a scalar at the root
+        "a: =\nb: <<\nc: [=, <<, =x]\n",  # YAML 1.1's 'value' and 'merge' scalars outside a key
     ],
 )
 def test_tricky_plain_files_read_the_same_both_ways(text: str) -> None:
@@ -89,3 +90,10 @@ def test_tricky_plain_files_read_the_same_both_ways(text: str) -> None:
     if fast is not None:
         data, positions, hash_scalars = fast
         assert (repr(data), list(positions.marks), positions.children, hash_scalars) == composed
+
+
+def test_a_plain_equals_sign_or_merge_marker_in_a_value_is_text() -> None:
+    """YAML 1.1 resolves '=' to its 'value' type and '<<' to 'merge'; in a value both are text
+    (the event path once crashed constructing them as timestamps; found by tests/test_fuzz_loader.py)."""
+    data, _ = loader.parse_text("command: [echo, =, <<]\nnote: =\n")
+    assert data == {"command": ["echo", "=", "<<"], "note": "="}

@@ -434,8 +434,9 @@ def _package(program: str, command: list[str]) -> CommentedMap | None:
 def _eol(node: CommentedMap | CommentedSeq, text: str, key: object) -> None:
     """A comment at the end of ``key``'s line, on that one line: a line break or other control
     character from the client's config (an argument, a name) is written escaped, so it can start
-    no line of its own (no key, no comment of its own)."""
+    no line of its own (no key, no comment of its own), nor make the file unreadable as YAML."""
     node.yaml_add_eol_comment(_CONTROL.sub(lambda found: repr(found.group())[1:-1], text), key)
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Line breaks, control characters, and what YAML allows nowhere in a stream (surrogates, U+FFFE, U+FFFF).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")

@@ -260,12 +260,17 @@ class _Builder:
 
 
 def _plain_tag(value: str) -> str:
-    """The tag YAML 1.1 gives a plain scalar (int, float, bool, null, timestamp or str)."""
+    """The tag YAML 1.1 gives a plain scalar (int, float, bool, null, timestamp or str).
+
+    YAML 1.1 also resolves a plain ``=`` to its "value" type and ``<<`` to "merge": neither
+    means anything in a value (``<<`` as a key is refused apart), so both stay text."""
     if value and value[0] not in _IMPLICIT_FIRST:
         return _STR
     tag = _plain_tags.get(value)
     if tag is None:
         tag = _IMPLICIT.resolve(ScalarNode, value, (True, False))
+        if tag not in _SCALAR_TAGS:
+            tag = _STR
         if len(_plain_tags) < 100_000:
             _plain_tags[value] = tag
     return tag
