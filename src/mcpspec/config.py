@@ -188,7 +188,8 @@ def _read(path: Path) -> tuple[Any, Locate]:
 
     if path.name == "pyproject.toml":
         text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text).get("tool", {}).get("mcpspec", {})
+        tool = tomllib.loads(text).get("tool", {})
+        data = tool.get("mcpspec", {}) if isinstance(tool, dict) else tool  # `tool = 1` is no mapping: load_config says so
         return data, toml_locator(text, data if isinstance(data, dict) else {})
     text = path.read_text(encoding="utf-8")
     if not text.strip():
