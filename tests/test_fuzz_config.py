@@ -27,7 +27,7 @@ TOML_LINES = [
     "[tool]", "[tool.mcpspec]", "[[tool.mcpspec]]", "[tool.mcpspec.severity]", "[tool.mcpspec.per-file-ignores]", "tool = 1", "tool = 'x'",
     "mcpspec = 2", "mcpspec = []", "tool.mcpspec = 3", "select = ['FS', 'NW001']", "select = 1", "select = [1, 2]", "ignore = 'LG'",
     "fail-on = 'high'", "fail-on = 'hgih'", "FS004 = 'high'", "FS004 = 1", "'*.yaml' = ['SE001']", "'*.yaml' = 'x'", "baseline = 1",
-    "approver = ''", "approver = 'a \\' b'", "approver-timeout = -1", "docs-url = 'ftp://x'", "no-inline-suppressions = 'yes'",
+    "approver = ''", "approver = 'a \\' b'", "approver-timeout = -1", "docs-url = 'ftp://x'", "no-inline-suppressions = 'yes'", "select = " + "[" * 2000,
 ]
 TOML_SOUP = st.one_of(
     st.lists(st.sampled_from(TOML_LINES), max_size=8).map("\n".join),

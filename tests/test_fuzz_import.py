@@ -47,7 +47,7 @@ ODD = st.one_of(
 )
 SOUP = st.lists(
     st.one_of(st.sampled_from(['{', '}', '[', ']', ':', ',', '"', "'", "=", "\n", "#", "//", "/*", "*/", "mcpServers", "servers",
-                               "[mcp_servers.x]", "command", "args", "env", "url", "headers", "npx", "\\", "\x00", "\ufeff", "名"]),
+                               "[mcp_servers.x]", "command", "args", "env", "url", "headers", "npx", "\\", "\x00", "\ufeff", "名", "[" * 2000]),
               st.text(max_size=4)),
     max_size=40,
 ).map("".join)

@@ -120,6 +120,8 @@ def load_config(path: Path | None) -> LintConfig:
         raw, locate = _read(path)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read config: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read config: nested too deeply") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}:1:1: a config is a mapping of keys such as select, ignore, fail-on")
     normalized = {str(key).replace("-", "_"): value for key, value in raw.items()}

@@ -41,11 +41,12 @@ def syntax_of(path: Path) -> str:
 
 
 def parse(text: str, syntax: str, name: str) -> Any:
-    if syntax == "toml":
-        return _toml(text, name)
-    if syntax == "yaml":
-        return _yaml(text, name)
-    return _json(text, name)
+    """The data of a config's text in ``syntax`` (json, toml or yaml); ImportFailure, placed, when it is not valid."""
+    reader = {"toml": _toml, "yaml": _yaml}.get(syntax, _json)
+    try:
+        return reader(text, name)
+    except RecursionError:  # every parser recurses per level of nesting
+        raise ImportFailure(f"{name}:1:1: not valid {syntax.upper()}: nested too deeply") from None
 
 
 def _json(text: str, name: str) -> Any:
@@ -61,8 +62,6 @@ def _json(text: str, name: str) -> Any:
             col = re.search(r"column (\d+)", message)
             raise ImportFailure(f"{name}:{line}:{col.group(1) if col else 1}: not valid JSON: {found.group(2)}") from None
         raise ImportFailure(f"{name}:1:1: not valid JSON: {message}") from None
-    except RecursionError:
-        raise ImportFailure(f"{name}:1:1: not valid JSON: nested too deeply") from None
 
 
 def _toml(text: str, name: str) -> Any:

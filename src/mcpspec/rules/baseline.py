@@ -35,6 +35,8 @@ def load(path: Path) -> set[Key]:
         raise BaselineError(f"{path}: no such baseline file (create it with --write-baseline)") from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise BaselineError(f"{path}: not a valid mcpspec baseline: {exc}") from None
+    except RecursionError:
+        raise BaselineError(f"{path}: not a valid mcpspec baseline: nested too deeply") from None
 
 
 def apply(report: LintReport, keys: set[Key]) -> LintReport:

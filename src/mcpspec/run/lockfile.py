@@ -162,6 +162,8 @@ def load_lock(path: str | os.PathLike[str]) -> Lock:
         raise LockError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:
         raise LockError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except RecursionError:
+        raise LockError(f"{path}:1:1: not JSON: nested too deeply") from None
     if not isinstance(data, dict) or data.get("version") != LOCK_VERSION or not isinstance(data.get("servers"), dict):
         raise LockError(f"{path}: not a version {LOCK_VERSION} mcpspec lock file")
     servers: dict[str, dict[str, ToolPin]] = {}

@@ -34,7 +34,7 @@ def _previous_files(out: Path) -> set[str]:
     try:
         data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         listed = data["files"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return set()
     # Only plain names this generator could have written: a tampered manifest cannot reach outside.
     return {name for name in listed if isinstance(name, str) and _OWN_NAME.fullmatch(name)} if isinstance(listed, list) else set()
