@@ -63,13 +63,49 @@ def test_rebuild_removes_only_files_an_earlier_build_wrote(tmp_path: Path) -> No
     data = json.loads(manifest.read_text())
     data["files"] += ["../outside.txt", "/etc/hostname", "notes.txt/../../outside.txt"]
     manifest.write_text(json.dumps(data))
-    smaller = tmp_path / "one.yaml"
-    smaller.write_text((REPO / "examples" / "coding-agent.yaml").read_text().replace("servers: [repo, docs]", "servers: [repo]").split("\n  docs:\n")[0] + "\n")
-    result = run_cli("build", str(smaller), "--target", "bwrap", "--out", str(out))
+    result = run_cli("build", str(_one_server_spec(tmp_path)), "--target", "bwrap", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "removed 2 stale" in result.stderr
     assert sorted(_files(out)) == [".mcpspec-build.json", "notes.txt", "repo.py", "repo.squid.conf"]
     assert (tmp_path / "outside.txt").read_text() == "keep"
+
+
+def _one_server_spec(tmp_path: Path) -> Path:
+    """coding-agent.yaml without its docs server: a rebuild with it leaves docs' files stale."""
+    smaller = tmp_path / "one.yaml"
+    smaller.write_text((REPO / "examples" / "coding-agent.yaml").read_text().replace("servers: [repo, docs]", "servers: [repo]").split("\n  docs:\n")[0] + "\n")
+    return smaller
+
+
+def test_a_stale_file_edited_since_the_build_is_kept_and_named(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    (out / "docs.py").write_text((out / "docs.py").read_text() + "# my change\n")
+    smaller = _one_server_spec(tmp_path)
+    check = run_cli("build", str(smaller), "--target", "bwrap", "--out", str(out), "--check")
+    assert f"stale: {out / 'docs.py'} (an earlier build wrote it; edited since, so a build would keep it)" in check.stdout
+    assert f"stale: {out / 'docs.squid.conf'} (an earlier build wrote it; a build would remove it)" in check.stdout
+    result = run_cli("build", str(smaller), "--target", "bwrap", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "removed 1 stale" in result.stderr
+    assert f"kept {out / 'docs.py'}: an earlier build wrote it and it has been edited since" in result.stderr
+    assert (out / "docs.py").read_text().endswith("# my change\n")
+    assert not (out / "docs.squid.conf").exists()
+
+
+def test_a_manifest_without_digests_removes_nothing(tmp_path: Path) -> None:
+    """A manifest that records no digest (hand-made, or tampered with) cannot tell an edited file: every stale file is kept."""
+    out = tmp_path / "out"
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    manifest = out / ".mcpspec-build.json"
+    data = json.loads(manifest.read_text())
+    assert set(data["digests"]) == set(data["files"]) - {".mcpspec-build.json"}
+    del data["digests"]
+    manifest.write_text(json.dumps(data))
+    result = run_cli("build", str(_one_server_spec(tmp_path)), "--target", "bwrap", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "removed" not in result.stderr and result.stderr.count("kept ") == 2
+    assert (out / "docs.py").exists() and (out / "docs.squid.conf").exists()
 
 
 def test_unenforceable_spec_fails_closed_and_writes_nothing(tmp_path: Path) -> None:

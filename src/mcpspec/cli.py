@@ -288,11 +288,13 @@ def build(
         typer.echo(f"{directory} is up to date ({len(built.files)} files)", err=True)
         raise typer.Exit(EXIT_CLEAN)
     try:
-        written, removed = write_build(directory, built)
+        written, removed, kept = write_build(directory, built)
     except _usage_errors() as exc:
         _usage(str(exc))
     note = f", removed {len(removed)} stale" if removed else ""
     typer.echo(f"built {len(built.files)} files for {target} in {directory} ({len(written)} changed{note})", err=True)
+    for name in kept:
+        typer.echo(f"kept {directory / name}: an earlier build wrote it and it has been edited since (remove it yourself if it is not needed)", err=True)
     raise typer.Exit(EXIT_CLEAN)
 
 

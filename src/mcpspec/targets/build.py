@@ -146,6 +146,13 @@ def _servers(gaps: list[Gap]) -> list[str]:
     return list(names)
 
 
+def file_digest(content: str | bytes) -> str:
+    """The digest the manifest records of a file's text (as written: UTF-8) or bytes."""
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
+
+
 def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build, options: BuildOptions) -> str:
     """What was built and how far each control is enforced per server; --check covers it too."""
     data = {
@@ -155,6 +162,8 @@ def _manifest(plan: Plan, target_name: str, output: BuildOutput, build: Build, o
         "target": target_name,
         **({"options": options.given()} if options.given() else {}),
         "files": sorted([*output.files, MANIFEST]),
+        # What each file held when written: a rebuild removes a file it no longer emits only if nobody has edited it since.
+        "digests": {name: file_digest(output.files[name]) for name in sorted(output.files)},
         "servers": {
             server: {
                 "placement": sandbox.placement,

@@ -1,8 +1,9 @@
 """Put a build on disk, or compare it with what is there.
 
-Each file is written atomically. The manifest records what the build wrote, so
-a later build removes only files an earlier build wrote and no longer emits;
-anything else in the directory is left alone.
+Each file is written atomically. The manifest records what the build wrote and
+the digest of each file, so a later build removes only files an earlier build
+wrote, no longer emits, and nobody has edited since; anything else in the
+directory is left alone.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import json
 import re
 import stat
 from pathlib import Path
+from typing import NamedTuple
 
 from mcpspec.output import write_atomically
-from mcpspec.targets.build import MANIFEST, Build
+from mcpspec.targets.build import MANIFEST, Build, file_digest
 
 # A name a target writes: a file, or a file in one directory of the output (a client's `.vscode/mcp.json`).
 # Each part may start with one dot, never two, so no part is `.` or `..`.
@@ -30,18 +32,42 @@ def _mode(build: Build, name: str) -> int:
     return 0o755 if name in build.executable else 0o644
 
 
-def _previous_files(out: Path) -> set[str]:
+def _previous_files(out: Path) -> dict[str, str | None]:
+    """The files the last build's manifest lists, each with the digest it was written with (None: not recorded)."""
     try:
         data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
         listed = data["files"]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return set()
+        digests = data.get("digests", {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return {}
+    if not isinstance(listed, list):
+        return {}
+    if not isinstance(digests, dict):
+        digests = {}
     # Only plain names this generator could have written: a tampered manifest cannot reach outside.
-    return {name for name in listed if isinstance(name, str) and _OWN_NAME.fullmatch(name)} if isinstance(listed, list) else set()
+    return {name: digest if isinstance(digest := digests.get(name), str) else None for name in listed if isinstance(name, str) and _OWN_NAME.fullmatch(name)}
 
 
-def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
-    """Write every file; remove files an earlier build wrote that this one does not. Returns (written, removed).
+class Written(NamedTuple):
+    """What a build changed on disk: files written, stale files removed, and stale files kept
+    because they were edited after the build that wrote them (or it recorded no digest)."""
+
+    written: list[str]
+    removed: list[str]
+    kept: list[str]
+
+
+def _unedited(path: Path, digest: str | None) -> bool:
+    """Whether ``path`` still holds exactly what a build wrote with ``digest``."""
+    try:
+        return digest is not None and file_digest(path.read_bytes()) == digest
+    except OSError:
+        return False
+
+
+def write_build(out: Path, build: Build) -> Written:
+    """Write every file; remove the files an earlier build wrote that this one does not, unless
+    they were edited since (those are kept and listed).
 
     A blocked build (a finding at or above its fail_on) is never written.
     """
@@ -53,9 +79,11 @@ def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create {out}: {exc.strerror}") from None
-    stale = sorted(_previous_files(out) - set(build.files))
-    written = []
-    removed = []
+    previous = _previous_files(out)
+    stale = sorted(set(previous) - set(build.files))
+    written: list[str] = []
+    removed: list[str] = []
+    kept: list[str] = []
     for name in build.files:
         # A directory the build writes in (.vscode, compose) that is a link would take the file out of the output.
         if "/" in name and (out / name).parent.is_symlink():
@@ -75,13 +103,17 @@ def write_build(out: Path, build: Build) -> tuple[list[str], list[str]]:
             # A directory the build made may since have become a link: never follow it out of the output.
             if path.parent != out and path.parent.is_symlink():
                 continue
-            if path.is_file() and not path.is_symlink():
+            if not path.is_file() or path.is_symlink():
+                continue
+            if _unedited(path, previous[name]):
                 path.unlink()
                 removed.append(name)
+            else:
+                kept.append(name)
         write_atomically(out / MANIFEST, build.files[MANIFEST], 0o644)
     except OSError as exc:
         raise OutputError(f"cannot write in {out}: {exc.strerror or exc}") from None
-    return written, removed
+    return Written(written, removed, kept)
 
 
 def _current(path: Path) -> tuple[str, int] | None:
@@ -106,7 +138,10 @@ def drift(out: Path, build: Build) -> str:
             chunks.extend(difflib.unified_diff(have.splitlines(True), want.splitlines(True), f"{out / name} (on disk)", f"{out / name} (built)"))
         elif current is not None and current[1] != _mode(build, name):
             chunks.append(f"mode of {out / name}: {oct(current[1])} on disk, {oct(_mode(build, name))} built\n")
-    for name in sorted(_previous_files(out) - set(build.files)):
-        if (out / name).is_file():
-            chunks.append(f"stale: {out / name} (an earlier build wrote it; a build would remove it)\n")
+    previous = _previous_files(out)
+    for name in sorted(set(previous) - set(build.files)):
+        path = out / name
+        if path.is_file() and not path.is_symlink():
+            fate = "a build would remove it" if _unedited(path, previous[name]) else "edited since, so a build would keep it"
+            chunks.append(f"stale: {path} (an earlier build wrote it; {fate})\n")
     return "".join(chunk if chunk.endswith("\n") else chunk + "\n" for chunk in chunks)
