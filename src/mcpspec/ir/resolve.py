@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath, format_path
 from mcpspec.ir import sections as final
@@ -24,12 +24,13 @@ from mcpspec.spec.models import (
     EnvPolicy,
     HttpTransport,
     Lifecycle,
-    PackageInstall,
+    Mount,
     Process,
     Secret,
     Server,
     Spec,
     SpecModel,
+    Workspace,
 )
 from mcpspec.spec.patterns import SECRET_REF_PATTERNS
 from mcpspec.spec.values import normalize_host_path, normalize_sandbox_path
@@ -48,12 +49,37 @@ _SECRET_REF = {
 }
 
 
+class _DirFacts(NamedTuple):
+    """What every mount of one workspace dir shares: its kind, host location and size, and the
+    spec paths that set the dir's mode and size (None: not written there)."""
+
+    kind: Literal["workspace", "tmpfs"]
+    location: str
+    size: int
+    mode_origin: SpecPath | None
+    size_origin: SpecPath | None
+
+    @classmethod
+    def of(cls, workspace: Workspace, dir_name: str) -> _DirFacts:
+        directory = workspace.dirs[dir_name]
+        run_dir = f"{workspace.root}/{AGENT_TOKEN}/{RUN_TOKEN}" if workspace.per_agent else f"{workspace.root}/{RUN_TOKEN}"
+        dir_path: SpecPath = ("workspace", "dirs", dir_name)
+        return cls(
+            kind="tmpfs" if directory.tmpfs else "workspace",
+            location=f"{run_dir}/{dir_name}",
+            size=(directory.size or DEFAULT_SCRATCH) if directory.tmpfs else 0,
+            mode_origin=(*dir_path, "mode") if "mode" in directory.model_fields_set else None,
+            size_origin=(*dir_path, "size") if directory.tmpfs and directory.size is not None else None,
+        )
+
+
 class _Resolver:
     def __init__(self, spec: Spec, source: SourceMap) -> None:
         self.spec = spec
         self.source = source
         self.errors: list[Diagnostic] = []
         self.file_sources: dict[str, HostPath] = {}  # secret name -> where a file secret is read
+        self.dir_facts: dict[str, _DirFacts] = {}  # workspace dir name -> what its mounts share
 
     def error(self, code: str, path: SpecPath, message: str, on_key: bool = False) -> None:
         span = self.source.key_span(path) if on_key else self.source.value_span(path)
@@ -250,8 +276,7 @@ class _Resolver:
         return transport
 
     def resolve_process(self, name: str, process: Process, origins: dict[str, SpecPath]) -> Process:
-        install = process.package_install or PackageInstall()
-        cache = install.cache
+        cache = process.package_install.cache if process.package_install is not None else None
         if cache is not None:
             path = origins.get("process.package_install.cache", ("servers", name, "process", "package_install", "cache"))
             if cache.startswith("workspace."):
@@ -277,45 +302,56 @@ class _Resolver:
     def resolve_mounts(self, name: str, server: Server) -> tuple[EffectiveMount, ...]:
         mounts: list[EffectiveMount] = []
         targets: dict[str, int] = {}
-        workspace = self.spec.workspace
         for index, mount in enumerate(server.mounts):
             path: SpecPath = ("servers", name, "mounts", index)
             if mount.to in targets:
                 self.error(INCONSISTENT, (*path, "to"), f"mounts[{targets[mount.to]}] already mounts something at {mount.to}")
             targets[mount.to] = index
-            if mount.from_.startswith("workspace."):
-                directory = self.workspace_dir(mount.from_, (*path, "from"))
-                if directory is None or workspace is None:
-                    continue
-                dir_name = mount.from_.removeprefix("workspace.")
-                if mount.mode == "rw" and directory.mode == "ro":
-                    self.error(INCONSISTENT, (*path, "mode"), f"workspace.dirs.{dir_name} is read-only; a mount cannot make it writable")
-                run_dir = f"{workspace.root}/{AGENT_TOKEN}/{RUN_TOKEN}" if workspace.per_agent else f"{workspace.root}/{RUN_TOKEN}"
-                dir_path: SpecPath = ("workspace", "dirs", dir_name)
-                origins: dict[str, SpecPath] = {}
-                if mount.mode is not None:
-                    origins["mode"] = (*path, "mode")
-                elif "mode" in directory.model_fields_set:
-                    origins["mode"] = (*dir_path, "mode")
-                if directory.tmpfs and directory.size is not None:
-                    origins["size"] = (*dir_path, "size")
-                mounts.append(EffectiveMount(
-                    kind="tmpfs" if directory.tmpfs else "workspace", source=dir_name, target=mount.to,
-                    mode=mount.mode or directory.mode, path=path, location=f"{run_dir}/{dir_name}",
-                    size=(directory.size or DEFAULT_SCRATCH) if directory.tmpfs else 0, origins=origins,
-                ))
-                continue
-            try:
-                location = normalize_host_path(mount.from_)
-            except ValueError as exc:
-                self.error(INVALID_VALUE, (*path, "from"), f"{format_path((*path, 'from'))}: {exc}")
-                continue
-            source = host_path(location)
-            mounts.append(EffectiveMount(
-                kind="home" if source.in_home else "host", source=source.path, target=mount.to, mode=mount.mode or "ro",
-                path=path, location=location, origins={"mode": (*path, "mode")} if mount.mode is not None else {},
-            ))
+            resolved = self.workspace_mount(mount, path) if mount.from_.startswith("workspace.") else self.host_mount(mount, path)
+            if resolved is not None:
+                mounts.append(resolved)
         return tuple(mounts)
+
+    def workspace_mount(self, mount: Mount, path: SpecPath) -> EffectiveMount | None:
+        directory = self.workspace_dir(mount.from_, (*path, "from"))
+        if directory is None:
+            return None
+        dir_name = mount.from_.removeprefix("workspace.")
+        if mount.mode == "rw" and directory.mode == "ro":
+            self.error(INCONSISTENT, (*path, "mode"), f"workspace.dirs.{dir_name} is read-only; a mount cannot make it writable")
+        facts = self.workspace_dir_facts(dir_name)
+        origins: dict[str, SpecPath] = {}
+        if mount.mode is not None:
+            origins["mode"] = (*path, "mode")
+        elif facts.mode_origin is not None:
+            origins["mode"] = facts.mode_origin
+        if facts.size_origin is not None:
+            origins["size"] = facts.size_origin
+        return EffectiveMount(
+            kind=facts.kind, source=dir_name, target=mount.to, mode=mount.mode or directory.mode,
+            path=path, location=facts.location, size=facts.size, origins=origins,
+        )
+
+    def workspace_dir_facts(self, dir_name: str) -> _DirFacts:
+        """What every mount of one existing workspace dir shares, worked out once per dir."""
+        facts = self.dir_facts.get(dir_name)
+        if facts is None:
+            workspace = self.spec.workspace
+            assert workspace is not None
+            facts = self.dir_facts[dir_name] = _DirFacts.of(workspace, dir_name)
+        return facts
+
+    def host_mount(self, mount: Mount, path: SpecPath) -> EffectiveMount | None:
+        try:
+            location = normalize_host_path(mount.from_)
+        except ValueError as exc:
+            self.error(INVALID_VALUE, (*path, "from"), f"{format_path((*path, 'from'))}: {exc}")
+            return None
+        source = host_path(location)
+        return EffectiveMount(
+            kind="home" if source.in_home else "host", source=source.path, target=mount.to, mode=mount.mode or "ro",
+            path=path, location=location, origins={"mode": (*path, "mode")} if mount.mode is not None else {},
+        )
 
     def resolve_secrets(self, name: str, server: Server, env: EnvPolicy) -> tuple[SecretGrant, ...]:
         grants: list[SecretGrant] = []
@@ -341,19 +377,21 @@ class _Resolver:
 def _merge(base: M, layer: M, path: SpecPath, prefix: str, origins: dict[str, SpecPath]) -> M:
     """Overlay the fields ``layer`` sets onto ``base``, recording where each came from."""
     keys = _field_keys(type(base))
-    values = {name: getattr(base, name) for name in keys}
+    changes: dict[str, Any] = {}
     for name in layer.model_fields_set:
         key = keys[name]
         value = getattr(layer, name)
-        current = values[name]
+        current = getattr(base, name)
         dotted = f"{prefix}.{key}"
         if isinstance(value, SpecModel) and isinstance(current, SpecModel):
             value = _merge(current, value, (*path, key), dotted, origins)
         elif value is None and isinstance(current, SpecModel):
             value = current
-        values[name] = value
+        changes[name] = value
         origins[dotted] = (*path, key)
-    return cast(M, type(base).model_construct(_fields_set=set(values), **values))
+    # A copy with the changed fields replaced: the merged section is read field by field, never
+    # asked which fields were set, and copying skips the per-field work of model_construct.
+    return base.model_copy(update=changes)
 
 
 @functools.cache

@@ -8,6 +8,7 @@ policy), which the Plan's types document. No target or rule applies a default ag
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Literal, TypeVar, cast
 
 from mcpspec.ir.plan import (
@@ -63,6 +64,12 @@ BUILTIN: dict[str, Any] = {
     "limits": Limits(),
 }
 SECTIONS = tuple(BUILTIN)
+# The built-in values of the nested sections a file may set to ``null``: read, never changed,
+# so one instance serves every server.
+_NO_INSTALL = PackageInstall()
+_NO_BACKGROUND = Background()
+_NO_PAUSE = Pause()
+_DEFAULT_TEARDOWN = Teardown()
 
 
 def _given(value: T | None, fallback: T) -> T:
@@ -105,15 +112,19 @@ def _expanded(entries: list[Destination | PresetRef]) -> tuple[tuple[Destination
     out: list[Destination] = []
     at: list[int] = []
     for index, entry in enumerate(entries):
-        expanded = entry.preset.destinations() if isinstance(entry, PresetRef) else (entry,)
-        out.extend(expanded)
-        at.extend(index for _ in expanded)
+        if isinstance(entry, PresetRef):
+            expanded = entry.preset.destinations()
+            out += expanded
+            at += [index] * len(expanded)
+        else:
+            out.append(entry)
+            at.append(index)
     return tuple(out), tuple(at)
 
 
 def process(policy: Process) -> ProcessPolicy:
-    install = _given(policy.package_install, PackageInstall())
-    background = _given(policy.background, Background())
+    install = _given(policy.package_install, _NO_INSTALL)
+    background = _given(policy.background, _NO_BACKGROUND)
     return ProcessPolicy(
         allow=None if policy.allow is None else tuple(policy.allow),
         deny=tuple(policy.deny or ()),
@@ -125,8 +136,8 @@ def process(policy: Process) -> ProcessPolicy:
 
 
 def lifecycle(policy: Lifecycle) -> LifecyclePolicy:
-    pause = _given(policy.pause, Pause())
-    teardown = _given(policy.teardown, Teardown())
+    pause = _given(policy.pause, _NO_PAUSE)
+    teardown = _given(policy.teardown, _DEFAULT_TEARDOWN)
     return LifecyclePolicy(
         mode=_given(policy.mode, "per-session"),
         idle_timeout=policy.idle_timeout,
@@ -138,6 +149,7 @@ def lifecycle(policy: Lifecycle) -> LifecyclePolicy:
     )
 
 
+@functools.lru_cache(maxsize=256)  # servers share their sink, mostly set once in defaults
 def sink(text: str | None) -> LogSink:
     """The audit sink; raises ValueError for a path that is not a host path."""
     if text is None or text in ("stderr", "journal"):

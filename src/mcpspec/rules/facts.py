@@ -165,6 +165,7 @@ class WritableIndex:
         self.below: dict[tuple[str, ...], list[Writer]] = {}  # every prefix of a source -> mounts under it
         self.scan: list[Writer] = []  # sources with other spellings: checked one by one
         self.order: dict[int, int] = {}  # answers keep the plan's order
+        self.held: dict[str, list[Writer]] = {}  # path -> holding(path)
         for writer in writable_mounts(plan):
             self.order[id(writer[1])] = len(self.order)
             source = writer[1].location
@@ -178,7 +179,14 @@ class WritableIndex:
             self.above.setdefault(fixed, []).append(writer)
 
     def holding(self, path: str) -> list[Writer]:
-        """The mounts whose source holds ``path`` (:func:`source_contains`)."""
+        """The mounts whose source holds ``path`` (:func:`source_contains`); servers mostly share
+        the path asked about (an audit sink set in ``defaults``), so each answer is kept."""
+        found = self.held.get(path)
+        if found is None:
+            found = self.held[path] = self._holding(path)
+        return list(found)
+
+    def _holding(self, path: str) -> list[Writer]:
         candidates: dict[int, Writer] = {id(w[1]): w for w in self.scan}
         for form in spellings(path):
             parts = components(form)
@@ -304,6 +312,11 @@ def effects(server: EffectiveSandbox) -> set[str]:
     return {effect for tool in server.tools.values() for effect in tool.effects}
 
 
+def declares(server: EffectiveSandbox, effect: str) -> bool:
+    """Whether a tool of the server declares ``effect`` (``effect in effects(server)``, without building the set)."""
+    return any(effect in tool.effects for tool in server.tools.values())
+
+
 ApprovalMode = Literal["always", "per-session"]
 
 
@@ -326,15 +339,15 @@ def approval_gated(plan: Plan, tool: Tool) -> bool:
 
 def reads_untrusted(server: EffectiveSandbox) -> bool:
     """Content an attacker may write reaches the model through this server."""
-    return "reads_untrusted" in effects(server) or server.kind in ("browser", "search")
+    return declares(server, "reads_untrusted") or server.kind in ("browser", "search")
 
 
 def reads_private(server: EffectiveSandbox) -> bool:
-    return "reads_private" in effects(server) or server.kind == "data"
+    return declares(server, "reads_private") or server.kind == "data"
 
 
 def executes_code(server: EffectiveSandbox) -> bool:
-    return "exec" in effects(server) or server.kind == "code-exec"
+    return declares(server, "exec") or server.kind == "code-exec"
 
 
 def holds_secrets(server: EffectiveSandbox) -> bool:

@@ -111,17 +111,21 @@ class Draft:
 def merged(drafts: Iterable[Draft]) -> Iterator[Finding]:
     """One finding per place and message, naming every server it affects (each once)."""
     for (path, template), group in grouped(((draft.path, draft.template), draft) for draft in drafts).items():
-        related = tuple(dict.fromkeys(item for draft in group for item in draft.related))
-        items = tuple(dict.fromkeys(item for draft in group for item in draft.items))
-        servers = list(dict.fromkeys(draft.server for draft in group))
-        yield Finding(path=path, message=render(template, servers), related=related, items=items)
+        if len(group) == 1:  # most places hold one server's draft: nothing to merge
+            related, items, servers = group[0].related, group[0].items, [group[0].server]
+        else:
+            related = tuple(item for draft in group for item in draft.related)
+            items = tuple(item for draft in group for item in draft.items)
+            servers = list(dict.fromkeys(draft.server for draft in group))
+        yield Finding(path=path, message=render(template, servers), related=tuple(dict.fromkeys(related)), items=tuple(dict.fromkeys(items)))
 
 
 _VERB = re.compile(r"\{([^{}|]*)\|([^{}|]*)\}")
+_SERVER_LISTING = functools.partial(listing, limit=NAMED_SERVERS)
 
 
 def render(template: str, servers: list[str]) -> str:
     """The message of a merged finding: ``template`` with its server phrase and verbs agreeing with ``servers``."""
     plural = len(servers) > 1
-    phrase = named("server", servers, functools.partial(listing, limit=NAMED_SERVERS))
+    phrase = named("server", servers, _SERVER_LISTING)
     return _VERB.sub(lambda match: match.group(2 if plural else 1), template).replace("{who}", phrase)

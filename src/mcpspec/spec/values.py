@@ -32,6 +32,7 @@ _SIZE_UNITS = {"B": 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
 _NAME = re.compile(NAME_PATTERN)
 _DOMAIN = re.compile(r"([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\Z")
 _FORBIDDEN_PATH_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+_ADDRESS_CHARS = re.compile(r"[0-9./]+")
 
 
 def parse_duration(value: object) -> float:
@@ -225,7 +226,7 @@ def _parse_port(port_text: str, text: str) -> int | None:
 
 
 def _looks_like_address(host: str) -> bool:
-    return ":" in host or bool(re.fullmatch(r"[0-9./]+", host))
+    return ":" in host or _ADDRESS_CHARS.fullmatch(host) is not None
 
 
 def _check_domain(domain: str, original: str) -> None:

@@ -116,6 +116,7 @@ _EXFIL = frozenset(EXFIL_HOSTS)
 _SHARED = frozenset(SHARED_HOSTING)
 
 
+@functools.lru_cache(maxsize=65536)  # asked of every allow entry twice: by the graph and by this rule
 def problem(entry: Destination) -> str:
     """Why an entry lets data out to hosts anyone controls ('' when it does not)."""
     if entry.kind == "cidr":

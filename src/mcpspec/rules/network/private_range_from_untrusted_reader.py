@@ -66,11 +66,13 @@ from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import IPNetwork
 from mcpspec.rules.grouping import Draft, listing, merged
-from mcpspec.rules.network._common import deny_covers_network, domain_under, entry_network
+from mcpspec.rules.network._common import deny_covers_network, entry_network
 from mcpspec.spec.values import Destination
 
 # Names reserved for private use or commonly served by internal resolvers only.
 PRIVATE_SUFFIXES = ("localhost", "internal", "local", "lan", "home.arpa", "intranet", "corp", "private", "cluster.local")
+_PRIVATE_NAMES = frozenset(PRIVATE_SUFFIXES)
+_PRIVATE_TAILS = tuple(f".{suffix}" for suffix in PRIVATE_SUFFIXES)
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -109,8 +111,13 @@ def reaches_private(server: EffectiveSandbox, entry: Destination) -> bool:
         host = entry.host.removeprefix("*.")
         if entry.kind == "domain" and host in facts.METADATA_HOSTS:
             return False
-        return any(domain_under(host, suffix) for suffix in PRIVATE_SUFFIXES)
+        return private_name(host)
     return _private_range(entry) and not deny_covers_network(server, entry_network(entry))
+
+
+def private_name(host: str) -> bool:
+    """Whether ``host`` is a private-use name or one of its subdomains (see ``domain_under``)."""
+    return host in _PRIVATE_NAMES or host.endswith(_PRIVATE_TAILS)
 
 
 @functools.lru_cache(maxsize=1024)

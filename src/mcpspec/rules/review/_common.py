@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection
 
 from mcpspec.rules.grouping import in_full
 from mcpspec.spec.models import Tool
@@ -18,9 +18,8 @@ EFFECT_PHRASES = {
 }
 
 
-def matching(tool: Tool, wanted: Iterable[str]) -> list[str]:
+def matching(tool: Tool, wanted: Collection[str]) -> list[str]:
     """The tool's effects that are in ``wanted``, in the tool's order."""
-    wanted = set(wanted)
     return [effect for effect in dict.fromkeys(tool.effects) if effect in wanted]
 
 

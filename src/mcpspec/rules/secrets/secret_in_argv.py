@@ -57,10 +57,10 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import launched
 from mcpspec.rules.secrets._common import secret_looking_name
@@ -73,8 +73,8 @@ _URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]+:[^/\s@]+@", re.IGNORE
 Reason = tuple[str, tuple[Related, ...]]
 
 
-def _expansion(server: EffectiveSandbox, arg: str) -> Reason | None:
-    granted = {grant.env: grant for grant in server.secrets if grant.env is not None}
+def _expansion(granted: Mapping[str, SecretGrant], arg: str) -> Reason | None:
+    """Why ``arg`` expands a secret's variable (``granted``: the server's secrets by their env name)."""
     for name in _EXPANSION.findall(arg):
         if name in granted:
             grant = granted[name]
@@ -87,6 +87,7 @@ def _expansion(server: EffectiveSandbox, arg: str) -> Reason | None:
 def _reasons(server: EffectiveSandbox, args: list[str]) -> dict[int, Reason]:
     """Argument index -> why it carries a secret (the first reason found)."""
     found: dict[int, Reason] = {}
+    granted = {grant.env: grant for grant in server.secrets if grant.env is not None}
     for index, arg in enumerate(args):
         flag = _SECRET_FLAG.match(arg)
         if flag is not None:
@@ -95,7 +96,7 @@ def _reasons(server: EffectiveSandbox, args: list[str]) -> dict[int, Reason]:
                 found.setdefault(index, (f"passes a value for {option}", ()))
             elif index + 1 < len(args) and not args[index + 1].startswith("-"):
                 found.setdefault(index + 1, (f"passes a value for {option}", ()))
-        reason = _expansion(server, arg)
+        reason = _expansion(granted, arg)
         if reason is None and _HEADER.search(arg):
             reason = ("passes a credential header", ())
         if reason is None and _URL_PASSWORD.search(arg):

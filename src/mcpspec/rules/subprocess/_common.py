@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ _OPERATOR = re.compile(r"^[;&|()<>]+$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
+@functools.lru_cache(maxsize=4096)  # the same few words start most commands (asked ~20 times per server)
 def program_name(word: str) -> str:
     """``/usr/bin/bash`` -> ``bash``; ``PowerShell.exe`` -> ``powershell``."""
     base = word.rsplit("/", 1)[-1].rsplit("\\", 1)[-1].lower()
