@@ -24,7 +24,7 @@ def graph_of(plan: Plan) -> TrustGraph:
     cached = _CACHE.get(id(plan))
     if cached is not None and cached[0] is plan:
         return cached[1]
-    with gc_paused():  # the build allocates an object per node and edge: see mcpspec.perf
+    with gc_paused():  # the build allocates an object per mount and secret grant: see mcpspec.perf
         graph = build(plan)
     _CACHE.clear()  # keep only the latest plan: linting many files must not grow memory
     _CACHE[id(plan)] = (plan, graph)
