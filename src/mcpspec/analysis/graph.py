@@ -31,7 +31,7 @@ users (networkx is the optional extra ``mcpspec[networkx]``); the rules and the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -163,8 +163,8 @@ class TrustGraph:
     def server(self, name: str) -> EffectiveSandbox:
         return self.plan.servers[name]
 
-    def mounts_of(self, server: str) -> list[MountRef]:
-        return list(self.mounts_by.get(server, ()))
+    def mounts_of(self, server: str) -> Sequence[MountRef]:
+        return self.mounts_by.get(server, ())
 
     def overlapping(self, source: str) -> Iterator[MountRef]:
         """Mounts whose host path contains ``source``, equals it, or lies inside it."""

@@ -69,8 +69,9 @@ def contains(outer: str, inner: str) -> bool:
         return True
     if inner.startswith("~") and outer in ("/home", "/root", "/Users"):
         return True
-    a, b = components(outer), components(inner)
-    return len(a) <= len(b) and b[: len(a)] == a
+    # Component by component, as string prefixes: what components() splits, compared without the lists.
+    a, b = outer.rstrip("/"), inner.rstrip("/")
+    return b == a or b.startswith(a + "/")
 
 
 def overlaps(a: str, b: str) -> bool:

@@ -92,6 +92,7 @@ class Use:
 def check(plan: Plan) -> Iterator[Finding]:
     graph = graph_of(plan)
     places: dict[str, str | None] = {}
+    codes: dict[str, tuple[SpecPath, str] | None] = {}
     reported: set[SpecPath] = set()
     for source, refs in graph.mounts_at.items():
         writers = [ref for ref in refs if ref.writable and ref.path not in reported]
@@ -101,7 +102,7 @@ def check(plan: Plan) -> Iterator[Finding]:
         uses: dict[str, Use] = {}
         for ref in graph.overlapping(source):
             if ref.server not in uses:
-                use = consumes(graph, ref, source, places)
+                use = consumes(graph, ref, source, places, codes)
                 if use is not None:
                     uses[ref.server] = use
         for writer in writers:
@@ -122,8 +123,13 @@ def _first(uses: dict[str, Use], skip: str, limit: int) -> Iterator[tuple[str, U
         yield name, use
 
 
-def consumes(graph: TrustGraph, ref: MountRef, written: str, places: dict[str, str | None]) -> Use | None:
-    """How the server of mount ``ref`` runs or interprets what a writer of ``written`` leaves there, if it does."""
+def consumes(
+    graph: TrustGraph, ref: MountRef, written: str, places: dict[str, str | None], codes: dict[str, tuple[SpecPath, str] | None]
+) -> Use | None:
+    """How the server of mount ``ref`` runs or interprets what a writer of ``written`` leaves there, if it does.
+
+    ``places`` and ``codes`` remember, per check, what ``interpreted_place`` says of a path and ``runs_code`` of a server.
+    """
     server = graph.server(ref.server)
     mount = mount_of(server, ref)
     shared = ref.source if facts.contains(written, ref.source) else written
@@ -132,7 +138,9 @@ def consumes(graph: TrustGraph, ref: MountRef, written: str, places: dict[str, s
     place = places[shared]
     if place is not None:
         return Use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
-    code = runs_code(server)
+    if server.name not in codes:
+        codes[server.name] = runs_code(server)
+    code = codes[server.name]
     if code is not None:
         return Use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
     inside = sandbox_place(ref.source, mount.target, shared)

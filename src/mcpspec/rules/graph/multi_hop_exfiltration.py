@@ -108,10 +108,11 @@ def check(plan: Plan) -> Iterator[Finding]:
         why = sensitivity(server)
         if why is None:
             continue
-        found = nearest_flow(graph, server.name, widens(reach, own.key), dead.setdefault(own.key, set()), likely)
+        known = own.key
+        found = nearest_flow(graph, server.name, widens(reach, known), dead.setdefault(known, set()), likely)
         if found is not None:
             sink, hops = found
-            yield finding(server, why, hops, plan.servers[sink], reach[sink], own.key)
+            yield finding(server, why, hops, plan.servers[sink], reach[sink], known)
 
 
 def reach_of(server: EffectiveSandbox) -> Reach:
