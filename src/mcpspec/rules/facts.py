@@ -118,8 +118,9 @@ def overlapping(source: str, patterns: tuple[str, ...]) -> list[tuple[str, bool]
     mount is an ancestor that holds it.
     """
     found: list[tuple[str, bool]] = []
+    forms = spellings(source)
     for pattern in patterns:
-        for form in spellings(source):
+        for form in forms:
             concrete = _instantiate(pattern, form)
             # /root "contains" ~ only when the user is root: no reason to assume it.
             if (concrete.startswith("~") or not form.startswith("~")) and contains(concrete, form):

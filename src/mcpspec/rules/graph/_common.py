@@ -137,3 +137,10 @@ def related_hops(steps: list[tuple[SpecPath, str]]) -> tuple[Related, ...]:
         elif note not in texts:
             texts.append(note)
     return tuple([Related(path, texts[0] if len(texts) == 1 else "; ".join(texts)) for path, texts in notes.items()])
+
+
+def related_places(steps: list[Related]) -> tuple[Related, ...]:
+    """``related_hops`` of steps already made Related: kept as they are when no two share a place."""
+    if len({step.path for step in steps}) == len(steps):
+        return tuple(steps)
+    return related_hops([(step.path, step.note) for step in steps])

@@ -71,8 +71,8 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 from mcpspec.rules import facts
-from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.graph._common import chain, graph_of, mount_of, related_hops
+from mcpspec.rules.base import Finding, Related, Rule
+from mcpspec.rules.graph._common import chain, graph_of, mount_of, related_places
 from mcpspec.rules.grouping import SHOWN, quoted
 
 HOOK_DIRS = ("hooks", ".githooks", ".husky")
@@ -86,7 +86,11 @@ class Use:
     mount: MountRef
     target: str
     how: str
-    why: tuple[SpecPath, str]
+    places: tuple[Related, Related]  # where the consumer reads the path, and what makes it run what is there
+
+
+def _use(ref: MountRef, target: str, how: str, why: tuple[SpecPath, str]) -> Use:
+    return Use(ref, target, how, (Related(ref.path, f"{ref.server} reads {ref.source} here"), Related(*why)))
 
 
 def check(plan: Plan) -> Iterator[Finding]:
@@ -137,16 +141,18 @@ def consumes(
         places[shared] = interpreted_place(shared)
     place = places[shared]
     if place is not None:
-        return Use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
+        return _use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
     if server.name not in codes:
         codes[server.name] = runs_code(server)
     code = codes[server.name]
     if code is not None:
-        return Use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
+        return _use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
+    if server.workdir is None:
+        return None
     inside = sandbox_place(ref.source, mount.target, shared)
-    if server.workdir is not None and inside is not None and facts.overlaps(server.workdir, inside):
+    if inside is not None and facts.overlaps(server.workdir, inside):
         why = (server.origin("workdir"), f"{server.name} works in {server.workdir}")
-        return Use(ref, mount.target, f"{server.name} works in it (workdir {server.workdir})", why)
+        return _use(ref, mount.target, f"{server.name} works in it (workdir {server.workdir})", why)
     return None
 
 
@@ -190,10 +196,10 @@ def finding(writer: MountRef, uses: list[Use], total: int) -> Finding:
         rest = total - 1 - len(more)
         also = ", ".join(quoted(more)) + (f" and {rest} more" if rest else "")
         steps += f" (also {also})"
-    hops = [(writer.path, f"{writer.server} writes {writer.source} here")]
+    places = [Related(writer.path, f"{writer.server} writes {writer.source} here")]
     for use in uses:
-        hops += [(use.mount.path, f"{use.mount.server} reads {use.mount.source} here"), use.why]
-    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related_hops(hops))
+        places += use.places
+    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related_places(places))
 
 
 RULE = Rule(

@@ -76,8 +76,8 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 from mcpspec.rules import facts
-from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.graph._common import Evidence, chain, graph_of, open_egress, related_hops, sensitivity
+from mcpspec.rules.base import Finding, Related, Rule
+from mcpspec.rules.graph._common import Evidence, chain, graph_of, open_egress, related_places, sensitivity
 from mcpspec.rules.grouping import SHOWN, listing
 
 
@@ -129,20 +129,20 @@ def widens(reach: dict[str, Reach], known: frozenset[str]) -> Callable[[str], bo
     return wanted
 
 
-def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> tuple[str, list[tuple[SpecPath, str]]]:
+def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> tuple[str, list[Related]]:
     """What the sink may reach that the source may not, and the egress entries that allow it."""
     if reach.anywhere:
         out = open_egress(sink)
-        return out.phrase, [(out.related.path, out.related.note)]
+        return out.phrase, [out.related]
     new = [text for text in reach.entries if text not in known]
-    return f"sends to {listing(new)}", [(reach.entries[text], f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
+    return f"sends to {listing(new)}", [Related(reach.entries[text], f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
 
 
 def finding(source: EffectiveSandbox, why: Evidence, hops: list[Hop], sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> Finding:
     phrase, egress = sends(sink, reach, known)
     steps = chain(f"{source.name} {why.phrase}", *(hop.note for hop in hops), f"{sink.name} {phrase}")
-    related = [(why.related.path, why.related.note), *((hop.path, hop.note) for hop in hops), *egress]
-    return Finding(path=source.path, message=f"data from server '{source.name}' can leave through '{sink.name}': {steps}", related=related_hops(related))
+    related = [why.related, *(Related(hop.path, hop.note) for hop in hops), *egress]
+    return Finding(path=source.path, message=f"data from server '{source.name}' can leave through '{sink.name}': {steps}", related=related_places(related))
 
 
 RULE = Rule(
