@@ -335,9 +335,10 @@ def _implied_send(server: EffectiveSandbox) -> Implied | None:
         return Implied("external_send", OPEN_EGRESS, f"{server.name}'s egress defaults to allow: it can send data anywhere", server.origin("egress.default"))
     from mcpspec.rules.network.exfiltration_friendly_allowlist import problem
 
-    for path, entry in facts.allow_entries(server):
+    for position, entry in enumerate(server.egress.allow):
         why = problem(entry)
         if why:
+            path = facts.entry_path(server, "allow", position)
             return Implied("external_send", WRITABLE_EGRESS, f"{server.name} may connect to {entry.text}, {why}", path)
     return None
 

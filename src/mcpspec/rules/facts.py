@@ -251,6 +251,11 @@ def _entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Itera
         yield (*base, server.egress.index_of(which, position)), entry
 
 
+def entry_path(server: EffectiveSandbox, which: Literal["allow", "deny"], position: int) -> SpecPath:
+    """Where the entry at ``position`` of ``allow`` or ``deny`` is written: the path ``allow_entries`` and ``deny_entries`` give it."""
+    return (*server.origin(f"egress.{which}"), server.egress.index_of(which, position))
+
+
 def written_entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Iterator[tuple[SpecPath, str, tuple[Destination, ...]]]:
     """(spec path, the text the spec wrote, the entries it stands for): a preset once, with all its entries."""
     base = server.origin(f"egress.{which}")

@@ -72,7 +72,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from mcpspec.analysis.graph import Hop, ReaderIndex, nearest_flow
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 from mcpspec.rules import facts
@@ -84,10 +83,10 @@ from mcpspec.rules.grouping import SHOWN, listing
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """Where a server may send: anywhere, or its allow entries (text -> spec path)."""
+    """Where a server may send: anywhere, or its allow entries (text -> position in the allow list)."""
 
     anywhere: bool
-    entries: dict[str, SpecPath]
+    entries: dict[str, int]
 
     @property
     def key(self) -> frozenset[str]:
@@ -116,7 +115,7 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 
 def reach_of(server: EffectiveSandbox) -> Reach:
-    return Reach(facts.egress_open(server), {entry.text: path for path, entry in facts.allow_entries(server)})
+    return Reach(facts.egress_open(server), {entry.text: position for position, entry in enumerate(server.egress.allow)})
 
 
 def widens(reach: dict[str, Reach], known: frozenset[str]) -> Callable[[str], bool]:
@@ -135,7 +134,8 @@ def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> tuple[
         out = open_egress(sink)
         return out.phrase, [out.related]
     new = [text for text in reach.entries if text not in known]
-    return f"sends to {listing(new)}", [Related(reach.entries[text], f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
+    egress = [Related(facts.entry_path(sink, "allow", reach.entries[text]), f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
+    return f"sends to {listing(new)}", egress
 
 
 def finding(source: EffectiveSandbox, why: Evidence, hops: list[Hop], sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> Finding:
