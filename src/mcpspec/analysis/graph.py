@@ -11,6 +11,11 @@ The graph answers questions and returns data; the graph rules
 (mcpspec.rules.graph) turn answers into findings. Shared resources are found
 through indexes (a secret's servers, a path trie for containment), never by
 comparing every pair of servers, so building and querying stay near linear.
+``build`` makes only those indexes; the questions the rules ask need nothing
+else. The nodes and edges themselves (``nodes``, ``edges``, ``out_edges``,
+``in_edges``: what the renderers and ``blast_radius`` read) are made the first
+time one is asked for, so a lint does not make an object per tool and
+destination that nothing reads.
 
 A server's tools say what it does, but its network says what it can do: a
 server with open egress, or egress to a host anyone can write to (a paste
@@ -26,13 +31,14 @@ users (networkx is the optional extra ``mcpspec[networkx]``); the rules and the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import AGENT_TOKEN, EffectiveMount, EffectiveSandbox, Plan
-from mcpspec.perf import quick_init
+from mcpspec.perf import gc_paused, quick_init
 from mcpspec.rules import facts
 
 if TYPE_CHECKING:
@@ -96,17 +102,13 @@ WRITABLE_EGRESS = "egress to a host anyone can write to"
 
 
 @dataclass
-class TrustGraph:
-    plan: Plan
+class Elements:
+    """The nodes and edges of a trust graph, with each node's edges out and in."""
+
     nodes: dict[str, Node] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)
     out_edges: dict[str, list[Edge]] = field(default_factory=dict)
     in_edges: dict[str, list[Edge]] = field(default_factory=dict)
-    mounts_at: dict[str, list[MountRef]] = field(default_factory=dict)  # host path -> mounts of it
-    parent_path: dict[str, str] = field(default_factory=dict)  # host path -> nearest mounted ancestor
-    implied: dict[str, tuple[Implied, ...]] = field(default_factory=dict)  # server -> effects its egress gives it
-
-    # --- building ---
 
     def add_node(self, node_id: str, kind: str, label: str, path: SpecPath) -> str:
         if node_id not in self.nodes:
@@ -119,13 +121,50 @@ class TrustGraph:
         self.out_edges.setdefault(source, []).append(edge)
         self.in_edges.setdefault(target, []).append(edge)
 
+
+@dataclass
+class TrustGraph:
+    plan: Plan
+    mounts_at: dict[str, list[MountRef]] = field(default_factory=dict)  # host path -> mounts of it
+    mounts_by: dict[str, list[MountRef]] = field(default_factory=dict)  # server -> its mounts, in spec order
+    parent_path: dict[str, str] = field(default_factory=dict)  # host path -> nearest mounted ancestor
+    children: dict[str, list[str]] = field(default_factory=dict)  # host path -> nearest mounted descendants
+    links: list[tuple[str, str]] = field(default_factory=list)  # (path, a nearest mounted descendant), as found
+    implied: dict[str, tuple[Implied, ...]] = field(default_factory=dict)  # server -> effects its egress gives it
+    sandboxes: dict[str, list[str]] = field(default_factory=dict)  # namespace node -> servers in it, one per edge
+    sandboxes_of: dict[str, list[str]] = field(default_factory=dict)  # server -> namespace nodes it is in
+    grants: dict[str, list[Edge]] = field(default_factory=dict)  # secret -> its uses-secret edges
+
+    # --- nodes and edges, made on first use ---
+
+    @cached_property
+    def elements(self) -> Elements:
+        with gc_paused():  # an object per node and edge: see mcpspec.perf
+            return _elements(self)
+
+    @property
+    def nodes(self) -> dict[str, Node]:
+        return self.elements.nodes
+
+    @property
+    def edges(self) -> list[Edge]:
+        return self.elements.edges
+
+    @property
+    def out_edges(self) -> dict[str, list[Edge]]:
+        return self.elements.out_edges
+
+    @property
+    def in_edges(self) -> dict[str, list[Edge]]:
+        return self.elements.in_edges
+
     # --- questions ---
 
     def server(self, name: str) -> EffectiveSandbox:
         return self.plan.servers[name]
 
-    def mounts_of(self, server: str) -> list[MountRef]:
-        return [MountRef(server, e.target[5:], e.kind == "mounts-rw", e.path) for e in self.out_edges.get(server_id(server), []) if e.kind.startswith("mounts-")]
+    def mounts_of(self, server: str) -> Sequence[MountRef]:
+        return self.mounts_by.get(server, ())
 
     def overlapping(self, source: str) -> Iterator[MountRef]:
         """Mounts whose host path contains ``source``, equals it, or lies inside it."""
@@ -134,18 +173,17 @@ class TrustGraph:
         while ancestor is not None:
             yield from self.mounts_at.get(ancestor, [])
             ancestor = self.parent_path.get(ancestor)
-        stack = [e.target for e in self.out_edges.get(path_id(source), []) if e.kind == "contains"]
+        stack = list(self.children.get(source, ()))
         while stack:
-            node = stack.pop()
-            yield from self.mounts_at.get(node[5:], [])
-            stack.extend(e.target for e in self.out_edges.get(node, []) if e.kind == "contains")
+            inner = stack.pop()
+            yield from self.mounts_at.get(inner, [])
+            stack.extend(self.children.get(inner, ()))
 
     def namespace_peers(self, server: str) -> list[str]:
         """Servers that run inside the same agent sandbox as ``server`` (placement: agent)."""
         peers: list[str] = []
-        for edge in self.out_edges.get(server_id(server), []):
-            if edge.kind == "in-namespace":
-                peers.extend(e.source[7:] for e in self.in_edges.get(edge.target, []) if e.kind == "in-namespace" and e.source != server_id(server))
+        for namespace in self.sandboxes_of.get(server, ()):
+            peers.extend(peer for peer in self.sandboxes[namespace] if peer != server)
         return list(dict.fromkeys(peers))
 
     def implied_effects(self, server: str) -> tuple[Implied, ...]:
@@ -153,7 +191,7 @@ class TrustGraph:
         return self.implied.get(server, ())
 
     def secret_holders(self, secret: str) -> list[Edge]:
-        return [e for e in self.in_edges.get(secret_id(secret), []) if e.kind == "uses-secret"]
+        return list(self.grants.get(secret, ()))
 
     def flows_from(self, start: str) -> Iterator[tuple[str, list[Hop]]]:
         """Every server data can reach from ``start``, with the shortest chain of hops.
@@ -207,50 +245,88 @@ def agent_id(name: str) -> str:
     return f"agent:{name}"
 
 
+def namespace_id(agent: str) -> str:
+    return f"ns:agent:{agent}"
+
+
 def build(plan: Plan) -> TrustGraph:
-    """The trust graph of a Plan."""
+    """The trust graph of a Plan: the indexes its questions use (nodes and edges come on first use)."""
     graph = TrustGraph(plan)
     for name, agent_servers in plan.agents.items():
-        graph.add_node(agent_id(name), "agent", name, ("agents", name))
-        namespace = None
         for server_name in agent_servers:
-            server = plan.servers[server_name]
-            graph.add_edge(server_id(server_name), agent_id(name), "member-of", ("agents", name, "servers"))
-            if server.placement == "agent":
-                namespace = namespace or graph.add_node(f"ns:agent:{name}", "namespace", f"{name} sandbox", ("agents", name))
-                graph.add_edge(server_id(server_name), namespace, "in-namespace", (*server.path, "placement"))
+            if plan.servers[server_name].placement == "agent":
+                graph.sandboxes.setdefault(namespace_id(name), []).append(server_name)
+                graph.sandboxes_of.setdefault(server_name, []).append(namespace_id(name))
     for server in plan.servers.values():
-        _add_server(graph, server)
+        _index_server(graph, server)
     _link_paths(graph)
     return graph
 
 
-def _add_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
-    node = graph.add_node(server_id(server.name), "server", server.name, server.path)
-    for tool_name in server.tools:
-        tool = graph.add_node(f"tool:{server.name}/{tool_name}", "tool", f"{server.name}.{tool_name}", (*server.path, "tools", tool_name))
-        graph.add_edge(node, tool, "has-tool", (*server.path, "tools", tool_name))
+def _index_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
+    """The server's secrets, mounts and implied effects, in the graph's indexes."""
     for grant in server.secrets:
-        graph.add_node(secret_id(grant.name), "secret", grant.name, grant.secret_path)
-        graph.add_edge(node, secret_id(grant.name), "uses-secret", grant.path)
+        edge = Edge(server_id(server.name), secret_id(grant.name), "uses-secret", grant.path)
+        graph.grants.setdefault(grant.name, []).append(edge)
+    if not server.runs_here:
+        return
+    refs: list[MountRef] = []
+    graph.mounts_by[server.name] = refs
+    for mount in server.mounts:
+        for source in _instances(mount, server):
+            ref = MountRef(server.name, source, mount.writable, mount.path)
+            refs.append(ref)
+            graph.mounts_at.setdefault(source, []).append(ref)
+    send = _implied_send(server)
+    if send is not None:
+        graph.implied[server.name] = (send,)
+
+
+def _elements(graph: TrustGraph) -> Elements:
+    """Every node and edge of the graph, in the order a build adds them."""
+    plan = graph.plan
+    out = Elements()
+    for name, agent_servers in plan.agents.items():
+        out.add_node(agent_id(name), "agent", name, ("agents", name))
+        namespace = None
+        for server_name in agent_servers:
+            server = plan.servers[server_name]
+            out.add_edge(server_id(server_name), agent_id(name), "member-of", ("agents", name, "servers"))
+            if server.placement == "agent":
+                namespace = namespace or out.add_node(namespace_id(name), "namespace", f"{name} sandbox", ("agents", name))
+                out.add_edge(server_id(server_name), namespace, "in-namespace", (*server.path, "placement"))
+    for server in plan.servers.values():
+        _add_server(out, server)
+    for outer, inner in graph.links:
+        out.add_edge(path_id(outer), path_id(inner), "contains", out.nodes[path_id(inner)].path)
+    return out
+
+
+def _add_server(out: Elements, server: EffectiveSandbox) -> None:
+    node = out.add_node(server_id(server.name), "server", server.name, server.path)
+    for tool_name in server.tools:
+        where = (*server.path, "tools", tool_name)
+        tool = out.add_node(f"tool:{server.name}/{tool_name}", "tool", f"{server.name}.{tool_name}", where)
+        out.add_edge(node, tool, "has-tool", where)
+    for grant in server.secrets:
+        secret = out.add_node(secret_id(grant.name), "secret", grant.name, grant.secret_path)
+        out.add_edge(node, secret, "uses-secret", grant.path)
     if not server.runs_here:
         return
     for mount in server.mounts:
         for source in _instances(mount, server):
-            graph.add_node(path_id(source), "path", source, mount.path)
-            graph.add_edge(node, path_id(source), "mounts-rw" if mount.writable else "mounts-ro", mount.path)
-            graph.mounts_at.setdefault(source, []).append(MountRef(server.name, source, mount.writable, mount.path))
+            target = out.add_node(path_id(source), "path", source, mount.path)
+            out.add_edge(node, target, "mounts-rw" if mount.writable else "mounts-ro", mount.path)
     if facts.egress_open(server):
-        graph.add_node(INTERNET, "destination", "the internet", ())
-        graph.add_edge(node, INTERNET, "egress-to", server.origin("egress.default"))
+        out.add_node(INTERNET, "destination", "the internet", ())
+        out.add_edge(node, INTERNET, "egress-to", server.origin("egress.default"))
+    base = server.origin("egress.allow")
     for index, entries in server.egress.written("allow"):
         # A preset (@private) is one destination, as the spec writes it.
         text = f"@{entries[0].preset}" if entries[0].preset is not None else entries[0].text
-        dest = graph.add_node(f"dest:{text}", "destination", text, (*server.origin("egress.allow"), index))
-        graph.add_edge(node, dest, "egress-to", (*server.origin("egress.allow"), index))
-    send = _implied_send(server)
-    if send is not None:
-        graph.implied[server.name] = (send,)
+        where = (*base, index)
+        dest = out.add_node(f"dest:{text}", "destination", text, where)
+        out.add_edge(node, dest, "egress-to", where)
 
 
 def _implied_send(server: EffectiveSandbox) -> Implied | None:
@@ -259,9 +335,10 @@ def _implied_send(server: EffectiveSandbox) -> Implied | None:
         return Implied("external_send", OPEN_EGRESS, f"{server.name}'s egress defaults to allow: it can send data anywhere", server.origin("egress.default"))
     from mcpspec.rules.network.exfiltration_friendly_allowlist import problem
 
-    for path, entry in facts.allow_entries(server):
+    for position, entry in enumerate(server.egress.allow):
         why = problem(entry)
         if why:
+            path = facts.entry_path(server, "allow", position)
             return Implied("external_send", WRITABLE_EGRESS, f"{server.name} may connect to {entry.text}, {why}", path)
     return None
 
@@ -274,7 +351,7 @@ def _instances(mount: EffectiveMount, server: EffectiveSandbox) -> list[str]:
 
 
 def _link_paths(graph: TrustGraph) -> None:
-    """Containment edges from each mounted path to its nearest mounted descendants, through a trie."""
+    """Link each mounted path to its nearest mounted descendants (the contains edges), through a trie."""
     trie: dict[str, Any] = {}
     terminal = object()
     for source in graph.mounts_at:
@@ -288,16 +365,21 @@ def _link_paths(graph: TrustGraph) -> None:
         here = level.get(terminal)  # type: ignore[call-overload]
         if here is not None and here != ancestor:
             if ancestor is not None:
-                graph.parent_path[here] = ancestor
-                graph.add_edge(path_id(ancestor), path_id(here), "contains", graph.nodes[path_id(here)].path)
+                _link(graph, ancestor, here)
             ancestor = here
         stack.extend((child, ancestor) for key, child in level.items() if key is not terminal)
     root_paths = [s for s in graph.mounts_at if s == "/"]
     for root in root_paths:  # "/" holds home paths too
         for source in graph.mounts_at:
             if source.startswith("~") and source not in graph.parent_path:
-                graph.parent_path[source] = root
-                graph.add_edge(path_id(root), path_id(source), "contains", graph.nodes[path_id(source)].path)
+                _link(graph, root, source)
+
+
+def _link(graph: TrustGraph, outer: str, inner: str) -> None:
+    """``inner`` is a nearest mounted descendant of ``outer`` (a contains edge)."""
+    graph.parent_path[inner] = outer
+    graph.children.setdefault(outer, []).append(inner)
+    graph.links.append((outer, inner))
 
 
 def blast_radius(graph: TrustGraph, server: str) -> dict[str, Any]:
@@ -416,16 +498,14 @@ def _steps_once(graph: TrustGraph, server: str, expanded: set[str]) -> Iterator[
         for other in graph.overlapping(mount.source):
             if other.server != server:
                 yield other.server, [write, Hop(server_id(other.server), other.path, f"{other.server} reads {other.source}")]
-    me = server_id(server)
-    for edge in graph.out_edges.get(me, []):
-        if edge.kind != "in-namespace" or edge.target in expanded:
+    for namespace in graph.sandboxes_of.get(server, ()):
+        if namespace in expanded:
             continue
-        expanded.add(edge.target)
-        for member in graph.in_edges.get(edge.target, []):
-            if member.kind == "in-namespace" and member.source != me:
-                peer = member.source[len("server:"):]
+        expanded.add(namespace)
+        for peer in graph.sandboxes[namespace]:
+            if peer != server:
                 note = f"{peer} shares the agent sandbox (and its files and network) with {server}"
-                yield peer, [Hop(member.source, (*graph.server(peer).path, "placement"), note)]
+                yield peer, [Hop(server_id(peer), (*graph.server(peer).path, "placement"), note)]
 
 
 _PATH_TEXTS: dict[SpecPath, str] = {}

@@ -69,8 +69,9 @@ def contains(outer: str, inner: str) -> bool:
         return True
     if inner.startswith("~") and outer in ("/home", "/root", "/Users"):
         return True
-    a, b = components(outer), components(inner)
-    return len(a) <= len(b) and b[: len(a)] == a
+    # Component by component, as string prefixes: what components() splits, compared without the lists.
+    a, b = outer.rstrip("/"), inner.rstrip("/")
+    return b == a or b.startswith(a + "/")
 
 
 def overlaps(a: str, b: str) -> bool:
@@ -117,8 +118,9 @@ def overlapping(source: str, patterns: tuple[str, ...]) -> list[tuple[str, bool]
     mount is an ancestor that holds it.
     """
     found: list[tuple[str, bool]] = []
+    forms = spellings(source)
     for pattern in patterns:
-        for form in spellings(source):
+        for form in forms:
             concrete = _instantiate(pattern, form)
             # /root "contains" ~ only when the user is root: no reason to assume it.
             if (concrete.startswith("~") or not form.startswith("~")) and contains(concrete, form):
@@ -255,6 +257,11 @@ def _entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Itera
     entries = server.egress.allow if which == "allow" else server.egress.deny
     for position, entry in enumerate(entries):
         yield (*base, server.egress.index_of(which, position)), entry
+
+
+def entry_path(server: EffectiveSandbox, which: Literal["allow", "deny"], position: int) -> SpecPath:
+    """Where the entry at ``position`` of ``allow`` or ``deny`` is written: the path ``allow_entries`` and ``deny_entries`` give it."""
+    return (*server.origin(f"egress.{which}"), server.egress.index_of(which, position))
 
 
 def written_entries(server: EffectiveSandbox, which: Literal["allow", "deny"]) -> Iterator[tuple[SpecPath, str, tuple[Destination, ...]]]:

@@ -24,7 +24,7 @@ def graph_of(plan: Plan) -> TrustGraph:
     cached = _CACHE.get(id(plan))
     if cached is not None and cached[0] is plan:
         return cached[1]
-    with gc_paused():  # the build allocates an object per node and edge: see mcpspec.perf
+    with gc_paused():  # the build allocates an object per mount and secret grant: see mcpspec.perf
         graph = build(plan)
     _CACHE.clear()  # keep only the latest plan: linting many files must not grow memory
     _CACHE[id(plan)] = (plan, graph)
@@ -66,15 +66,19 @@ def reads_private(item: AgentTool) -> bool:
     return "reads_private" in item.tool.effects
 
 
+SEND_EFFECTS = frozenset({"external_send", "exports_data"})
+
+
 def sends_out(item: AgentTool) -> bool:
-    return bool({"external_send", "exports_data"} & set(item.tool.effects))
+    return not SEND_EFFECTS.isdisjoint(item.tool.effects)
 
 
-def implied_send(plan: Plan, item: AgentTool) -> Implied | None:
+def implied_send(graph: TrustGraph, item: AgentTool) -> Implied | None:
     """Why a tool can send data out although it declares no sending effect (its server's egress), or None."""
-    if sends_out(item):
+    implied = graph.implied_effects(item.server.name)
+    if not implied or sends_out(item):
         return None
-    return next((i for i in graph_of(plan).implied_effects(item.server.name) if i.effect == "external_send"), None)
+    return next((i for i in implied if i.effect == "external_send"), None)
 
 
 def ungated(plan: Plan, item: AgentTool) -> bool:
@@ -127,6 +131,16 @@ def related_hops(steps: list[tuple[SpecPath, str]]) -> tuple[Related, ...]:
     """A Related per step; a place two steps share is related once, with both notes."""
     notes: dict[SpecPath, list[str]] = {}
     for path, note in steps:
-        if note not in notes.setdefault(path, []):
-            notes[path].append(note)
-    return tuple(Related(path, "; ".join(texts)) for path, texts in notes.items())
+        texts = notes.get(path)
+        if texts is None:
+            notes[path] = [note]
+        elif note not in texts:
+            texts.append(note)
+    return tuple([Related(path, texts[0] if len(texts) == 1 else "; ".join(texts)) for path, texts in notes.items()])
+
+
+def related_places(steps: list[Related]) -> tuple[Related, ...]:
+    """``related_hops`` of steps already made Related: kept as they are when no two share a place."""
+    if len({step.path for step in steps}) == len(steps):
+        return tuple(steps)
+    return related_hops([(step.path, step.note) for step in steps])

@@ -71,8 +71,8 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 from mcpspec.rules import facts
-from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.graph._common import chain, graph_of, mount_of, related_hops
+from mcpspec.rules.base import Finding, Related, Rule
+from mcpspec.rules.graph._common import chain, graph_of, mount_of, related_places
 from mcpspec.rules.grouping import SHOWN, quoted
 
 HOOK_DIRS = ("hooks", ".githooks", ".husky")
@@ -86,12 +86,17 @@ class Use:
     mount: MountRef
     target: str
     how: str
-    why: tuple[SpecPath, str]
+    places: tuple[Related, Related]  # where the consumer reads the path, and what makes it run what is there
+
+
+def _use(ref: MountRef, target: str, how: str, why: tuple[SpecPath, str]) -> Use:
+    return Use(ref, target, how, (Related(ref.path, f"{ref.server} reads {ref.source} here"), Related(*why)))
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     graph = graph_of(plan)
     places: dict[str, str | None] = {}
+    codes: dict[str, tuple[SpecPath, str] | None] = {}
     reported: set[SpecPath] = set()
     for source, refs in graph.mounts_at.items():
         writers = [ref for ref in refs if ref.writable and ref.path not in reported]
@@ -101,7 +106,7 @@ def check(plan: Plan) -> Iterator[Finding]:
         uses: dict[str, Use] = {}
         for ref in graph.overlapping(source):
             if ref.server not in uses:
-                use = consumes(graph, ref, source, places)
+                use = consumes(graph, ref, source, places, codes)
                 if use is not None:
                     uses[ref.server] = use
         for writer in writers:
@@ -122,8 +127,13 @@ def _first(uses: dict[str, Use], skip: str, limit: int) -> Iterator[tuple[str, U
         yield name, use
 
 
-def consumes(graph: TrustGraph, ref: MountRef, written: str, places: dict[str, str | None]) -> Use | None:
-    """How the server of mount ``ref`` runs or interprets what a writer of ``written`` leaves there, if it does."""
+def consumes(
+    graph: TrustGraph, ref: MountRef, written: str, places: dict[str, str | None], codes: dict[str, tuple[SpecPath, str] | None]
+) -> Use | None:
+    """How the server of mount ``ref`` runs or interprets what a writer of ``written`` leaves there, if it does.
+
+    ``places`` and ``codes`` remember, per check, what ``interpreted_place`` says of a path and ``runs_code`` of a server.
+    """
     server = graph.server(ref.server)
     mount = mount_of(server, ref)
     shared = ref.source if facts.contains(written, ref.source) else written
@@ -131,14 +141,18 @@ def consumes(graph: TrustGraph, ref: MountRef, written: str, places: dict[str, s
         places[shared] = interpreted_place(shared)
     place = places[shared]
     if place is not None:
-        return Use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
-    code = runs_code(server)
+        return _use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
+    if server.name not in codes:
+        codes[server.name] = runs_code(server)
+    code = codes[server.name]
     if code is not None:
-        return Use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
+        return _use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
+    if server.workdir is None:
+        return None
     inside = sandbox_place(ref.source, mount.target, shared)
-    if server.workdir is not None and inside is not None and facts.overlaps(server.workdir, inside):
+    if inside is not None and facts.overlaps(server.workdir, inside):
         why = (server.origin("workdir"), f"{server.name} works in {server.workdir}")
-        return Use(ref, mount.target, f"{server.name} works in it (workdir {server.workdir})", why)
+        return _use(ref, mount.target, f"{server.name} works in it (workdir {server.workdir})", why)
     return None
 
 
@@ -182,10 +196,10 @@ def finding(writer: MountRef, uses: list[Use], total: int) -> Finding:
         rest = total - 1 - len(more)
         also = ", ".join(quoted(more)) + (f" and {rest} more" if rest else "")
         steps += f" (also {also})"
-    hops = [(writer.path, f"{writer.server} writes {writer.source} here")]
+    places = [Related(writer.path, f"{writer.server} writes {writer.source} here")]
     for use in uses:
-        hops += [(use.mount.path, f"{use.mount.server} reads {use.mount.source} here"), use.why]
-    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related_hops(hops))
+        places += use.places
+    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related_places(places))
 
 
 RULE = Rule(

@@ -73,23 +73,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mcpspec.analysis.graph import TrustGraph
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.graph._common import AgentTool, agent_tools, implied_send, reads_private, reads_untrusted, sends_out, ungated
+from mcpspec.rules.graph._common import AgentTool, agent_tools, graph_of, implied_send, reads_private, reads_untrusted, sends_out, ungated
 
 
 def check(plan: Plan) -> Iterator[Finding]:
+    graph = graph_of(plan)
     for agent in plan.agents:
         tools = list(agent_tools(plan, agent))
         untrusted = [t for t in tools if reads_untrusted(t)]
         private = [t for t in tools if reads_private(t)]
         if not (untrusted and private):
             continue
-        sink = _sink(plan, tools)
+        sink = _sink(plan, graph, tools)
         if sink is None:
             continue
         source, secret = untrusted[0], private[0]
-        implied = implied_send(plan, sink)
+        implied = implied_send(graph, sink)
         how = "sends it out without approval" if implied is None else f"sends it out without approval ({implied.hop})"
         if chat_service(sink):
             how += ", and the chat service unfurls any link in it from its own servers"
@@ -113,13 +115,13 @@ def chat_service(item: AgentTool) -> bool:
     return any(service in words for service in CHAT_SERVICES)
 
 
-def _sink(plan: Plan, tools: list[AgentTool]) -> AgentTool | None:
+def _sink(plan: Plan, graph: TrustGraph, tools: list[AgentTool]) -> AgentTool | None:
     """An unapproved tool that sends data out: one that declares it first, else one whose server's egress does
     (preferring a tool that reads untrusted content, such as fetch: the model already steers where it goes)."""
     declared = [t for t in tools if sends_out(t) and ungated(plan, t)]
     if declared:
         return declared[0]
-    implied = [t for t in tools if implied_send(plan, t) is not None and ungated(plan, t)]
+    implied = [t for t in tools if implied_send(graph, t) is not None and ungated(plan, t)]
     return next((t for t in implied if reads_untrusted(t)), implied[0] if implied else None)
 
 

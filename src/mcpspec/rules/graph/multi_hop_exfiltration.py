@@ -72,22 +72,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from mcpspec.analysis.graph import Hop, ReaderIndex, nearest_flow
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 from mcpspec.rules import facts
-from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.graph._common import Evidence, chain, graph_of, open_egress, related_hops, sensitivity
+from mcpspec.rules.base import Finding, Related, Rule
+from mcpspec.rules.graph._common import Evidence, chain, graph_of, open_egress, related_places, sensitivity
 from mcpspec.rules.grouping import SHOWN, listing
 
 
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Reach:
-    """Where a server may send: anywhere, or its allow entries (text -> spec path)."""
+    """Where a server may send: anywhere, or its allow entries (text -> position in the allow list)."""
 
     anywhere: bool
-    entries: dict[str, SpecPath]
+    entries: dict[str, int]
 
     @property
     def key(self) -> frozenset[str]:
@@ -108,14 +107,15 @@ def check(plan: Plan) -> Iterator[Finding]:
         why = sensitivity(server)
         if why is None:
             continue
-        found = nearest_flow(graph, server.name, widens(reach, own.key), dead.setdefault(own.key, set()), likely)
+        known = own.key
+        found = nearest_flow(graph, server.name, widens(reach, known), dead.setdefault(known, set()), likely)
         if found is not None:
             sink, hops = found
-            yield finding(server, why, hops, plan.servers[sink], reach[sink], own.key)
+            yield finding(server, why, hops, plan.servers[sink], reach[sink], known)
 
 
 def reach_of(server: EffectiveSandbox) -> Reach:
-    return Reach(facts.egress_open(server), {entry.text: path for path, entry in facts.allow_entries(server)})
+    return Reach(facts.egress_open(server), {entry.text: position for position, entry in enumerate(server.egress.allow)})
 
 
 def widens(reach: dict[str, Reach], known: frozenset[str]) -> Callable[[str], bool]:
@@ -128,20 +128,21 @@ def widens(reach: dict[str, Reach], known: frozenset[str]) -> Callable[[str], bo
     return wanted
 
 
-def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> tuple[str, list[tuple[SpecPath, str]]]:
+def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> tuple[str, list[Related]]:
     """What the sink may reach that the source may not, and the egress entries that allow it."""
     if reach.anywhere:
         out = open_egress(sink)
-        return out.phrase, [(out.related.path, out.related.note)]
+        return out.phrase, [out.related]
     new = [text for text in reach.entries if text not in known]
-    return f"sends to {listing(new)}", [(reach.entries[text], f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
+    egress = [Related(facts.entry_path(sink, "allow", reach.entries[text]), f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
+    return f"sends to {listing(new)}", egress
 
 
 def finding(source: EffectiveSandbox, why: Evidence, hops: list[Hop], sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> Finding:
     phrase, egress = sends(sink, reach, known)
     steps = chain(f"{source.name} {why.phrase}", *(hop.note for hop in hops), f"{sink.name} {phrase}")
-    related = [(why.related.path, why.related.note), *((hop.path, hop.note) for hop in hops), *egress]
-    return Finding(path=source.path, message=f"data from server '{source.name}' can leave through '{sink.name}': {steps}", related=related_hops(related))
+    related = [why.related, *(Related(hop.path, hop.note) for hop in hops), *egress]
+    return Finding(path=source.path, message=f"data from server '{source.name}' can leave through '{sink.name}': {steps}", related=related_places(related))
 
 
 RULE = Rule(
