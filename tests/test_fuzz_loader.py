@@ -62,11 +62,11 @@ def test_any_text_parses_or_fails_with_a_positioned_spec_error(text: str) -> Non
 @FUZZ
 @given(SOUP)
 def test_the_event_path_agrees_with_composing_on_any_text(text: str) -> None:
-    builder = loader._Builder("f.yaml")
+    builder = loader._Builder("f.yaml", text)
     fast = build_from_events(text, loader._Loader, builder.event_scalar, loader._IMPLICIT_FIRST, loader.MAX_DEPTH, loader.MAX_EXPANDED_NODES)
     if fast is None:
         return  # left to the composing path, which reports whatever is wrong
-    composer = loader._Builder("f.yaml")
+    composer = loader._Builder("f.yaml", text)
     composed = composer.build(yaml.compose(text, Loader=loader._Loader), 0)
     data, positions, hash_scalars = fast
     assert (repr(data), list(positions.marks), positions.children, hash_scalars) == (

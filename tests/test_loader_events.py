@@ -16,12 +16,12 @@ SPECS = sorted({*REPO.glob("examples/**/*.yaml"), *REPO.glob("tests/corpus/**/*.
 
 
 def _events(text: str) -> object:
-    builder = loader._Builder("f.yaml")
+    builder = loader._Builder("f.yaml", text)
     return build_from_events(text, loader._Loader, builder.event_scalar, loader._IMPLICIT_FIRST, loader.MAX_DEPTH, loader.MAX_EXPANDED_NODES)
 
 
 def _composed(text: str) -> tuple[object, object, object, object]:
-    builder = loader._Builder("f.yaml")
+    builder = loader._Builder("f.yaml", text)
     data = builder.build(yaml.compose(text, Loader=loader._Loader), 0)
     return repr(data), list(builder.positions.marks), builder.positions.children, builder.hash_scalars
 
@@ -97,3 +97,32 @@ def test_a_plain_equals_sign_or_merge_marker_in_a_value_is_text() -> None:
     (the event path once crashed constructing them as timestamps; found by tests/test_fuzz_loader.py)."""
     data, _ = loader.parse_text("command: [echo, =, <<]\nnote: =\n")
     assert data == {"command": ["echo", "=", "<<"], "note": "="}
+
+
+_LINE_BREAKS = [
+    "a: 1\rb: 2\r",  # lone CR line ends
+    "a: 'x\x85y'\nb: 1\n",  # NEL inside a scalar
+    "a: \"p\u2028q\"\nb: 1\u2029c: 2\n",  # LS and PS
+    "\ufeffa: 1\r\nb:\r\n  - \U0001f600x\r\n",  # a BOM, CRLF, a character outside the BMP
+    "a: |\n  x\n  y\nb: >\n  z\n\n  w\nc: 'm\n\n  n'\nd: [1,\n  2]\n",  # block and multi-line scalars, a flow list over lines
+]
+
+
+@pytest.mark.parametrize("text", [*_LINE_BREAKS, *(path.read_text(encoding="utf-8") for path in sorted(REPO.glob("examples/*.yaml")))])
+def test_positions_kept_as_indexes_give_libyaml_lines_and_columns(text: str) -> None:
+    """Positions keep each node's character index and work out lines and columns later: every
+    node's span must be the one libyaml's own marks give (line breaks of every kind, a BOM)."""
+    from mcpspec.source.positions import Positions
+    from mcpspec.source.sourcemap import node_span
+
+    expected: list[object] = []
+
+    class Recording(Positions):
+        def add(self, node: yaml.Node, children: object = None) -> int:
+            expected.append(node_span(node))
+            return super().add(node, children)  # type: ignore[arg-type]
+
+    builder = loader._Builder("f.yaml", text)
+    builder.positions = Recording(text)
+    builder.build(yaml.compose(text, Loader=loader._Loader), 0)
+    assert expected and [builder.positions.span(number) for number in range(len(expected))] == expected

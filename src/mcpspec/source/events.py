@@ -50,17 +50,17 @@ def build_from_events(
     try:
         # Only '&' makes an anchor and only '!' a tag: without either, no event needs checking for them.
         guarded = "&" in text or "!" in text
-        return _build(parser.get_event, typed, maybe_typed, guarded, max_depth, max_nodes)
+        return _build(text, parser.get_event, typed, maybe_typed, guarded, max_depth, max_nodes)
     except (_Fallback, yaml.YAMLError, ValueError, RecursionError):
         return None
     finally:
         parser.dispose()
 
 
-def _build(get: Any, typed: Any, maybe_typed: frozenset[str], guarded: bool, max_depth: int, max_nodes: int) -> tuple[Any, Positions, list[Span]]:
+def _build(text: str, get: Any, typed: Any, maybe_typed: frozenset[str], guarded: bool, max_depth: int, max_nodes: int) -> tuple[Any, Positions, list[Span]]:
     if type(get()) is not StreamStartEvent or type(get()) is not DocumentStartEvent:
         raise _Fallback
-    positions = Positions()
+    positions = Positions(text)
     marks, children = positions.marks, positions.children
     mark, child = marks.append, children.append
     hash_scalars: list[Span] = []
@@ -78,8 +78,8 @@ def _build(get: Any, typed: Any, maybe_typed: frozenset[str], guarded: bool, max
             if guarded and (event.anchor is not None or event.tag is not None):
                 raise _Fallback
             start, end = event.start_mark, event.end_mark
-            mark(start.line << 32 | start.column)
-            mark(end.line << 32 | end.column)
+            mark(start.index)
+            mark(end.index)
             child(None)
             value = event.value
             if "#" in value:
@@ -104,9 +104,8 @@ def _build(get: Any, typed: Any, maybe_typed: frozenset[str], guarded: bool, max
             # At max_depth its items would be too deep: the composing path says so (or not, when it is empty).
             if (guarded and (event.anchor is not None or event.tag is not None)) or len(stack) >= max_depth or (in_mapping and key is None):
                 raise _Fallback  # an anchor, a tag, too deep, or a mapping or list as a key
-            start = event.start_mark
             number = len(children)
-            mark(start.line << 32 | start.column)
+            mark(event.start_mark.index)
             mark(0)  # its end, when it closes
             new: Any = {} if kind is MappingStartEvent else []
             new_numbers: Any = {} if kind is MappingStartEvent else []
@@ -122,9 +121,8 @@ def _build(get: Any, typed: Any, maybe_typed: frozenset[str], guarded: bool, max
             stack.append((container, numbers, number))
             container, numbers, key, in_mapping = new, new_numbers, None, kind is MappingStartEvent
         elif kind is MappingEndEvent or kind is SequenceEndEvent:
-            end = event.end_mark
             container, numbers, number = stack.pop()
-            marks[2 * number + 1] = end.line << 32 | end.column
+            marks[2 * number + 1] = event.end_mark.index
             key, in_mapping = None, type(container) is dict
             if len(children) > max_nodes:
                 raise _Fallback  # the composing path counts the nodes it builds and stops at max_nodes

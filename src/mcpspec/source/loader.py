@@ -120,7 +120,7 @@ def parse_text(text: str, name: str = "<string>") -> tuple[Any, SourceMap]:
 
 
 def _parse(text: str, name: str) -> tuple[Any, SourceMap]:
-    builder = _Builder(name)
+    builder = _Builder(name, text)
     fast = build_from_events(text, _Loader, builder.event_scalar, _IMPLICIT_FIRST, MAX_DEPTH, MAX_EXPANDED_NODES)
     if fast is not None:
         data, positions, hash_scalars = fast
@@ -152,13 +152,13 @@ class _Builder:
     It numbers the nodes and keeps their positions as it goes (see :mod:`mcpspec.source.positions`).
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, text: str) -> None:
         self.name = name
         self.expanded = 0
         self.constructor = SafeConstructor()
         # The spans of scalars holding a '#', which the comment finder must not mistake for comments.
         self.hash_scalars: list[Span] = []
-        self.positions = Positions()
+        self.positions = Positions(text)
 
     def fail(self, node: Node, code: str, message: str) -> SpecError:
         return SpecError([_diag(self.name, node_span(node), code, message)])

@@ -5,19 +5,25 @@ servers that graph takes about 250 MB, most of a lint's memory. The loader
 numbers the nodes as it builds the data (a key just before its value) and
 keeps, per node, its start and end in one flat array, and per mapping or
 list the numbers of its children; no node outlives the loading.
+
+A position is kept as libyaml's character index (one attribute of its mark,
+where line and column are two: reading them is a tenth of loading a big file)
+and turned into a line and column only when asked, from where each line of
+the text starts. libyaml breaks lines at CR LF, CR, LF, NEL, LS and PS, and
+does not count a byte-order mark.
 """
 
 from __future__ import annotations
 
+import re
 from array import array
+from bisect import bisect_right
 
 from yaml.nodes import Node
 
 from mcpspec.diagnostics import Span
 
-# A position packed in one integer: the 0-based line above, the 0-based column below.
-_SHIFT = 32
-_COLUMN = (1 << _SHIFT) - 1
+_LINE_BREAK = re.compile("\r\n|[\r\n\x85\u2028\u2029]")
 
 # A mapping's children by key (each the number of the value; its key is the number before),
 # a list's children in order, or None for a scalar.
@@ -27,19 +33,20 @@ Children = dict[str, int] | list[int] | None
 class Positions:
     """Node number -> span, and each container's children, for every node of one document."""
 
-    __slots__ = ("children", "marks")
+    __slots__ = ("_line_starts", "_text", "children", "marks")
 
-    def __init__(self) -> None:
+    def __init__(self, text: str = "") -> None:
         # Filled by add(), or directly by the event builder (mcpspec.source.events).
-        self.marks = array("Q")  # two per node: start, end
+        self.marks = array("Q")  # two per node: the character indexes of its start and end
         self.children: list[Children] = []
+        self._text = text  # the text the indexes count in
+        self._line_starts: list[int] | None = None  # the index each line starts at, made on first use
 
     def add(self, node: Node, children: Children = None) -> int:
         """Number ``node`` (the next number) and keep its span; ``children`` is filled in by the caller."""
-        start, end = node.start_mark, node.end_mark
         marks = self.marks
-        marks.append(start.line << _SHIFT | start.column)
-        marks.append(end.line << _SHIFT | end.column)
+        marks.append(node.start_mark.index)
+        marks.append(node.end_mark.index)
         self.children.append(children)
         return len(self.children) - 1
 
@@ -48,8 +55,25 @@ class Positions:
 
     def span(self, number: int) -> Span:
         """A node's span, 1-based, end exclusive."""
+        starts = self._line_starts if self._line_starts is not None else self._index_lines()
         start, end = self.marks[2 * number], self.marks[2 * number + 1]
-        return Span((start >> _SHIFT) + 1, (start & _COLUMN) + 1, (end >> _SHIFT) + 1, (end & _COLUMN) + 1)
+        line = bisect_right(starts, start) - 1
+        end_line = line if line + 1 == len(starts) or end < starts[line + 1] else bisect_right(starts, end) - 1
+        return Span(line + 1, start - starts[line] + 1, end_line + 1, end - starts[end_line] + 1)
+
+    def _index_lines(self) -> list[int]:
+        text = self._text
+        bom = 1 if text.startswith("\ufeff") else 0  # libyaml skips it: its indexes are one less than the text's
+        starts = [0]
+        if "\r" in text or "\x85" in text or "\u2028" in text or "\u2029" in text:
+            starts += [found.end() - bom for found in _LINE_BREAK.finditer(text)]
+        else:
+            at = -bom
+            for line in text.split("\n")[:-1]:
+                at += len(line) + 1
+                starts.append(at)
+        self._line_starts = starts
+        return starts
 
     def locate(self, path: tuple[str | int, ...]) -> tuple[int, int | None, int]:
         """How many segments of ``path`` exist from the root, and the numbers of the key (None for
