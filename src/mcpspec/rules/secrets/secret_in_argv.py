@@ -87,23 +87,36 @@ def _expansion(granted: Mapping[str, SecretGrant], arg: str) -> Reason | None:
 def _reasons(server: EffectiveSandbox, args: list[str]) -> dict[int, Reason]:
     """Argument index -> why it carries a secret (the first reason found)."""
     found: dict[int, Reason] = {}
-    granted = {grant.env: grant for grant in server.secrets if grant.env is not None}
+    granted: dict[str, SecretGrant] | None = None
     for index, arg in enumerate(args):
-        flag = _SECRET_FLAG.match(arg)
+        # Each pattern needs a character most arguments lack: a flag starts with '-', an
+        # expansion holds '$', a header ':' and a URL '://'; test it before the regex.
+        flag = _SECRET_FLAG.match(arg) if arg.startswith("-") else None
         if flag is not None:
             option = arg.split("=", 1)[0]
             if flag.group("value"):
                 found.setdefault(index, (f"passes a value for {option}", ()))
             elif index + 1 < len(args) and not args[index + 1].startswith("-"):
                 found.setdefault(index + 1, (f"passes a value for {option}", ()))
-        reason = _expansion(granted, arg)
-        if reason is None and _HEADER.search(arg):
-            reason = ("passes a credential header", ())
-        if reason is None and _URL_PASSWORD.search(arg):
-            reason = ("passes a URL with a password", ())
+        reason = None
+        if "$" in arg:
+            if granted is None:
+                granted = {grant.env: grant for grant in server.secrets if grant.env is not None}
+            reason = _expansion(granted, arg)
+        if reason is None and ":" in arg:
+            reason = _literal_reason(arg)
         if reason is not None:
             found.setdefault(index, reason)
     return found
+
+
+def _literal_reason(arg: str) -> Reason | None:
+    """Why an argument holding ':' carries a credential itself: a header or a URL with a password."""
+    if _HEADER.search(arg):
+        return "passes a credential header", ()
+    if "://" in arg and _URL_PASSWORD.search(arg):
+        return "passes a URL with a password", ()
+    return None
 
 
 def _shell_words(command: str) -> list[str]:

@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "cmd", "powershell", "pwsh"})
@@ -98,6 +98,16 @@ class Segment:
     words: tuple[str, ...]
     paths: tuple[SpecPath, ...]
     in_script: bool
+    start: int | None  # program_index(words): the program the command runs, None for none
+
+
+def server_segments(plan: Plan, server: EffectiveSandbox) -> tuple[Segment, ...]:
+    """:func:`segments` of a server of ``plan``, made once per plan (several rules read every server's)."""
+    memo: dict[str, tuple[Segment, ...]] = plan.derived.setdefault("command_segments", {})
+    found = memo.get(server.name)
+    if found is None:
+        found = memo[server.name] = tuple(segments(server))
+    return found
 
 
 def segments(server: EffectiveSandbox) -> list[Segment]:
@@ -111,7 +121,7 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
     if server.command_is_shell:
         return [_script_segment(words, command_path) for words in script_commands(server.command[-1])]
     argv = server.command
-    found = [Segment(argv, tuple((*command_path, index) for index in range(len(argv))), in_script=False)]
+    found = [Segment(argv, tuple((*command_path, index) for index in range(len(argv))), False, program_index(argv))]
     flag = shell_script_index(argv)
     if flag is not None and flag + 1 < len(argv):
         script_path: SpecPath = (*command_path, flag + 1)
@@ -120,4 +130,4 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
 
 
 def _script_segment(words: tuple[str, ...], path: SpecPath) -> Segment:
-    return Segment(words, tuple(path for _ in words), in_script=True)
+    return Segment(words, (path,) * len(words), True, program_index(words))
