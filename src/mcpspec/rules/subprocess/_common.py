@@ -96,9 +96,13 @@ class Segment:
     """One simple command a server's launch runs, and where each of its words is written."""
 
     words: tuple[str, ...]
-    paths: tuple[SpecPath, ...]
+    at: SpecPath  # the command (its words are its items) or the script string that holds them all
     in_script: bool
     start: int | None  # program_index(words): the program the command runs, None for none
+
+    def path(self, index: int) -> SpecPath:
+        """Where word ``index`` is written."""
+        return self.at if self.in_script else (*self.at, index)
 
 
 def server_segments(plan: Plan, server: EffectiveSandbox) -> tuple[Segment, ...]:
@@ -121,7 +125,7 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
     if server.command_is_shell:
         return [_script_segment(words, command_path) for words in script_commands(server.command[-1])]
     argv = server.command
-    found = [Segment(argv, tuple((*command_path, index) for index in range(len(argv))), False, program_index(argv))]
+    found = [Segment(argv, command_path, False, program_index(argv))]
     flag = shell_script_index(argv)
     if flag is not None and flag + 1 < len(argv):
         script_path: SpecPath = (*command_path, flag + 1)
@@ -130,4 +134,4 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
 
 
 def _script_segment(words: tuple[str, ...], path: SpecPath) -> Segment:
-    return Segment(words, (path,) * len(words), True, program_index(words))
+    return Segment(words, path, True, program_index(words))

@@ -116,7 +116,7 @@ def check(plan: Plan) -> Iterator[Finding]:
             if found is None:
                 continue
             index, label, image = found
-            finding = _finding(server, segment.paths[index], segment.words[index], label, image)
+            finding = _finding(server, segment.path(index), segment.words[index], label, image)
             if finding is not None:
                 yield finding
                 break

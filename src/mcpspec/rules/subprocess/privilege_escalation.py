@@ -69,7 +69,7 @@ def _command_findings(plan: Plan, server: EffectiveSandbox) -> Iterator[Finding]
         start = segment.start
         if start is None or program_name(segment.words[start]) not in ESCALATORS:
             continue
-        path = segment.paths[start]
+        path = segment.path(start)
         if path in reported:
             continue
         reported.add(path)

@@ -91,7 +91,7 @@ def _command_findings(plan: Plan, server: EffectiveSandbox) -> Iterator[Finding]
             continue
         detector = _DETECTORS.get(program_name(segment.words[start]))
         for index, text in detector(segment.words, start) if detector else []:
-            problems.setdefault(segment.paths[index], []).append(text)
+            problems.setdefault(segment.path(index), []).append(text)
     for path, texts in problems.items():
         yield Finding(path=path, message=f"server '{server.name}' {' and '.join(dict.fromkeys(texts))}")
 
