@@ -57,9 +57,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import launched
@@ -84,7 +83,7 @@ def _expansion(granted: Mapping[str, SecretGrant], arg: str) -> Reason | None:
     return None
 
 
-def _reasons(server: EffectiveSandbox, args: list[str]) -> dict[int, Reason]:
+def _reasons(server: EffectiveSandbox, args: Sequence[str]) -> dict[int, Reason]:
     """Argument index -> why it carries a secret (the first reason found)."""
     found: dict[int, Reason] = {}
     granted: dict[str, SecretGrant] | None = None
@@ -128,16 +127,16 @@ def _shell_words(command: str) -> list[str]:
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server in launched(plan):
-        base: SpecPath = (*server.path, "command")
         if server.command_is_shell:
             reasons = _reasons(server, _shell_words(server.command[-1]))
             if reasons:
-                (what, related), *_ = (reasons[index] for index in sorted(reasons))
-                yield Finding(path=base, message=f"server {server.name!r} {what} in its shell command, readable in /proc/<pid>/cmdline", related=related)
+                what, related = reasons[min(reasons)]
+                message = f"server {server.name!r} {what} in its shell command, readable in /proc/<pid>/cmdline"
+                yield Finding(path=(*server.path, "command"), message=message, related=related)
             continue
-        for index, (what, related) in sorted(_reasons(server, list(server.command)).items()):
+        for index, (what, related) in sorted(_reasons(server, server.command).items()):
             message = f"server {server.name!r} {what} in command argument {index}, readable in /proc/<pid>/cmdline"
-            yield Finding(path=(*base, index), message=message, related=related)
+            yield Finding(path=(*server.path, "command", index), message=message, related=related)
 
 
 RULE = Rule(

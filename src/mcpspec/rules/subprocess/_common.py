@@ -48,7 +48,11 @@ def program_index(words: tuple[str, ...]) -> int | None:
 
 def shell_script_index(words: tuple[str, ...]) -> int | None:
     """Index of the ``-c`` (``/c``, ``-Command``) flag when ``words`` runs a shell on a script."""
-    start = program_index(words)
+    return _script_flag(words, program_index(words))
+
+
+def _script_flag(words: tuple[str, ...], start: int | None) -> int | None:
+    """:func:`shell_script_index` of ``words``, whose program is at ``start`` (:func:`program_index`)."""
     if start is None or program_name(words[start]) not in SHELLS:
         return None
     shell = program_name(words[start])
@@ -125,8 +129,9 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
     if server.command_is_shell:
         return [_script_segment(words, command_path) for words in script_commands(server.command[-1])]
     argv = server.command
-    found = [Segment(argv, command_path, False, program_index(argv))]
-    flag = shell_script_index(argv)
+    start = program_index(argv)
+    found = [Segment(argv, command_path, False, start)]
+    flag = _script_flag(argv, start)
     if flag is not None and flag + 1 < len(argv):
         script_path: SpecPath = (*command_path, flag + 1)
         found += [_script_segment(words, script_path) for words in script_commands(argv[flag + 1])]
