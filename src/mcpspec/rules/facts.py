@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, PRIVATE_NETWORKS, IPNetwork, networks_overlap, subnet_of
@@ -160,25 +160,28 @@ _UNINDEXED = ("/", "/home", "/root", "/Users", "/run", "/var/run")
 
 class WritableIndex:
     """The writable host mounts of a plan, indexed by path so a containment query looks at
-    the few mounts along one path instead of every mount (linear in servers, not quadratic)."""
+    the few sources along one path instead of every mount (linear in servers, not quadratic).
+
+    Many mounts share a source (a workspace dir every server mounts), so the index files
+    each distinct source once and answers a query source by source.
+    """
 
     def __init__(self, plan: Plan) -> None:
-        self.above: dict[tuple[str, ...], list[Writer]] = {}  # fixed part of a source (before {agent}) -> mounts
-        self.below: dict[tuple[str, ...], list[Writer]] = {}  # every prefix of a source -> mounts under it
-        self.scan: list[Writer] = []  # sources with other spellings: checked one by one
         self.order: dict[int, int] = {}  # answers keep the plan's order
-        self.held: dict[str, list[Writer]] = {}  # path -> holding(path)
+        self.at: dict[str, list[Writer]] = {}  # source -> its mounts, in plan order
         for writer in writable_mounts(plan):
             self.order[id(writer[1])] = len(self.order)
-            source = writer[1].location
-            parts = components(source)
-            for end in range(1, len(parts) + 1):
-                self.below.setdefault(tuple(parts[:end]), []).append(writer)
-            if source.startswith("~") or len(spellings(source)) > 1 or any(source == p or source.startswith(p + "/") for p in _UNINDEXED[1:]) or source == "/":
-                self.scan.append(writer)
-                continue
-            fixed = tuple(part for part in itertools.takewhile(lambda part: part not in TEMPLATE_TOKENS, parts))
-            self.above.setdefault(fixed, []).append(writer)
+            self.at.setdefault(writer[1].location, []).append(writer)
+        self.above: dict[tuple[str, ...], list[str]] = {}  # fixed part of a source (before {agent}) -> sources
+        self.scan: list[str] = []  # sources with other spellings: checked one by one
+        for source in self.at:
+            if _unindexed(source):
+                self.scan.append(source)
+            else:
+                fixed = tuple(itertools.takewhile(lambda part: part not in TEMPLATE_TOKENS, components(source)))
+                self.above.setdefault(fixed, []).append(source)
+        self._below: dict[tuple[str, ...], list[str]] | None = None  # every prefix of a source -> sources under it
+        self.held: dict[str, list[Writer]] = {}  # path -> holding(path)
 
     def holding(self, path: str) -> list[Writer]:
         """The mounts whose source holds ``path`` (:func:`source_contains`); servers mostly share
@@ -189,21 +192,40 @@ class WritableIndex:
         return list(found)
 
     def _holding(self, path: str) -> list[Writer]:
-        candidates: dict[int, Writer] = {id(w[1]): w for w in self.scan}
+        candidates = dict.fromkeys(self.scan)
         for form in spellings(path):
             parts = components(form)
             for end in range(len(parts) + 1):
-                for writer in self.above.get(tuple(parts[:end]), ()):
-                    candidates[id(writer[1])] = writer
-        return sorted((w for w in candidates.values() if source_contains(w[1].location, path)), key=lambda w: self.order[id(w[1])])
+                candidates.update(dict.fromkeys(self.above.get(tuple(parts[:end]), ())))
+        return self._mounts(source for source in candidates if source_contains(source, path))
 
     def under(self, path: str) -> list[Writer]:
         """The mounts whose source ``path`` contains (:func:`contains`)."""
         if path in _UNINDEXED or path.startswith("~"):
-            found = list({id(w[1]): w for ws in self.below.values() for w in ws if contains(path, w[1].location)}.values())
+            sources: Iterable[str] = self.at
         else:
-            found = [w for w in self.below.get(tuple(components(path)), ()) if contains(path, w[1].location)]
+            sources = self.below().get(tuple(components(path)), ())
+        return self._mounts(source for source in sources if contains(path, source))
+
+    def below(self) -> dict[tuple[str, ...], list[str]]:
+        """Every prefix of a source -> the sources under it; made on the first :meth:`under` query."""
+        if self._below is None:
+            self._below = {}
+            for source in self.at:
+                parts = components(source)
+                for end in range(1, len(parts) + 1):
+                    self._below.setdefault(tuple(parts[:end]), []).append(source)
+        return self._below
+
+    def _mounts(self, sources: Iterable[str]) -> list[Writer]:
+        """The mounts of ``sources``, in the plan's order."""
+        found = [writer for source in sources for writer in self.at[source]]
         return sorted(found, key=lambda w: self.order[id(w[1])])
+
+
+def _unindexed(source: str) -> bool:
+    """Whether a source's containment does not follow from its components alone (see :func:`spellings`)."""
+    return source.startswith("~") or len(spellings(source)) > 1 or any(source == p or source.startswith(p + "/") for p in _UNINDEXED[1:]) or source == "/"
 
 
 def writable_index(plan: Plan) -> WritableIndex:
@@ -298,11 +320,12 @@ def looks_like_secret(value: str) -> bool:
 # --- tools and effects ---
 
 
-def tools(plan: Plan) -> Iterator[tuple[EffectiveSandbox, str, Tool]]:
-    """(server, name, tool) for every tool of every server, external ones included."""
-    for server in plan.servers.values():
-        for name, tool in server.tools.items():
-            yield server, name, tool
+def tools(plan: Plan) -> tuple[tuple[EffectiveSandbox, str, Tool], ...]:
+    """(server, name, tool) for every tool of every server, external ones included; listed once per plan."""
+    found = plan.derived.get("tools")
+    if not isinstance(found, tuple):
+        found = plan.derived["tools"] = tuple([(server, name, tool) for server in plan.servers.values() for name, tool in server.tools.items()])
+    return found
 
 
 def tool_path(server: EffectiveSandbox, name: str) -> SpecPath:

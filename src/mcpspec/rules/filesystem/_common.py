@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.rules.facts import host_mounts, launched
 from mcpspec.spec.models import Mount
 
 
-def launched_host_mounts(plan: Plan) -> Iterator[tuple[EffectiveSandbox, EffectiveMount]]:
-    """(server, mount) for each host-path mount of each launched server."""
-    for server in launched(plan):
-        for mount in host_mounts(server):
-            yield server, mount
+def launched_host_mounts(plan: Plan) -> tuple[tuple[EffectiveSandbox, EffectiveMount], ...]:
+    """(server, mount) for each host-path mount of each launched server, listed once per plan
+    (most filesystem rules ask, and most servers mount only workspace dirs)."""
+    found = plan.derived.get("launched_host_mounts")
+    if not isinstance(found, tuple):
+        found = plan.derived["launched_host_mounts"] = tuple([(server, mount) for server in launched(plan) for mount in host_mounts(server)])
+    return found
 
 
 def spec_mount(plan: Plan, mount: EffectiveMount) -> Mount:

@@ -49,35 +49,48 @@ servers:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
-from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.facts import executes_code, launched
-from mcpspec.rules.filesystem._common import mode_path, spec_mount
+from mcpspec.rules.facts import launched
+from mcpspec.rules.filesystem._common import spec_mount
 
 WRITE_EFFECTS = frozenset({"writes_local", "exec", "deploy", "destructive", "modify_access"})
 
 
 def only_reads(server: EffectiveSandbox) -> bool:
-    """Every tool declares its effects and none of them writes."""
-    if not server.tools or executes_code(server):
+    """Every tool declares its effects and none of them writes.
+
+    A tool that executes code declares ``exec``, one of WRITE_EFFECTS: of what makes a
+    server execute code (:func:`~mcpspec.rules.facts.executes_code`), only its kind is left to ask.
+    """
+    if not server.tools or server.kind == "code-exec":
         return False
-    return all(tool.effects and not WRITE_EFFECTS.intersection(tool.effects) for tool in server.tools.values())
+    return all(tool.effects and WRITE_EFFECTS.isdisjoint(tool.effects) for tool in server.tools.values())
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server in launched(plan):
-        if not only_reads(server):
-            continue
-        for mount in server.mounts:
-            if not mount.writable:
-                continue
-            related: tuple[Related, ...] = ()
-            if spec_mount(plan, mount).mode is None and mount.workspace_dir is not None:
-                related = (Related(("workspace", "dirs", mount.workspace_dir, "mode"), "the dir is read-write for every server that mounts it"),)
-            message = f"server {server.name!r} mounts {mount.target} read-write, but its tools only read"
-            yield Finding(path=mode_path(plan, mount), message=message, related=related)
+        if only_reads(server):
+            for mount in server.mounts:
+                if mount.writable:
+                    yield _finding(plan, server, mount)
+
+
+def _finding(plan: Plan, server: EffectiveSandbox, mount: EffectiveMount) -> Finding:
+    mode_written = spec_mount(plan, mount).mode is not None
+    dir_name = mount.workspace_dir
+    related = _dir_mode(dir_name) if dir_name is not None and not mode_written else ()
+    message = f"server {server.name!r} mounts {mount.target} read-write, but its tools only read"
+    return Finding(path=(*mount.path, "mode" if mode_written else "from"), message=message, related=related)
+
+
+@functools.lru_cache(maxsize=256)
+def _dir_mode(dir_name: str) -> tuple[Related, ...]:
+    """Where a workspace dir's mode is written (not the mount's own: see ``mode_path``)."""
+    return (Related(("workspace", "dirs", dir_name, "mode"), "the dir is read-write for every server that mounts it"),)
 
 
 RULE = Rule(

@@ -68,7 +68,7 @@ from mcpspec.rules.grouping import by_origin, in_full, who
 def check(plan: Plan) -> Iterator[Finding]:
     if plan.workspace is not None and plan.workspace.reset == "never":
         yield Finding(path=("workspace", "reset"), message="workspace.reset never carries files from one task (and one user) to the next")
-    kept = [server for server in launched(plan) if _written(server) and not _removes_workspace(server)]
+    kept = [server for server in launched(plan) if not _removes_workspace(server) and _written(server)]
     for path, group in by_origin(kept, "lifecycle.teardown.remove_workspace").items():
         related = tuple(Related(mount.path, f"server '{server.name}' writes workspace.{mount.workspace_dir}") for server in group for mount in _written(server))
         yield Finding(path=path, message=f"teardown keeps the writable workspace of {who(group, in_full)} after the sandbox ends", related=related)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Set as AbstractSet
 
 from mcpspec.rules.grouping import in_full
 from mcpspec.spec.models import Tool
@@ -18,8 +18,10 @@ EFFECT_PHRASES = {
 }
 
 
-def matching(tool: Tool, wanted: Collection[str]) -> list[str]:
+def matching(tool: Tool, wanted: AbstractSet[str]) -> list[str]:
     """The tool's effects that are in ``wanted``, in the tool's order."""
+    if wanted.isdisjoint(tool.effects):  # most tools: no list to build
+        return []
     return [effect for effect in dict.fromkeys(tool.effects) if effect in wanted]
 
 

@@ -58,7 +58,7 @@ from mcpspec.rules.facts import tool_path, tools
 from mcpspec.rules.grouping import commas, quoted
 from mcpspec.rules.review._common import does, matching
 
-ARGUMENT_CRITICAL = ("external_send", "exports_data", "deploy", "financial")
+ARGUMENT_CRITICAL = frozenset({"external_send", "exports_data", "deploy", "financial"})
 LISTED = 3
 
 

@@ -50,13 +50,15 @@ from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import tool_path, tools
 from mcpspec.rules.review._common import does, matching
 
-IRREVERSIBLE = ("destructive", "financial", "deploy", "modify_access")
+IRREVERSIBLE = frozenset({"destructive", "financial", "deploy", "modify_access"})
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server, name, tool in tools(plan):
+        if tool.approval != "per-session":
+            continue
         effects = matching(tool, IRREVERSIBLE)
-        if effects and tool.approval == "per-session":
+        if effects:
             yield Finding(
                 path=(*tool_path(server, name), "approval"),
                 message=f"tool '{name}' of server '{server.name}' {does(effects)} and is approved once per session, so one yes covers every later call",

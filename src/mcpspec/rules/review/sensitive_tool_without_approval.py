@@ -57,7 +57,7 @@ from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import tool_path, tools
 from mcpspec.rules.review._common import EFFECT_PHRASES, does, matching
 
-SENSITIVE = tuple(EFFECT_PHRASES)
+SENSITIVE = frozenset(EFFECT_PHRASES)
 
 
 def check(plan: Plan) -> Iterator[Finding]:

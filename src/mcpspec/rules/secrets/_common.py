@@ -79,12 +79,13 @@ def inherited_names(plan: Plan) -> Iterator[tuple[SpecPath, str, EffectiveSandbo
 def set_names(plan: Plan) -> Iterator[tuple[SpecPath, str, EffectiveSandbox]]:
     """(path of the key, name, server) for each variable of ``env.set``."""
     for server in launched(plan):
-        origin = server.origin("env.set")
-        for name in server.env.set:
-            yield (*origin, name), name, server
+        if server.env.set:
+            origin = server.origin("env.set")
+            for name in server.env.set:
+                yield (*origin, name), name, server
 
 
-Bound = list[tuple[EffectiveSandbox, SecretGrant]]
+Bound = tuple[tuple[EffectiveSandbox, SecretGrant], ...]
 
 
 def users(bound: Bound) -> str:
@@ -98,12 +99,19 @@ def uses(bound: Bound) -> tuple[Related, ...]:
 
 
 def bindings(plan: Plan) -> dict[str, Bound]:
-    """Secret name -> every server binding of it, in one pass over the servers."""
-    found: dict[str, Bound] = {name: [] for name in plan.spec.secrets}
+    """Secret name -> every server binding of it; one pass over the servers per plan (several rules ask)."""
+    found = plan.derived.get("secret_bindings")
+    if not isinstance(found, dict):
+        found = plan.derived["secret_bindings"] = _bindings(plan)
+    return found
+
+
+def _bindings(plan: Plan) -> dict[str, Bound]:
+    found: dict[str, list[tuple[EffectiveSandbox, SecretGrant]]] = {name: [] for name in plan.spec.secrets}
     for server in plan.servers.values():
         for grant in server.secrets:
             found.setdefault(grant.name, []).append((server, grant))
-    return found
+    return {name: tuple(bound) for name, bound in found.items()}
 
 
 def in_use(plan: Plan) -> Iterator[tuple[str, Secret, Bound]]:

@@ -57,9 +57,8 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import launched
@@ -84,26 +83,39 @@ def _expansion(granted: Mapping[str, SecretGrant], arg: str) -> Reason | None:
     return None
 
 
-def _reasons(server: EffectiveSandbox, args: list[str]) -> dict[int, Reason]:
+def _reasons(server: EffectiveSandbox, args: Sequence[str]) -> dict[int, Reason]:
     """Argument index -> why it carries a secret (the first reason found)."""
     found: dict[int, Reason] = {}
-    granted = {grant.env: grant for grant in server.secrets if grant.env is not None}
+    granted: dict[str, SecretGrant] | None = None
     for index, arg in enumerate(args):
-        flag = _SECRET_FLAG.match(arg)
+        # Each pattern needs a character most arguments lack: a flag starts with '-', an
+        # expansion holds '$', a header ':' and a URL '://'; test it before the regex.
+        flag = _SECRET_FLAG.match(arg) if arg.startswith("-") else None
         if flag is not None:
             option = arg.split("=", 1)[0]
             if flag.group("value"):
                 found.setdefault(index, (f"passes a value for {option}", ()))
             elif index + 1 < len(args) and not args[index + 1].startswith("-"):
                 found.setdefault(index + 1, (f"passes a value for {option}", ()))
-        reason = _expansion(granted, arg)
-        if reason is None and _HEADER.search(arg):
-            reason = ("passes a credential header", ())
-        if reason is None and _URL_PASSWORD.search(arg):
-            reason = ("passes a URL with a password", ())
+        reason = None
+        if "$" in arg:
+            if granted is None:
+                granted = {grant.env: grant for grant in server.secrets if grant.env is not None}
+            reason = _expansion(granted, arg)
+        if reason is None and ":" in arg:
+            reason = _literal_reason(arg)
         if reason is not None:
             found.setdefault(index, reason)
     return found
+
+
+def _literal_reason(arg: str) -> Reason | None:
+    """Why an argument holding ':' carries a credential itself: a header or a URL with a password."""
+    if _HEADER.search(arg):
+        return "passes a credential header", ()
+    if "://" in arg and _URL_PASSWORD.search(arg):
+        return "passes a URL with a password", ()
+    return None
 
 
 def _shell_words(command: str) -> list[str]:
@@ -115,16 +127,16 @@ def _shell_words(command: str) -> list[str]:
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server in launched(plan):
-        base: SpecPath = (*server.path, "command")
         if server.command_is_shell:
             reasons = _reasons(server, _shell_words(server.command[-1]))
             if reasons:
-                (what, related), *_ = (reasons[index] for index in sorted(reasons))
-                yield Finding(path=base, message=f"server {server.name!r} {what} in its shell command, readable in /proc/<pid>/cmdline", related=related)
+                what, related = reasons[min(reasons)]
+                message = f"server {server.name!r} {what} in its shell command, readable in /proc/<pid>/cmdline"
+                yield Finding(path=(*server.path, "command"), message=message, related=related)
             continue
-        for index, (what, related) in sorted(_reasons(server, list(server.command)).items()):
+        for index, (what, related) in sorted(_reasons(server, server.command).items()):
             message = f"server {server.name!r} {what} in command argument {index}, readable in /proc/<pid>/cmdline"
-            yield Finding(path=(*base, index), message=message, related=related)
+            yield Finding(path=(*server.path, "command", index), message=message, related=related)
 
 
 RULE = Rule(

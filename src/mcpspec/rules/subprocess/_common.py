@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
-from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.perf import quick_init
 
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "cmd", "powershell", "pwsh"})
@@ -48,7 +48,11 @@ def program_index(words: tuple[str, ...]) -> int | None:
 
 def shell_script_index(words: tuple[str, ...]) -> int | None:
     """Index of the ``-c`` (``/c``, ``-Command``) flag when ``words`` runs a shell on a script."""
-    start = program_index(words)
+    return _script_flag(words, program_index(words))
+
+
+def _script_flag(words: tuple[str, ...], start: int | None) -> int | None:
+    """:func:`shell_script_index` of ``words``, whose program is at ``start`` (:func:`program_index`)."""
     if start is None or program_name(words[start]) not in SHELLS:
         return None
     shell = program_name(words[start])
@@ -96,8 +100,22 @@ class Segment:
     """One simple command a server's launch runs, and where each of its words is written."""
 
     words: tuple[str, ...]
-    paths: tuple[SpecPath, ...]
+    at: SpecPath  # the command (its words are its items) or the script string that holds them all
     in_script: bool
+    start: int | None  # program_index(words): the program the command runs, None for none
+
+    def path(self, index: int) -> SpecPath:
+        """Where word ``index`` is written."""
+        return self.at if self.in_script else (*self.at, index)
+
+
+def server_segments(plan: Plan, server: EffectiveSandbox) -> tuple[Segment, ...]:
+    """:func:`segments` of a server of ``plan``, made once per plan (several rules read every server's)."""
+    memo: dict[str, tuple[Segment, ...]] = plan.derived.setdefault("command_segments", {})
+    found = memo.get(server.name)
+    if found is None:
+        found = memo[server.name] = tuple(segments(server))
+    return found
 
 
 def segments(server: EffectiveSandbox) -> list[Segment]:
@@ -111,8 +129,9 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
     if server.command_is_shell:
         return [_script_segment(words, command_path) for words in script_commands(server.command[-1])]
     argv = server.command
-    found = [Segment(argv, tuple((*command_path, index) for index in range(len(argv))), in_script=False)]
-    flag = shell_script_index(argv)
+    start = program_index(argv)
+    found = [Segment(argv, command_path, False, start)]
+    flag = _script_flag(argv, start)
     if flag is not None and flag + 1 < len(argv):
         script_path: SpecPath = (*command_path, flag + 1)
         found += [_script_segment(words, script_path) for words in script_commands(argv[flag + 1])]
@@ -120,4 +139,4 @@ def segments(server: EffectiveSandbox) -> list[Segment]:
 
 
 def _script_segment(words: tuple[str, ...], path: SpecPath) -> Segment:
-    return Segment(words, tuple(path for _ in words), in_script=True)
+    return Segment(words, path, True, program_index(words))

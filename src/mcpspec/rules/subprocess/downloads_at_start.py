@@ -60,7 +60,7 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import program_index, program_name, segments
+from mcpspec.rules.subprocess._common import program_name, server_segments
 from mcpspec.rules.subprocess.unpinned_package import _DOCKER_VALUES, _UVX_VALUES
 from mcpspec.rules.subprocess.unpinned_package import _parse as parse_words
 
@@ -110,13 +110,13 @@ def _detect(words: tuple[str, ...], start: int) -> Download | None:
 
 def check(plan: Plan) -> Iterator[Finding]:
     for server in launched(plan):
-        for segment in segments(server):
-            start = program_index(segment.words)
+        for segment in server_segments(plan, server):
+            start = segment.start
             found = _detect(segment.words, start) if start is not None else None
             if found is None:
                 continue
             index, label, image = found
-            finding = _finding(server, segment.paths[index], segment.words[index], label, image)
+            finding = _finding(server, segment.path(index), segment.words[index], label, image)
             if finding is not None:
                 yield finding
                 break

@@ -58,7 +58,7 @@ from mcpspec.rules.grouping import by_origin, in_full, who
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    unpoliced = [server for server in launched(plan) if executes_code(server) and server.process.allow is None]
+    unpoliced = [server for server in launched(plan) if server.process.allow is None and executes_code(server)]
     for path, group in by_origin(unpoliced, "process.allow").items():
         related = tuple(item for server in group for item in _why_exec(server))
         yield Finding(path=path, message=f"{who(group, in_full)} {_runs(group)} code with no process.allow list of what it may spawn", related=related)

@@ -51,25 +51,25 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
 from mcpspec.rules.grouping import by_origin, in_full, who
-from mcpspec.rules.subprocess._common import ESCALATORS, program_index, program_name, segments
+from mcpspec.rules.subprocess._common import ESCALATORS, program_name, server_segments
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     servers = list(launched(plan))
     for server in servers:
-        yield from _command_findings(server)
+        yield from _command_findings(plan, server)
     root = [server for server in servers if server.identity.uid == 0]
     for path, group in by_origin(root, "runtime.user").items():
         yield Finding(path=path, message=f"runtime.user 0 runs {who(group, in_full)} as root inside the sandbox")
 
 
-def _command_findings(server: EffectiveSandbox) -> Iterator[Finding]:
+def _command_findings(plan: Plan, server: EffectiveSandbox) -> Iterator[Finding]:
     reported: set[SpecPath] = set()
-    for segment in segments(server):
-        start = program_index(segment.words)
+    for segment in server_segments(plan, server):
+        start = segment.start
         if start is None or program_name(segment.words[start]) not in ESCALATORS:
             continue
-        path = segment.paths[start]
+        path = segment.path(start)
         if path in reported:
             continue
         reported.add(path)

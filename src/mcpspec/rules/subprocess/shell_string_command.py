@@ -77,8 +77,7 @@ def _argv_findings(server: EffectiveSandbox) -> Iterator[Finding]:
     start = program_index(argv)
     if flag is None:
         # A shell run by another program: `sudo -u app sh -c ...`, `timeout 60 bash -c ...`.
-        start = next((index for index in range(1, len(argv)) if program_name(argv[index]) in SHELLS
-                      and shell_script_index(argv[index:]) is not None), None)
+        start = _inner_shell(argv)
         if start is None:
             return
         flag = start + (shell_script_index(argv[start:]) or 0)
@@ -86,6 +85,13 @@ def _argv_findings(server: EffectiveSandbox) -> Iterator[Finding]:
     shell = " ".join(argv[start : flag + 1]) if start is not None else argv[flag]
     syntax = _syntax(argv[script]) if script != flag else ""
     yield Finding(path=(*server.path, "command", script), message=f"server '{server.name}' runs a shell script through '{shell}'{syntax}")
+
+
+def _inner_shell(argv: tuple[str, ...]) -> int | None:
+    """Index of a later word that runs a shell on a script, if any (most commands name no shell at all)."""
+    if SHELLS.isdisjoint(map(program_name, argv[1:])):
+        return None
+    return next((index for index in range(1, len(argv)) if program_name(argv[index]) in SHELLS and shell_script_index(argv[index:]) is not None), None)
 
 
 def _syntax(script: str) -> str:

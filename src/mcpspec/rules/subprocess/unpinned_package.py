@@ -47,7 +47,7 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import launched
-from mcpspec.rules.subprocess._common import program_index, program_name, segments
+from mcpspec.rules.subprocess._common import program_name, server_segments
 
 # A version that is a moving target rather than one release.
 _FLOATING = re.compile(r"^(|latest|next|canary|beta|alpha|stable|\*|x)$|^[\^~<>!]|[*\s,]|\|\||(^|\.)x(\.|$)", re.IGNORECASE)
@@ -63,7 +63,7 @@ def check(plan: Plan) -> Iterator[Finding]:
             finding = _package_finding(server)
             if finding is not None:
                 yield finding
-        yield from _command_findings(server)
+        yield from _command_findings(plan, server)
 
 
 def _package_finding(server: EffectiveSandbox) -> Finding | None:
@@ -83,15 +83,15 @@ def floating(version: str) -> bool:
     return _FLOATING.search(re.sub(r"^={1,3}", "", version.strip())) is not None
 
 
-def _command_findings(server: EffectiveSandbox) -> Iterator[Finding]:
+def _command_findings(plan: Plan, server: EffectiveSandbox) -> Iterator[Finding]:
     problems: dict[SpecPath, list[str]] = {}
-    for segment in segments(server):
-        start = program_index(segment.words)
+    for segment in server_segments(plan, server):
+        start = segment.start
         if start is None:
             continue
         detector = _DETECTORS.get(program_name(segment.words[start]))
         for index, text in detector(segment.words, start) if detector else []:
-            problems.setdefault(segment.paths[index], []).append(text)
+            problems.setdefault(segment.path(index), []).append(text)
     for path, texts in problems.items():
         yield Finding(path=path, message=f"server '{server.name}' {' and '.join(dict.fromkeys(texts))}")
 
