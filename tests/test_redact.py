@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcpspec.redact import SECRET_VALUE, _mask, _might_hold_secret, redact
+from mcpspec.redact import SECRET_VALUE, _mask, _might_hold_secret, holds_secret, redact
 
 SAMPLES = [
     "ghp_" + "a" * 36, "gho_" + "b" * 30, "ghs_" + "c" * 25, "ghr_" + "d" * 22, "ghu_" + "e" * 40,
@@ -28,6 +28,7 @@ def test_every_sample_is_masked_and_matches_the_regex() -> None:
 def test_the_fast_path_never_changes_the_result(parts: list[str]) -> None:
     text = "".join(parts)
     assert redact(text) == SECRET_VALUE.sub(_mask, text)
+    assert holds_secret(text) == (SECRET_VALUE.search(text) is not None)
 
 
 @settings(max_examples=300, derandomize=True, suppress_health_check=[HealthCheck.too_slow])  # a loaded CI machine is slow, not wrong

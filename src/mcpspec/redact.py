@@ -47,6 +47,11 @@ def _mask(match: re.Match[str]) -> str:
     return found[:4] + MASK
 
 
+def holds_secret(text: str) -> bool:
+    """Whether ``text`` holds a secret-shaped substring (the regex runs only where a marker is)."""
+    return _might_hold_secret(text) and SECRET_VALUE.search(text) is not None
+
+
 def redact(text: str) -> str:
     """``text`` with every secret-shaped substring masked."""
     if not text or not _might_hold_secret(text):

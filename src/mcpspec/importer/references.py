@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mcpspec.redact import SECRET_VALUE
+from mcpspec.redact import holds_secret
 
 EDITOR_VARIABLES = frozenset(
     {"workspaceFolder", "workspaceFolderBasename", "userHome", "pathSeparator", "/", "cwd", "file", "fileDirname", "workspaceRoot", "HOME", "PWD", "USER"}
@@ -57,7 +57,7 @@ def secret_name(name: str) -> bool:
 
 def secret_shaped(text: str) -> bool:
     """Whether ``text`` holds a value shaped like a token, a key or a URL with a password."""
-    return bool(SECRET_VALUE.search(text)) or text.lower().startswith(("bearer ", "basic ", "token "))
+    return holds_secret(text) or text.lower().startswith(("bearer ", "basic ", "token "))
 
 
 def literal_secret(name: str, value: str) -> bool:

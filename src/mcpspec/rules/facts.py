@@ -15,7 +15,7 @@ from typing import Literal
 from mcpspec.addresses import METADATA_HOSTS, METADATA_NETWORKS, PRIVATE_NETWORKS, IPNetwork, networks_overlap, subnet_of
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, Plan
-from mcpspec.redact import SECRET_VALUE
+from mcpspec.redact import holds_secret
 from mcpspec.spec.models import Tool
 from mcpspec.spec.values import Destination
 
@@ -314,7 +314,7 @@ CLOUD_ENV_NAME = re.compile(
 
 
 def looks_like_secret(value: str) -> bool:
-    return SECRET_VALUE.search(value) is not None
+    return holds_secret(value)
 
 
 # --- tools and effects ---
