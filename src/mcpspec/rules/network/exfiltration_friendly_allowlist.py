@@ -116,6 +116,25 @@ _EXFIL = frozenset(EXFIL_HOSTS)
 _SHARED = frozenset(SHARED_HOSTING)
 
 
+def _listed_ancestors(domain: str) -> list[str]:
+    """The ``_ancestors`` of ``domain`` that a listed service or host lies under (in ``_UNDER``), in the same order.
+
+    Found from the top label down, stopping at the first that is not in ``_UNDER``: no ancestor
+    below it can be, since every ancestor of an ``_UNDER`` name is one too. Most entries stop
+    after a lookup or two (``api.example.com``: ``com``, then ``example.com``).
+    """
+    found: list[str] = []
+    dot = len(domain)
+    while dot >= 0:
+        dot = domain.rfind(".", 0, dot)
+        suffix = domain[dot + 1:]
+        if suffix not in _UNDER:
+            break
+        found.append(suffix)
+    found.reverse()
+    return found
+
+
 def problem(entry: Destination) -> str:
     """Why an entry lets data out to hosts anyone controls ('' when it does not)."""
     return _problem(entry.kind, entry.host)
@@ -128,7 +147,7 @@ def _problem(kind: str, host: str) -> str:
         return wide_public(host)
     wildcard = kind == "wildcard"
     host = host.removeprefix("*.")
-    ancestors = _ancestors(host)
+    ancestors = _listed_ancestors(host)
     service = next((name for name in ancestors if name in _EXFIL), None)
     if service is not None:
         return f"a {EXFIL_KIND} anyone can write to"
