@@ -141,7 +141,7 @@ def consumes(
     ``places`` and ``codes`` remember, per check, what ``interpreted_place`` says of a path and ``runs_code`` of a server.
     """
     server = graph.server(ref.server)
-    shared = ref.source if facts.contains(written, ref.source) else written
+    shared = ref.source if ref.source == written or facts.contains(written, ref.source) else written
     if shared not in places:
         places[shared] = interpreted_place(shared)
     place = places[shared]
@@ -169,9 +169,21 @@ def interpreted_place(shared: str) -> str | None:
         return "git metadata: hooks, config and refs"
     if any(part in HOOK_DIRS for part in parts):
         return "hooks, run as code"
-    if any(part in facts.AGENT_CONFIG_NAMES for part in parts) or any(inside for _, inside in facts.overlapping(shared, facts.AGENT_CONFIG_PATHS)):
+    if any(part in facts.AGENT_CONFIG_NAMES for part in parts) or in_agent_config(shared):
         return "client config: which servers and commands to launch"
     return None
+
+
+# Every client config path lies in a home directory (``~/...``, no ``{uid}``): only a path that
+# some spelling puts there can lie inside one.
+_HOME_CONFIG_ONLY = all(path.startswith("~/") and facts.UID not in path for path in facts.AGENT_CONFIG_PATHS)
+
+
+def in_agent_config(shared: str) -> bool:
+    """Whether ``shared`` is, or lies inside, a client config path (``facts.overlapping`` finds it inside one)."""
+    if _HOME_CONFIG_ONLY and not any(form.startswith("~/") for form in facts.spellings(shared)):
+        return False  # no spelling of it is in a home directory: skip the check of each config path
+    return any(inside for _, inside in facts.overlapping(shared, facts.AGENT_CONFIG_PATHS))
 
 
 def runs_code(server: EffectiveSandbox) -> tuple[SpecPath, str] | None:

@@ -148,19 +148,19 @@ def _problem(kind: str, host: str) -> str:
     wildcard = kind == "wildcard"
     host = host.removeprefix("*.")
     ancestors = _listed_ancestors(host)
-    service = next((name for name in ancestors if name in _EXFIL), None)
-    if service is not None:
+    if not _EXFIL.isdisjoint(ancestors):
         return f"a {EXFIL_KIND} anyone can write to"
-    admitted = _UNDER.get(host, []) if wildcard else []
+    if not wildcard:
+        return ""
+    admitted = _UNDER.get(host, [])
     exfil = next((name for name in admitted if name in _EXFIL), None)
     if exfil is not None:
         return f"which admits {exfil}, a {EXFIL_KIND} anyone can write to"
-    if wildcard and public_suffix(host):
+    if public_suffix(host):
         return f"a wildcard directly under the public suffix {host}: every domain registered there"
-    if wildcard:
-        shared = next((name for name in ancestors if name in _SHARED), None) or next((name for name in admitted if name in _SHARED), None)
-        if shared is not None:
-            return f"a wildcard over shared hosting ({shared}) where anyone can create a host"
+    shared = next((name for name in ancestors if name in _SHARED), None) or next((name for name in admitted if name in _SHARED), None)
+    if shared is not None:
+        return f"a wildcard over shared hosting ({shared}) where anyone can create a host"
     return ""
 
 

@@ -81,9 +81,9 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 def drafts(plan: Plan) -> Iterator[Draft]:
     for server in facts.launched(plan):
-        if not facts.reads_untrusted(server):
-            continue
         related = untrusted_tools(server)
+        if not related and not facts.reads_untrusted(server):  # a tool that reads untrusted content is enough
+            continue
         if facts.egress_open(server):
             open_to = [str(net) for net in PRIVATE.networks if not deny_covers_network(server, net)]
             if open_to:
