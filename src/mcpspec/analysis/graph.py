@@ -44,6 +44,8 @@ from mcpspec.rules import facts
 if TYPE_CHECKING:
     import networkx
 
+    from mcpspec.spec.values import Destination
+
 INTERNET = "dest:internet"
 
 
@@ -251,6 +253,8 @@ def namespace_id(agent: str) -> str:
 
 def build(plan: Plan) -> TrustGraph:
     """The trust graph of a Plan: the indexes its questions use (nodes and edges come on first use)."""
+    from mcpspec.rules.network.exfiltration_friendly_allowlist import problem  # NW004's hosts (imported on use: it imports the network rules)
+
     graph = TrustGraph(plan)
     for name, agent_servers in plan.agents.items():
         for server_name in agent_servers:
@@ -258,12 +262,12 @@ def build(plan: Plan) -> TrustGraph:
                 graph.sandboxes.setdefault(namespace_id(name), []).append(server_name)
                 graph.sandboxes_of.setdefault(server_name, []).append(namespace_id(name))
     for server in plan.servers.values():
-        _index_server(graph, server)
+        _index_server(graph, server, problem)
     _link_paths(graph)
     return graph
 
 
-def _index_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
+def _index_server(graph: TrustGraph, server: EffectiveSandbox, problem: Callable[[Destination], str]) -> None:
     """The server's secrets, mounts and implied effects, in the graph's indexes."""
     for grant in server.secrets:
         edge = Edge(server_id(server.name), secret_id(grant.name), "uses-secret", grant.path)
@@ -277,7 +281,7 @@ def _index_server(graph: TrustGraph, server: EffectiveSandbox) -> None:
             ref = MountRef(server.name, source, mount.writable, mount.path)
             refs.append(ref)
             graph.mounts_at.setdefault(source, []).append(ref)
-    send = _implied_send(server)
+    send = _implied_send(server, problem)
     if send is not None:
         graph.implied[server.name] = (send,)
 
@@ -329,12 +333,10 @@ def _add_server(out: Elements, server: EffectiveSandbox) -> None:
         out.add_edge(node, dest, "egress-to", where)
 
 
-def _implied_send(server: EffectiveSandbox) -> Implied | None:
-    """``external_send`` when the server's egress reaches hosts an attacker can read: open, or a host anyone can write to."""
+def _implied_send(server: EffectiveSandbox, problem: Callable[[Destination], str]) -> Implied | None:
+    """``external_send`` when the server's egress reaches hosts an attacker can read: open, or a host anyone can write to (``problem`` says why)."""
     if facts.egress_open(server):
         return Implied("external_send", OPEN_EGRESS, f"{server.name}'s egress defaults to allow: it can send data anywhere", server.origin("egress.default"))
-    from mcpspec.rules.network.exfiltration_friendly_allowlist import problem
-
     for position, entry in enumerate(server.egress.allow):
         why = problem(entry)
         if why:

@@ -58,6 +58,20 @@ def agent_tools(plan: Plan, agent: str) -> Iterator[AgentTool]:
             yield AgentTool(server, name, tool)
 
 
+_TOOLS: dict[int, tuple[Plan, dict[str, tuple[AgentTool, ...]]]] = {}
+
+
+def tools_by_agent(plan: Plan) -> dict[str, tuple[AgentTool, ...]]:
+    """Each agent's ``agent_tools``, made once per plan: the graph rules of one lint ask for them more than once."""
+    cached = _TOOLS.get(id(plan))
+    if cached is not None and cached[0] is plan:
+        return cached[1]
+    tools = {agent: tuple(agent_tools(plan, agent)) for agent in plan.agents}
+    _TOOLS.clear()  # keep only the latest plan, as graph_of does
+    _TOOLS[id(plan)] = (plan, tools)
+    return tools
+
+
 def reads_untrusted(item: AgentTool) -> bool:
     return "reads_untrusted" in item.tool.effects
 

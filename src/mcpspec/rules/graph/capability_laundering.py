@@ -109,11 +109,17 @@ def check(plan: Plan) -> Iterator[Finding]:
                 use = consumes(graph, ref, source, places, codes)
                 if use is not None:
                     uses[ref.server] = use
+        # What a finding says of the consumers depends only on which of them is the writer itself.
+        told: dict[str | None, Consumers | None] = {}
         for writer in writers:
-            others = [use for _, use in _first(uses, writer.server, SHOWN)]
-            if others:
+            skip = writer.server if writer.server in uses else None
+            if skip not in told:
+                others = [use for _, use in _first(uses, writer.server, SHOWN)]
+                told[skip] = consumers(others, len(uses) - (skip is not None)) if others else None
+            said = told[skip]
+            if said is not None:
                 reported.add(writer.path)
-                yield finding(writer, others, len(uses) - (writer.server in uses))
+                yield finding(writer, said)
 
 
 def _first(uses: dict[str, Use], skip: str, limit: int) -> Iterator[tuple[str, Use]]:
@@ -135,20 +141,20 @@ def consumes(
     ``places`` and ``codes`` remember, per check, what ``interpreted_place`` says of a path and ``runs_code`` of a server.
     """
     server = graph.server(ref.server)
-    mount = mount_of(server, ref)
-    shared = ref.source if facts.contains(written, ref.source) else written
+    shared = ref.source if ref.source == written or facts.contains(written, ref.source) else written
     if shared not in places:
         places[shared] = interpreted_place(shared)
     place = places[shared]
     if place is not None:
-        return _use(ref, mount.target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
+        return _use(ref, mount_of(server, ref).target, f"{server.name} interprets {shared} ({place})", (ref.path, f"{server.name} reads {ref.source} here"))
     if server.name not in codes:
         codes[server.name] = runs_code(server)
     code = codes[server.name]
     if code is not None:
-        return _use(ref, mount.target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
+        return _use(ref, mount_of(server, ref).target, f"{server.name} {code[1]}", (code[0], f"{server.name} {code[1]}"))
     if server.workdir is None:
         return None
+    mount = mount_of(server, ref)  # asked only here, when the server may use what it mounts
     inside = sandbox_place(ref.source, mount.target, shared)
     if inside is not None and facts.overlaps(server.workdir, inside):
         why = (server.origin("workdir"), f"{server.name} works in {server.workdir}")
@@ -163,9 +169,21 @@ def interpreted_place(shared: str) -> str | None:
         return "git metadata: hooks, config and refs"
     if any(part in HOOK_DIRS for part in parts):
         return "hooks, run as code"
-    if any(part in facts.AGENT_CONFIG_NAMES for part in parts) or any(inside for _, inside in facts.overlapping(shared, facts.AGENT_CONFIG_PATHS)):
+    if any(part in facts.AGENT_CONFIG_NAMES for part in parts) or in_agent_config(shared):
         return "client config: which servers and commands to launch"
     return None
+
+
+# Every client config path lies in a home directory (``~/...``, no ``{uid}``): only a path that
+# some spelling puts there can lie inside one.
+_HOME_CONFIG_ONLY = all(path.startswith("~/") and facts.UID not in path for path in facts.AGENT_CONFIG_PATHS)
+
+
+def in_agent_config(shared: str) -> bool:
+    """Whether ``shared`` is, or lies inside, a client config path (``facts.overlapping`` finds it inside one)."""
+    if _HOME_CONFIG_ONLY and not any(form.startswith("~/") for form in facts.spellings(shared)):
+        return False  # no spelling of it is in a home directory: skip the check of each config path
+    return any(inside for _, inside in facts.overlapping(shared, facts.AGENT_CONFIG_PATHS))
 
 
 def runs_code(server: EffectiveSandbox) -> tuple[SpecPath, str] | None:
@@ -188,18 +206,36 @@ def sandbox_place(source: str, target: str, shared: str) -> str | None:
     return "/".join([target.rstrip("/"), *rest]) if rest else target
 
 
-def finding(writer: MountRef, uses: list[Use], total: int) -> Finding:
+@quick_init
+@dataclass(frozen=True, slots=True)
+class Consumers:
+    """What a finding says of the servers that run what a writer leaves: the chain after the writer's step, and their places."""
+
+    steps: str
+    places: tuple[Related, ...]  # each consumer's places, in order
+    related: tuple[Related, ...]  # related_places of them
+    paths: frozenset[SpecPath]
+
+
+def consumers(uses: list[Use], total: int) -> Consumers:
+    """The consumers' part of a finding: ``uses`` shown of ``total``."""
     first = uses[0]
-    steps = chain(f"{writer.server} writes {writer.source}", f"{first.mount.server} reads {first.mount.source} at {first.target}", first.how)
+    steps = chain(f"{first.mount.server} reads {first.mount.source} at {first.target}", first.how)
     more = [use.mount.server for use in uses[1:SHOWN]]
     if more:
         rest = total - 1 - len(more)
         also = ", ".join(quoted(more)) + (f" and {rest} more" if rest else "")
         steps += f" (also {also})"
-    places = [Related(writer.path, f"{writer.server} writes {writer.source} here")]
-    for use in uses:
-        places += use.places
-    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related_places(places))
+    places = tuple([place for use in uses for place in use.places])
+    return Consumers(steps, places, related_places(list(places)), frozenset(place.path for place in places))
+
+
+def finding(writer: MountRef, said: Consumers) -> Finding:
+    steps = chain(f"{writer.server} writes {writer.source}", said.steps)
+    write = Related(writer.path, f"{writer.server} writes {writer.source} here")
+    # related_places of the writer's place and the consumers': when no consumer's place is the writer's, theirs merge alone, once.
+    related = related_places([write, *said.places]) if writer.path in said.paths else (write, *said.related)
+    return Finding(path=writer.path, message=f"server '{writer.server}' can plant what another server runs: {steps}", related=related)
 
 
 RULE = Rule(

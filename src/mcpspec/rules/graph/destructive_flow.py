@@ -60,15 +60,14 @@ from collections.abc import Iterator
 
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Rule
-from mcpspec.rules.graph._common import AgentTool, agent_tools, chain, reads_untrusted, related_hops, ungated
+from mcpspec.rules.graph._common import AgentTool, chain, reads_untrusted, related_hops, tools_by_agent, ungated
 from mcpspec.rules.grouping import listing
 
 DESTRUCTIVE = ("deploy", "destructive")
 
 
 def check(plan: Plan) -> Iterator[Finding]:
-    for agent in plan.agents:
-        tools = list(agent_tools(plan, agent))
+    for agent, tools in tools_by_agent(plan).items():
         untrusted = [t for t in tools if reads_untrusted(t)]
         sinks = [t for t in tools if destroys(t) and ungated(plan, t)]
         if not (untrusted and sinks):

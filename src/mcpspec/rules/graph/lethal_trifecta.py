@@ -71,18 +71,17 @@ servers:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from mcpspec.analysis.graph import TrustGraph
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.base import Finding, Related, Rule
-from mcpspec.rules.graph._common import AgentTool, agent_tools, graph_of, implied_send, reads_private, reads_untrusted, sends_out, ungated
+from mcpspec.rules.graph._common import AgentTool, graph_of, implied_send, reads_private, reads_untrusted, sends_out, tools_by_agent, ungated
 
 
 def check(plan: Plan) -> Iterator[Finding]:
     graph = graph_of(plan)
-    for agent in plan.agents:
-        tools = list(agent_tools(plan, agent))
+    for agent, tools in tools_by_agent(plan).items():
         untrusted = [t for t in tools if reads_untrusted(t)]
         private = [t for t in tools if reads_private(t)]
         if not (untrusted and private):
@@ -115,7 +114,7 @@ def chat_service(item: AgentTool) -> bool:
     return any(service in words for service in CHAT_SERVICES)
 
 
-def _sink(plan: Plan, graph: TrustGraph, tools: list[AgentTool]) -> AgentTool | None:
+def _sink(plan: Plan, graph: TrustGraph, tools: Sequence[AgentTool]) -> AgentTool | None:
     """An unapproved tool that sends data out: one that declares it first, else one whose server's egress does
     (preferring a tool that reads untrusted content, such as fetch: the model already steers where it goes)."""
     declared = [t for t in tools if sends_out(t) and ungated(plan, t)]

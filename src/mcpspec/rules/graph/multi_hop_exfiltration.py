@@ -100,6 +100,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     dead: dict[frozenset[str], set[str]] = {}
     # Only a server with some egress can be a sink: index those among each shared path's readers.
     likely = ReaderIndex(graph, lambda name: name in reach and (reach[name].anywhere or bool(reach[name].entries)))
+    said: dict[tuple[str, tuple[str, ...]], tuple[str, list[Related]]] = {}  # sends(), per sink and what it adds
     for server in facts.launched(plan):
         own = reach[server.name]
         if own.anywhere:
@@ -110,8 +111,9 @@ def check(plan: Plan) -> Iterator[Finding]:
         known = own.key
         found = nearest_flow(graph, server.name, widens(reach, known), dead.setdefault(known, set()), likely)
         if found is not None:
-            sink, hops = found
-            yield finding(server, why, hops, plan.servers[sink], reach[sink], known)
+            name, hops = found
+            sink = plan.servers[name]
+            yield finding(server, why, hops, sink, sends(sink, reach[name], known, said))
 
 
 def reach_of(server: EffectiveSandbox) -> Reach:
@@ -128,18 +130,30 @@ def widens(reach: dict[str, Reach], known: frozenset[str]) -> Callable[[str], bo
     return wanted
 
 
-def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> tuple[str, list[Related]]:
-    """What the sink may reach that the source may not, and the egress entries that allow it."""
+def sends(sink: EffectiveSandbox, reach: Reach, known: frozenset[str], said: dict[tuple[str, tuple[str, ...]], tuple[str, list[Related]]]) -> tuple[str, list[Related]]:
+    """What the sink may reach that the source may not, and the egress entries that allow it.
+
+    ``said`` remembers the answer per sink and set of new entries: a sink is the nearest of several sources.
+    """
+    new = () if reach.anywhere else tuple([text for text in reach.entries if text not in known])
+    key = (sink.name, new)
+    found = said.get(key)
+    if found is None:
+        found = said[key] = _sends(sink, reach, new)
+    return found
+
+
+def _sends(sink: EffectiveSandbox, reach: Reach, new: tuple[str, ...]) -> tuple[str, list[Related]]:
+    """``sends`` of a sink that reaches ``new`` (its entries the source lacks), worked out."""
     if reach.anywhere:
         out = open_egress(sink)
         return out.phrase, [out.related]
-    new = [text for text in reach.entries if text not in known]
     egress = [Related(facts.entry_path(sink, "allow", reach.entries[text]), f"{sink.name} may connect to {text}") for text in new[:SHOWN]]
     return f"sends to {listing(new)}", egress
 
 
-def finding(source: EffectiveSandbox, why: Evidence, hops: list[Hop], sink: EffectiveSandbox, reach: Reach, known: frozenset[str]) -> Finding:
-    phrase, egress = sends(sink, reach, known)
+def finding(source: EffectiveSandbox, why: Evidence, hops: list[Hop], sink: EffectiveSandbox, sent: tuple[str, list[Related]]) -> Finding:
+    phrase, egress = sent
     steps = chain(f"{source.name} {why.phrase}", *(hop.note for hop in hops), f"{sink.name} {phrase}")
     related = [why.related, *(Related(hop.path, hop.note) for hop in hops), *egress]
     return Finding(path=source.path, message=f"data from server '{source.name}' can leave through '{sink.name}': {steps}", related=related_places(related))

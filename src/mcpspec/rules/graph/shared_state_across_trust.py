@@ -77,6 +77,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     graph = graph_of(plan)
     state = {source: why for source, refs in graph.mounts_at.items() if (why := state_reason(plan, source, refs)) is not None}
     reported: set[SpecPath] = set()
+    untrusted: dict[str, bool] = {}  # facts.reads_untrusted per server: a server mounts many state paths
     for source, why in state.items():
         if enclosed(graph, source, state):
             continue  # the enclosing state directory's check sees every mount of this one
@@ -84,7 +85,7 @@ def check(plan: Plan) -> Iterator[Finding]:
         for ref in graph.overlapping(source):
             mounts.setdefault(ref.server, ref)
         servers = [plan.servers[name] for name in mounts]
-        if len(servers) < 2 or not mixed(servers):
+        if len(servers) < 2 or not mixed(servers, untrusted):
             continue
         at = graph.mounts_at[source][0]
         if at.path not in reported:
@@ -95,7 +96,8 @@ def check(plan: Plan) -> Iterator[Finding]:
 def state_reason(plan: Plan, source: str, refs: list[MountRef]) -> str | None:
     """Why ``source`` holds state: a state-like name in its path, or a browser or memory server mounting it."""
     for part in facts.components(source):
-        if part.lower() in STATE_NAMES or part.lower().endswith(("-profile", "_profile")):
+        lower = part.lower()
+        if lower in STATE_NAMES or lower.endswith(("-profile", "_profile")):
             return f"'{part}' in its path"
     for ref in refs:
         server = plan.servers[ref.server]
@@ -113,9 +115,20 @@ def enclosed(graph: TrustGraph, source: str, state: dict[str, str]) -> bool:
     return False
 
 
-def mixed(servers: list[EffectiveSandbox]) -> bool:
-    """Whether the servers differ in trust, or only some read untrusted content."""
-    return len({s.trust for s in servers}) > 1 or len({facts.reads_untrusted(s) for s in servers}) > 1
+def mixed(servers: list[EffectiveSandbox], untrusted: dict[str, bool]) -> bool:
+    """Whether the servers differ in trust, or only some read untrusted content (``untrusted`` remembers who does)."""
+    if len({s.trust for s in servers}) > 1:
+        return True
+    first: bool | None = None
+    for server in servers:
+        reads = untrusted.get(server.name)
+        if reads is None:
+            reads = untrusted[server.name] = facts.reads_untrusted(server)
+        if first is None:
+            first = reads
+        elif reads != first:
+            return True
+    return False
 
 
 def traits(server: EffectiveSandbox) -> str:

@@ -2,11 +2,37 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+from collections.abc import Sequence
 
-from mcpspec.ir.plan import EffectiveSandbox
+from mcpspec.diagnostics import SpecPath
+from mcpspec.ir.plan import EffectiveSandbox, EgressPolicy
 from mcpspec.rules.facts import IPNetwork, subnet_of
 from mcpspec.spec.values import Destination
+
+
+def allow_items(egress: EgressPolicy) -> Sequence[tuple[int, tuple[Destination, ...]]]:
+    """``egress.written("allow")``: the same items, without grouping when each is one entry (no preset in the list).
+
+    A rule asks of every entry of every server and makes a path only for the few it reports
+    (``allow_item_path``), where ``facts.written_entries`` makes one per item.
+    """
+    allow = egress.allow
+    if not egress.allow_at or egress.allow_at == tuple(range(len(allow))):
+        return [(index, (entry,)) for index, entry in enumerate(allow)]
+    return egress.written("allow")
+
+
+def allow_item_path(server: EffectiveSandbox, index: int) -> SpecPath:
+    """Where item ``index`` of the server's allow list is written: the path ``facts.written_entries`` gives it."""
+    return (*server.origin("egress.allow"), index)
+
+
+def item_text(entries: tuple[Destination, ...]) -> str:
+    """The text the spec wrote for an item: ``@private`` for a preset, else the entry's own."""
+    first = entries[0]
+    return f"@{first.preset}" if first.preset is not None else first.text
 
 
 def host_matches(entry: Destination, host: str) -> bool:
@@ -32,6 +58,13 @@ def deny_covers_network(server: EffectiveSandbox, network: IPNetwork) -> bool:
 def entry_network(entry: Destination) -> IPNetwork:
     """The network of a CIDR entry, IPv4-mapped and NAT64 forms read as the IPv4 they embed."""
     return as_ipv4(entry.network)
+
+
+@functools.lru_cache(maxsize=4096)
+def host_network(host: str) -> IPNetwork:
+    """``entry_network`` of a CIDR entry by its host text alone: a fact the network rules remember per
+    text, where a cache keyed by the entry hashes a dataclass (in Python) on every lookup."""
+    return as_ipv4(ipaddress.ip_network(host, strict=False))
 
 
 def deny_covers_host(server: EffectiveSandbox, host: str) -> bool:

@@ -61,7 +61,7 @@ from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.grouping import Draft, merged
-from mcpspec.rules.network._common import entry_network
+from mcpspec.rules.network._common import host_network
 from mcpspec.spec.values import Destination
 
 # Paste, webhook, request-capture, tunnel and user-content services: each entry with its subdomains.
@@ -93,9 +93,9 @@ WIDEST_PUBLIC = {4: 24, 6: 48}
 
 def check(plan: Plan) -> Iterator[Finding]:
     return merged(
-        Draft(path, server.name, f"{{who}} {{allows|allow}} {entry.text}, {why}")
+        Draft(facts.entry_path(server, "allow", position), server.name, f"{{who}} {{allows|allow}} {entry.text}, {why}")
         for server in facts.launched(plan)
-        for path, entry in facts.allow_entries(server)
+        for position, entry in enumerate(server.egress.allow)
         if (why := problem(entry))
     )
 
@@ -116,27 +116,51 @@ _EXFIL = frozenset(EXFIL_HOSTS)
 _SHARED = frozenset(SHARED_HOSTING)
 
 
-@functools.lru_cache(maxsize=65536)  # asked of every allow entry twice: by the graph and by this rule
+def _listed_ancestors(domain: str) -> list[str]:
+    """The ``_ancestors`` of ``domain`` that a listed service or host lies under (in ``_UNDER``), in the same order.
+
+    Found from the top label down, stopping at the first that is not in ``_UNDER``: no ancestor
+    below it can be, since every ancestor of an ``_UNDER`` name is one too. Most entries stop
+    after a lookup or two (``api.example.com``: ``com``, then ``example.com``).
+    """
+    found: list[str] = []
+    dot = len(domain)
+    while dot >= 0:
+        dot = domain.rfind(".", 0, dot)
+        suffix = domain[dot + 1:]
+        if suffix not in _UNDER:
+            break
+        found.append(suffix)
+    found.reverse()
+    return found
+
+
 def problem(entry: Destination) -> str:
     """Why an entry lets data out to hosts anyone controls ('' when it does not)."""
-    if entry.kind == "cidr":
-        return wide_public(entry)
-    host = entry.host.removeprefix("*.")
-    wildcard = entry.kind == "wildcard"
-    ancestors = _ancestors(host)
-    service = next((name for name in ancestors if name in _EXFIL), None)
-    if service is not None:
+    return _problem(entry.kind, entry.host)
+
+
+@functools.lru_cache(maxsize=65536)  # asked of every allow entry twice: by the graph and by this rule
+def _problem(kind: str, host: str) -> str:
+    """``problem`` of an entry: a fact of its kind and host alone, remembered by those (a key hashed in C)."""
+    if kind == "cidr":
+        return wide_public(host)
+    wildcard = kind == "wildcard"
+    host = host.removeprefix("*.")
+    ancestors = _listed_ancestors(host)
+    if not _EXFIL.isdisjoint(ancestors):
         return f"a {EXFIL_KIND} anyone can write to"
-    admitted = _UNDER.get(host, []) if wildcard else []
+    if not wildcard:
+        return ""
+    admitted = _UNDER.get(host, [])
     exfil = next((name for name in admitted if name in _EXFIL), None)
     if exfil is not None:
         return f"which admits {exfil}, a {EXFIL_KIND} anyone can write to"
-    if wildcard and public_suffix(host):
+    if public_suffix(host):
         return f"a wildcard directly under the public suffix {host}: every domain registered there"
-    if wildcard:
-        shared = next((name for name in ancestors if name in _SHARED), None) or next((name for name in admitted if name in _SHARED), None)
-        if shared is not None:
-            return f"a wildcard over shared hosting ({shared}) where anyone can create a host"
+    shared = next((name for name in ancestors if name in _SHARED), None) or next((name for name in admitted if name in _SHARED), None)
+    if shared is not None:
+        return f"a wildcard over shared hosting ({shared}) where anyone can create a host"
     return ""
 
 
@@ -147,9 +171,9 @@ def public_suffix(domain: str) -> bool:
     return len(labels) == 2 and labels[0] in PUBLIC_SECOND_LEVEL and len(labels[1]) == 2
 
 
-@functools.lru_cache(maxsize=1024)  # the same CIDR entries recur across servers
-def wide_public(entry: Destination) -> str:
-    network = entry_network(entry)
+def wide_public(host: str) -> str:
+    """Why a CIDR entry (its ``host``) is too wide to allow ('' when it is not)."""
+    network = host_network(host)
     if network.prefixlen >= WIDEST_PUBLIC[network.version]:
         return ""
     if any(facts.subnet_of(network, private) for private in facts.PRIVATE_NETWORKS):

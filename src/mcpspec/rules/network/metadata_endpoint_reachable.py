@@ -72,7 +72,7 @@ from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Rule
 from mcpspec.rules.facts import IPNetwork
 from mcpspec.rules.grouping import Draft, listing, merged
-from mcpspec.rules.network._common import deny_covers_host, deny_covers_network, entry_network
+from mcpspec.rules.network._common import allow_item_path, allow_items, deny_covers_host, deny_covers_network, host_network, item_text
 from mcpspec.spec.values import Destination
 
 # The @metadata preset is exactly what this rule checks: `deny: ["@metadata"]` answers it.
@@ -129,10 +129,10 @@ def fix(server: EffectiveSandbox, addresses: Sequence[str]) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _metadata_overlapped(entry: Destination) -> tuple[IPNetwork, ...]:
-    """The metadata networks a CIDR entry overlaps, in order: a fact of the entry alone, and the
-    same entries recur across servers."""
-    network = entry_network(entry)
+def _metadata_overlapped(host: str) -> tuple[IPNetwork, ...]:
+    """The metadata networks a CIDR entry (its ``host``) overlaps, in order: a fact of the entry's
+    text alone, and the same entries recur across servers."""
+    network = host_network(host)
     return tuple(net for net in METADATA.networks if facts.networks_overlap(network, net))
 
 
@@ -161,17 +161,18 @@ def named_metadata_hosts(entry: Destination) -> tuple[str, ...]:
 
 
 def allowed_metadata(server: EffectiveSandbox) -> Iterator[Draft]:
-    for path, text, entries in facts.written_entries(server, "allow"):
+    for index, entries in allow_items(server.egress):
         hit: list[str] = []
         for entry in entries:
             if entry.kind == "cidr":
-                hit += [str(net.network_address) for net in _metadata_overlapped(entry) if not deny_covers_network(server, net)]
+                hit += [str(net.network_address) for net in _metadata_overlapped(entry.host) if not deny_covers_network(server, net)]
             else:
                 hit += [host for host in named_metadata_hosts(entry) if not deny_covers_host(server, host)]
-        hit = list(dict.fromkeys(hit))
         if hit:
+            hit = list(dict.fromkeys(hit))
             where = f"cloud metadata at {listing(hit)}" if len(hit) <= 3 else f"{len(hit)} cloud metadata endpoints of {METADATA.ref}"
-            yield Draft(path, server.name, f"{{who}} {{allows|allow}} {text}, which reaches {where}", items=tuple(hit))
+            text = item_text(entries)
+            yield Draft(allow_item_path(server, index), server.name, f"{{who}} {{allows|allow}} {text}, which reaches {where}", items=tuple(hit))
 
 
 RULE = Rule(

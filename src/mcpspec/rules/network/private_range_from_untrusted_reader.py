@@ -66,7 +66,7 @@ from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
 from mcpspec.rules.facts import IPNetwork
 from mcpspec.rules.grouping import Draft, listing, merged
-from mcpspec.rules.network._common import deny_covers_network, entry_network
+from mcpspec.rules.network._common import allow_item_path, allow_items, deny_covers_network, host_network, item_text
 from mcpspec.spec.values import Destination
 
 # Names reserved for private use or commonly served by internal resolvers only.
@@ -81,9 +81,9 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 def drafts(plan: Plan) -> Iterator[Draft]:
     for server in facts.launched(plan):
-        if not facts.reads_untrusted(server):
-            continue
         related = untrusted_tools(server)
+        if not related and not facts.reads_untrusted(server):  # a tool that reads untrusted content is enough
+            continue
         if facts.egress_open(server):
             open_to = [str(net) for net in PRIVATE.networks if not deny_covers_network(server, net)]
             if open_to:
@@ -95,13 +95,13 @@ def drafts(plan: Plan) -> Iterator[Draft]:
                     f'and egress.deny leaves {what} open; add "{PRIVATE.ref}" to egress.deny',
                     related, items=tuple(open_to),
                 )
-        for path, text, entries in facts.written_entries(server, "allow"):
+        for index, entries in allow_items(server.egress):
             hits = [entry for entry in entries if reaches_private(server, entry)]
             if hits:
                 where = "reaches a private range" if any(entry.kind == "cidr" for entry in hits) else "is a private-use name"
                 yield Draft(
-                    path, server.name,
-                    f"{{who}} {{reads|read}} untrusted content and {{allows|allow}} {text}, which {where}",
+                    allow_item_path(server, index), server.name,
+                    f"{{who}} {{reads|read}} untrusted content and {{allows|allow}} {item_text(entries)}, which {where}",
                     related, items=tuple(entry.text for entry in hits) if hits[0].preset else (),
                 )
 
@@ -112,7 +112,7 @@ def reaches_private(server: EffectiveSandbox, entry: Destination) -> bool:
         if entry.kind == "domain" and host in facts.METADATA_HOSTS:
             return False
         return private_name(host)
-    return _private_range(entry) and not deny_covers_network(server, entry_network(entry))
+    return _private_range(entry.host) and not deny_covers_network(server, host_network(entry.host))
 
 
 def private_name(host: str) -> bool:
@@ -121,10 +121,10 @@ def private_name(host: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _private_range(entry: Destination) -> bool:
-    """Whether a CIDR entry overlaps a private range and is not inside one metadata address: a fact
-    of the entry alone, and the same entries recur across servers (asked 10,000 times at 10,000 servers)."""
-    network = entry_network(entry)
+def _private_range(host: str) -> bool:
+    """Whether a CIDR entry (its ``host``) overlaps a private range and is not inside one metadata address:
+    a fact of the entry's text alone, and the same entries recur across servers (asked 10,000 times at 10,000 servers)."""
+    network = host_network(host)
     return not metadata_only(network) and any(facts.networks_overlap(network, private) for private in PRIVATE.networks)
 
 
@@ -134,7 +134,8 @@ def metadata_only(network: IPNetwork) -> bool:
 
 
 def untrusted_tools(server: EffectiveSandbox) -> tuple[Related, ...]:
-    return tuple(Related(facts.tool_path(server, name), f"tool '{name}' reads untrusted content") for name in facts.tools_with(server, "reads_untrusted"))
+    """A Related per tool that reads untrusted content (``facts.tools_with``, at ``facts.tool_path``), in one pass over the tools."""
+    return tuple([Related((*server.path, "tools", name), f"tool '{name}' reads untrusted content") for name, tool in server.tools.items() if "reads_untrusted" in tool.effects])
 
 
 RULE = Rule(

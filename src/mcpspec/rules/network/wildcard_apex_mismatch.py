@@ -58,19 +58,20 @@ def check(plan: Plan) -> Iterator[Finding]:
 
 def drafts(plan: Plan) -> Iterator[Draft]:
     for server in facts.launched(plan):
-        entries = list(facts.allow_entries(server))
-        for path, entry in entries:
+        entries = server.egress.allow
+        for position, entry in enumerate(entries):
             if entry.kind != "wildcard":
                 continue
             apex = entry.host[2:]
-            apexes = [(p, e) for p, e in entries if e.kind == "domain" and e.host == apex]
+            apexes = [(p, e) for p, e in enumerate(entries) if e.kind == "domain" and e.host == apex]
+            path = facts.entry_path(server, "allow", position)
             if not apexes:
                 yield Draft(path, server.name, f"{{who}} {{allows|allow}} {entry.text}, which matches subdomains of {apex} but not {apex} itself")
             elif not any(same_ports(entry, e) for _, e in apexes):
                 yield Draft(
                     path, server.name,
                     f"{{who}} {{allows|allow}} {entry.text} but {apex} only on {ports([e for _, e in apexes])}: likely a typo",
-                    tuple(Related(p, f"{e.text} is allowed here") for p, e in apexes),
+                    tuple(Related(facts.entry_path(server, "allow", p), f"{e.text} is allowed here") for p, e in apexes),
                 )
 
 
