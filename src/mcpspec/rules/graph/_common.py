@@ -13,21 +13,16 @@ from mcpspec.rules import facts
 from mcpspec.rules.base import Related
 from mcpspec.spec.models import Tool
 
-_CACHE: dict[int, tuple[Plan, TrustGraph]] = {}
-
 # How many places a finding about a shared resource relates; a message names fewer (grouping.SHOWN).
 RELATED_LIMIT = 25
 
 
 def graph_of(plan: Plan) -> TrustGraph:
-    """The plan's trust graph; the graph rules of one lint share one build."""
-    cached = _CACHE.get(id(plan))
-    if cached is not None and cached[0] is plan:
-        return cached[1]
-    with gc_paused():  # the build allocates an object per mount and secret grant: see mcpspec.perf
-        graph = build(plan)
-    _CACHE.clear()  # keep only the latest plan: linting many files must not grow memory
-    _CACHE[id(plan)] = (plan, graph)
+    """The plan's trust graph; the graph rules of one lint share one build (kept with the plan, it goes when the plan goes)."""
+    graph = plan.derived.get("trust_graph")
+    if not isinstance(graph, TrustGraph):
+        with gc_paused():  # the build allocates an object per mount and secret grant: see mcpspec.perf
+            graph = plan.derived["trust_graph"] = build(plan)
     return graph
 
 
@@ -58,17 +53,11 @@ def agent_tools(plan: Plan, agent: str) -> Iterator[AgentTool]:
             yield AgentTool(server, name, tool)
 
 
-_TOOLS: dict[int, tuple[Plan, dict[str, tuple[AgentTool, ...]]]] = {}
-
-
 def tools_by_agent(plan: Plan) -> dict[str, tuple[AgentTool, ...]]:
     """Each agent's ``agent_tools``, made once per plan: the graph rules of one lint ask for them more than once."""
-    cached = _TOOLS.get(id(plan))
-    if cached is not None and cached[0] is plan:
-        return cached[1]
-    tools = {agent: tuple(agent_tools(plan, agent)) for agent in plan.agents}
-    _TOOLS.clear()  # keep only the latest plan, as graph_of does
-    _TOOLS[id(plan)] = (plan, tools)
+    tools = plan.derived.get("tools_by_agent")
+    if not isinstance(tools, dict):
+        tools = plan.derived["tools_by_agent"] = {agent: tuple(agent_tools(plan, agent)) for agent in plan.agents}
     return tools
 
 
