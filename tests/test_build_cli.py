@@ -273,3 +273,83 @@ def test_a_nul_in_any_value_never_reaches_the_launcher(field: str, tmp_path: Pat
     result = run_cli("build", str(spec), "--target", "bwrap", "--out", str(out))
     assert result.returncode == 1 and ("TG004" in result.stderr or "SC004" in result.stderr), result.stderr
     assert not out.exists()
+
+
+def _tamper(out: Path, **digests: str) -> None:
+    """List ``digests`` (name -> digest) in the manifest of ``out`` as files an earlier build wrote."""
+    manifest = out / ".mcpspec-build.json"
+    data = json.loads(manifest.read_text())
+    data["files"] += list(digests)
+    data["digests"].update(digests)
+    manifest.write_text(json.dumps(data))
+
+
+def _sha(text: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_tampered_manifest_cannot_remove_files_outside_the_directories_builds_write(tmp_path: Path) -> None:
+    """A manifest committed by someone else may list any name with the digest of a file whose
+    content is predictable (`.git/HEAD`): only the output's own top level and the directories
+    targets write in (.vscode, compose...) are ever cleaned (a red team's finding)."""
+    out = tmp_path / "out"
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "notes").mkdir()
+    (out / "notes" / "a.txt").write_text("mine\n")
+    _tamper(out, **{".git/HEAD": _sha("ref: refs/heads/main\n"), "notes/a.txt": _sha("mine\n")})
+    result = run_cli("build", CODING, "--target", "bwrap", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert (out / ".git" / "HEAD").exists() and (out / "notes" / "a.txt").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link-to-zero", "huge"])
+def test_a_manifest_that_is_no_regular_file_is_not_read(tmp_path: Path, kind: str) -> None:
+    """A FIFO once hung the build, a link to /dev/zero or a huge file exhausted memory: none is read, nor followed."""
+    out = tmp_path / "out"
+    out.mkdir()
+    manifest = out / ".mcpspec-build.json"
+    if kind == "fifo":
+        os.mkfifo(manifest)
+    elif kind == "link-to-zero":
+        manifest.symlink_to("/dev/zero")
+    else:
+        with manifest.open("wb") as handle:
+            handle.truncate(300 << 20)  # sparse: nothing is written to disk
+    for args in (["--check"], []):
+        result = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), *args, timeout=60)
+        assert "internal error" not in result.stderr and result.returncode in (0, 1), result.stderr
+
+
+def test_a_huge_stale_file_is_kept_unread(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    with (out / "big.bin").open("wb") as handle:
+        handle.truncate(300 << 20)
+    _tamper(out, **{"big.bin": _sha("")})
+    result = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), timeout=60)
+    assert result.returncode == 0 and "internal error" not in result.stderr, result.stderr
+    assert (out / "big.bin").exists() and f"kept {out / 'big.bin'}" in result.stderr
+
+
+def test_check_reports_what_a_build_does_with_a_stale_name_under_a_linked_directory(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "mcp.json").write_text("{}\n")
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    (out / ".vscode").symlink_to(outside)
+    _tamper(out, **{".vscode/mcp.json": _sha("{}\n")})
+    check = run_cli("build", CODING, "--target", "bwrap", "--out", str(out), "--check")
+    assert f"stale: {out / '.vscode' / 'mcp.json'}" not in check.stdout, check.stdout
+    assert run_cli("build", CODING, "--target", "bwrap", "--out", str(out)).returncode == 0
+    assert (outside / "mcp.json").exists()
+
+
+def test_a_proxy_image_with_credentials_is_refused_and_not_echoed() -> None:
+    token = "ghp_" + "A1b2" * 9
+    result = run_cli("build", str(REPO / "examples" / "package-analysis.yaml"), "--target", "compose", "--out", "/nonexistent/out", "--proxy-image", f"u:{token}@localhost/squid")
+    assert result.returncode == 2 and "is not an image reference" in result.stderr and token not in result.stderr, result.stderr

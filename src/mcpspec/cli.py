@@ -267,10 +267,13 @@ def build(
     if via not in ("run", "docker-compose", "podman-compose"):
         _usage("--via must be one of run, docker-compose, podman-compose")
     directory = out if out is not None else Path("build") / target
-    options = BuildOptions(
-        proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client,
-        via="docker-compose" if via == "docker-compose" else "podman-compose" if via == "podman-compose" else "run",
-    )
+    try:
+        options = BuildOptions(
+            proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client,
+            via="docker-compose" if via == "docker-compose" else "podman-compose" if via == "podman-compose" else "run",
+        )
+    except ValueError as exc:
+        _usage(str(exc))
     try:
         outcome = api.build_file(file, target, chosen, fail_on=fail_on, display_name=str(file), build_options=options, out_dir=directory)
     except _usage_errors() as exc:

@@ -9,12 +9,15 @@ so nothing the spec asks for is dropped silently.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.redact import redact
+from mcpspec.spec.models import IMAGE_PATTERN
 
 Level = Literal["full", "partial", "none"]
 ControlKind = Literal["boundary", "policy"]
@@ -149,6 +152,9 @@ class BuildOptions:
     def __post_init__(self) -> None:
         if self.pod_pids_limit is not None and self.pod_pids_limit < 1:
             raise ValueError("--pod-pids-limit must be a positive number of processes")
+        if self.proxy_image is not None and not re.fullmatch(IMAGE_PATTERN, self.proxy_image):
+            # Also what keeps a registry credential (user:token@host) out of the manifest and the compose file.
+            raise ValueError(f"--proxy-image {redact(self.proxy_image)!r} is not an image reference such as registry.example/squid@sha256:<64 hex digits> (no credentials, no spaces)")
 
     def given(self) -> dict[str, str]:
         """The options set to something other than their default, by name."""

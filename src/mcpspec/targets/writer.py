@@ -9,19 +9,25 @@ directory is left alone.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
+import os
 import re
 import stat
 from pathlib import Path
 from typing import NamedTuple
 
 from mcpspec.output import write_atomically
-from mcpspec.targets.build import MANIFEST, Build, file_digest
+from mcpspec.targets.build import MANIFEST, Build
 
-# A name a target writes: a file, or a file in one directory of the output (a client's `.vscode/mcp.json`).
-# Each part may start with one dot, never two, so no part is `.` or `..`.
+# A name a target writes: a file, or a file in one of the directories of the output that targets
+# write in (a client's `.vscode/mcp.json`, the compose build under `compose/`). Each part may start
+# with one dot, never two, so no part is `.` or `..`; no other directory (`.git/`) is ever touched.
+OUTPUT_SUBDIRS = (".claude", ".codex", ".cursor", ".vscode", "compose")
 _PART = r"\.?[A-Za-z0-9][A-Za-z0-9._@-]*"
-_OWN_NAME = re.compile(rf"^(?:{_PART}/)?{_PART}$")
+_OWN_NAME = re.compile(rf"^(?:(?:{'|'.join(re.escape(name) for name in OUTPUT_SUBDIRS)})/)?{_PART}$")
+# A manifest or a stale file larger than this was not written by a build: it is not read.
+_READ_LIMIT = 256 << 20
 
 
 class OutputError(Exception):
@@ -32,10 +38,28 @@ def _mode(build: Build, name: str) -> int:
     return 0o755 if name in build.executable else 0o644
 
 
+def _regular_file(path: Path) -> int | None:
+    """A file descriptor of ``path`` when it is a regular file of at most _READ_LIMIT bytes,
+    opened without following a link or blocking on a FIFO; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _READ_LIMIT:
+        os.close(fd)
+        return None
+    return fd
+
+
 def _previous_files(out: Path) -> dict[str, str | None]:
     """The files the last build's manifest lists, each with the digest it was written with (None: not recorded)."""
+    fd = _regular_file(out / MANIFEST)
+    if fd is None:
+        return {}
     try:
-        data = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+        with os.fdopen(fd, "rb") as handle:
+            data = json.loads(handle.read().decode("utf-8"))
         listed = data["files"]
         digests = data.get("digests", {})
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
@@ -58,11 +82,18 @@ class Written(NamedTuple):
 
 
 def _unedited(path: Path, digest: str | None) -> bool:
-    """Whether ``path`` still holds exactly what a build wrote with ``digest``."""
+    """Whether ``path`` is a regular file (not a link) that still holds exactly what a build wrote with ``digest``."""
+    fd = _regular_file(path) if digest is not None else None
+    if fd is None:
+        return False
+    hashed = hashlib.sha256()
     try:
-        return digest is not None and file_digest(path.read_bytes()) == digest
+        with os.fdopen(fd, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                hashed.update(chunk)
     except OSError:
         return False
+    return f"sha256:{hashed.hexdigest()}" == digest
 
 
 def write_build(out: Path, build: Build) -> Written:
@@ -117,10 +148,13 @@ def write_build(out: Path, build: Build) -> Written:
 
 
 def _current(path: Path) -> tuple[str, int] | None:
+    """The text and mode of the regular file at ``path`` (not a link, not larger than a build writes), or None."""
+    fd = _regular_file(path)
+    if fd is None:
+        return None
     try:
-        if path.is_symlink() or not path.is_file():
-            return None
-        return path.read_text(encoding="utf-8"), stat.S_IMODE(path.stat().st_mode)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read().decode("utf-8"), stat.S_IMODE(os.fstat(handle.fileno()).st_mode)
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -141,6 +175,8 @@ def drift(out: Path, build: Build) -> str:
     previous = _previous_files(out)
     for name in sorted(set(previous) - set(build.files)):
         path = out / name
+        if path.parent != out and path.parent.is_symlink():
+            continue  # a build does not follow it either
         if path.is_file() and not path.is_symlink():
             fate = "a build would remove it" if _unedited(path, previous[name]) else "edited since, so a build would keep it"
             chunks.append(f"stale: {path} (an earlier build wrote it; {fate})\n")
