@@ -522,3 +522,15 @@ def test_an_image_or_version_with_a_line_break_is_not_copied_and_the_spec_stays_
     run = api.lint_files([out])
     errors = [r for item in run.report.files for r in item.results if r.severity == "error"]
     assert errors == [], [(r.code, r.message) for r in errors]
+
+
+def test_values_yaml_1_1_reads_otherwise_are_quoted_so_the_spec_holds_them_as_written(tmp_path: Path) -> None:
+    """ruamel writes YAML 1.2; the spec loader reads YAML 1.1, where `yes` and `on` are booleans,
+    `:q` and `?q` are syntax, and NEL, LS and PS break lines (a red team's finding)."""
+    from mcpspec.source.loader import load_file
+
+    odd = [":q", "?q", "? q", "yes", "on", "No", "1_000", "q\x85r", "x\u2028y", "z\u2029w"]
+    config = {"mcpServers": {"odd": {"command": "node", "args": ["server.js", *odd], "env": {"MODE": "yes"}}}}
+    data, _ = load_file(_imported_spec(tmp_path, config))
+    server = data["servers"]["odd"]
+    assert server["command"][-len(odd):] == odd, server["command"]

@@ -6,8 +6,10 @@ from __future__ import annotations
 import io
 from typing import Any
 
+import yaml as pyyaml
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from mcpspec.importer.convert import Conversion
 from mcpspec.importer.model import ImportedConfig
@@ -100,5 +102,34 @@ def yaml() -> YAML:
 
 def dump(data: Any) -> str:
     stream = io.StringIO()
-    yaml().dump(data, stream)
+    yaml().dump(_readable_as_written(data), stream)
     return stream.getvalue()
+
+
+_YAML_1_1: Any = pyyaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _readable_as_written(data: Any) -> Any:
+    """``data`` with every string value that mcpspec's YAML 1.1 loader would read otherwise double-quoted.
+
+    ruamel writes YAML 1.2, where ``yes``, ``on`` and ``:q`` are plain strings and NEL, LS and PS
+    are ordinary characters; the spec loader (libyaml, YAML 1.1) reads the first two as booleans,
+    refuses ``:q`` and ``?q``, and folds the breaks into spaces. Values are quoted in place, so the
+    comments on their keys stay where they are; keys are names the converter already made safe.
+    """
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in list(items):
+        if isinstance(value, str) and not isinstance(value, DoubleQuotedScalarString) and _read_otherwise(value):
+            data[key] = DoubleQuotedScalarString(value)
+        else:
+            _readable_as_written(value)
+    return data
+
+
+def _read_otherwise(text: str) -> bool:
+    return (
+        text[:1] in (":", "?")
+        or "\x85" in text or "\u2028" in text or "\u2029" in text
+        or _YAML_1_1.resolve(pyyaml.ScalarNode, text, (True, False)) != _STR_TAG
+    )
