@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import stat
@@ -353,3 +354,53 @@ def test_a_proxy_image_with_credentials_is_refused_and_not_echoed() -> None:
     token = "ghp_" + "A1b2" * 9
     result = run_cli("build", str(REPO / "examples" / "package-analysis.yaml"), "--target", "compose", "--out", "/nonexistent/out", "--proxy-image", f"u:{token}@localhost/squid")
     assert result.returncode == 2 and "is not an image reference" in result.stderr and token not in result.stderr, result.stderr
+
+
+def test_swapping_an_output_directory_for_a_link_mid_build_takes_nothing_outside(tmp_path: Path) -> None:
+    """A red team swapped `.vscode` with a link to another directory (renameat2 RENAME_EXCHANGE in a
+    tight loop) while the build ran: about one build in eight wrote mcp.json there or removed a
+    stale file there. The build now holds each such directory open and works through it."""
+    import ctypes
+    import hashlib
+    import threading
+
+    from mcpspec import api
+    from mcpspec.targets.base import BuildOptions
+    from mcpspec.targets.writer import OutputError, write_build
+
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    built = api.build_file(CODING, "client", build_options=BuildOptions(client="vscode"), out_dir=out).build
+    assert built is not None
+    (out / ".vscode").mkdir()
+    (out / ".other").symlink_to(outside)
+    stale = b"stale content\n"
+    digest = "sha256:" + hashlib.sha256(stale).hexdigest()
+    libc = ctypes.CDLL(None, use_errno=True)
+    stop = threading.Event()
+
+    def swap() -> None:
+        a, b = str(out / ".vscode").encode(), str(out / ".other").encode()
+        while not stop.is_set():
+            libc.renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+
+    racer = threading.Thread(target=swap, daemon=True)
+    racer.start()
+    escaped = []
+    try:
+        for _ in range(150):
+            (outside / "old.json").write_bytes(stale)
+            real = out / ".vscode" if (out / ".vscode").is_dir() and not (out / ".vscode").is_symlink() else out / ".other"
+            with contextlib.suppress(OSError):
+                (real / "old.json").write_bytes(stale)
+            (out / ".mcpspec-build.json").write_text(json.dumps({"files": [".vscode/old.json"], "digests": {".vscode/old.json": digest}}))
+            with contextlib.suppress(OutputError):
+                write_build(out, built)
+            if (outside / "mcp.json").exists() or not (outside / "old.json").exists():
+                escaped.append(sorted(path.name for path in outside.iterdir()))
+                (outside / "mcp.json").unlink(missing_ok=True)
+    finally:
+        stop.set()
+        racer.join()
+    assert not escaped, escaped

@@ -8,6 +8,7 @@ directory is left alone.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -119,32 +120,83 @@ def write_build(out: Path, build: Build) -> Written:
         # A directory the build writes in (.vscode, compose) that is a link would take the file out of the output.
         if "/" in name and (out / name).parent.is_symlink():
             raise OutputError(f"nothing written to {out}: {(out / name).parent} is a symbolic link, and a build writes only inside its output")
-    try:
-        for name in sorted(build.files):
-            if name == MANIFEST:
-                continue
-            path = out / name
-            if _current(path) != (build.files[name], _mode(build, name)):
-                if "/" in name:  # a client's config lives in its own directory (.vscode/mcp.json)
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(path, build.files[name], _mode(build, name))
-                written.append(name)
-        for name in stale:
-            path = out / name
-            # A directory the build made may since have become a link: never follow it out of the output.
-            if path.parent != out and path.parent.is_symlink():
-                continue
-            if not path.is_file() or path.is_symlink():
-                continue
-            if _unedited(path, previous[name]):
-                path.unlink()
-                removed.append(name)
-            else:
-                kept.append(name)
-        write_atomically(out / MANIFEST, build.files[MANIFEST], 0o644)
-    except OSError as exc:
-        raise OutputError(f"cannot write in {out}: {exc.strerror or exc}") from None
+    with _Places(out) as places:
+        try:
+            for name in sorted(build.files):
+                if name == MANIFEST:
+                    continue
+                path = places.for_writing(name)
+                if _current(path) != (build.files[name], _mode(build, name)):
+                    write_atomically(path, build.files[name], _mode(build, name))
+                    written.append(name)
+            for name in stale:
+                place = places.for_removal(name)
+                # A directory the build made may since have become a link: never follow it out of the output.
+                if place is None or not place.is_file() or place.is_symlink():
+                    continue
+                if _unedited(place, previous[name]):
+                    place.unlink()
+                    removed.append(name)
+                else:
+                    kept.append(name)
+            write_atomically(out / MANIFEST, build.files[MANIFEST], 0o644)
+        except OSError as exc:
+            raise OutputError(f"cannot write in {out}: {exc.strerror or exc}") from None
     return Written(written, removed, kept)
+
+
+class _Places:
+    """Where a build's names are, with each directory of the output it writes in (.vscode, compose)
+    held open: a path through ``/proc/self/fd`` names the directory that was checked, so swapping
+    it for a link while the build runs cannot take a write or a removal out of the output."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._held: dict[str, int | None] = {}
+
+    def __enter__(self) -> _Places:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for fd in self._held.values():
+            if fd is not None:
+                os.close(fd)
+
+    def for_writing(self, name: str) -> Path:
+        """The path to write ``name`` at, its directory made when missing (OutputError: it is a link)."""
+        found = self._path(name, create=True)
+        if found is None:  # _open raises rather than give no directory when creating
+            raise OutputError(f"cannot write {name} in {self.out}")
+        return found
+
+    def for_removal(self, name: str) -> Path | None:
+        """The path to remove ``name`` at; None when its directory is missing or a link."""
+        return self._path(name, create=False)
+
+    def _path(self, name: str, create: bool) -> Path | None:
+        if "/" not in name:
+            return self.out / name
+        directory, base = name.split("/", 1)
+        if self._held.get(directory) is None:
+            self._held[directory] = self._open(directory, create)
+        fd = self._held[directory]
+        return Path(f"/proc/self/fd/{fd}") / base if fd is not None else None
+
+    def _open(self, directory: str, create: bool) -> int | None:
+        place = self.out / directory
+        if create:
+            with contextlib.suppress(FileExistsError):
+                place.mkdir(0o755)
+        try:
+            return os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            if create:
+                raise
+            return None
+        except OSError:  # a link (ELOOP) or not a directory
+            if create:
+                raise OutputError(f"nothing written to {self.out}: {place} is a symbolic link or not a directory, and a build writes only inside its output") from None
+            return None
 
 
 def _current(path: Path) -> tuple[str, int] | None:
