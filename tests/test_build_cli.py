@@ -404,3 +404,27 @@ def test_swapping_an_output_directory_for_a_link_mid_build_takes_nothing_outside
         stop.set()
         racer.join()
     assert not escaped, escaped
+
+
+@pytest.mark.parametrize("via", ["run", "podman-compose"])
+@pytest.mark.parametrize("client", ["claude-desktop", "claude-code", "vscode", "cursor", "codex"])
+def test_every_name_the_client_target_writes_is_one_a_rebuild_may_clean(tmp_path: Path, client: str, via: str) -> None:
+    """The writer cleans stale files only at the top level and in OUTPUT_SUBDIRS: a target that
+    starts writing in another directory must be added there, or its stale files would stay forever."""
+    from mcpspec import api
+    from mcpspec.targets.base import BuildOptions
+    from mcpspec.targets.writer import _OWN_NAME
+
+    proxy = "localhost/squid@sha256:" + "c" * 64 if via != "run" else None
+    options = BuildOptions(client=client, via=via, proxy_image=proxy)  # type: ignore[arg-type]
+    built = api.build_file(REPO / "examples" / "package-analysis.yaml", "client", build_options=options, out_dir=tmp_path).build
+    assert built is not None and built.files
+    assert [name for name in built.files if not _OWN_NAME.fullmatch(name)] == []
+
+
+def test_every_name_the_other_targets_write_is_one_a_rebuild_may_clean() -> None:
+    names = [path.relative_to(example).as_posix() for target in ("bwrap", "systemd", "compose", "k8s") for example in (REPO / "targets" / target).iterdir() if example.is_dir() for path in example.rglob("*") if path.is_file()]
+    assert names
+    from mcpspec.targets.writer import _OWN_NAME
+
+    assert [name for name in names if not _OWN_NAME.fullmatch(name)] == []

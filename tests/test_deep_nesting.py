@@ -6,6 +6,7 @@ baseline, a lock, a build manifest, a pyproject.toml config and a codex config n
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,8 @@ def _spec_in(tmp_path: Path) -> Path:
     return spec
 
 
-def _refused(done: object, *expected: str) -> None:
-    out = f"{done.stdout}{done.stderr}"  # type: ignore[attr-defined]
+def _refused(done: subprocess.CompletedProcess[str], *expected: str) -> None:
+    out = done.stdout + done.stderr
     assert "internal error" not in out and "Traceback" not in out, out
     assert all(text in out for text in expected), out
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import hashlib
 import json
 import os
 import re
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mcpspec.output import write_atomically
-from mcpspec.targets.build import MANIFEST, Build
+from mcpspec.targets.build import MANIFEST, Build, file_digest
 
 # A name a target writes: a file, or a file in one of the directories of the output that targets
 # write in (a client's `.vscode/mcp.json`, the compose build under `compose/`). Each part may start
@@ -87,14 +86,11 @@ def _unedited(path: Path, digest: str | None) -> bool:
     fd = _regular_file(path) if digest is not None else None
     if fd is None:
         return False
-    hashed = hashlib.sha256()
     try:
         with os.fdopen(fd, "rb") as handle:
-            for chunk in iter(lambda: handle.read(1 << 20), b""):
-                hashed.update(chunk)
+            return file_digest(handle.read()) == digest  # at most _READ_LIMIT bytes
     except OSError:
         return False
-    return f"sha256:{hashed.hexdigest()}" == digest
 
 
 def write_build(out: Path, build: Build) -> Written:

@@ -57,7 +57,7 @@ def deny_covers_network(server: EffectiveSandbox, network: IPNetwork) -> bool:
 
 def entry_network(entry: Destination) -> IPNetwork:
     """The network of a CIDR entry, IPv4-mapped and NAT64 forms read as the IPv4 they embed."""
-    return as_ipv4(entry.network)
+    return host_network(entry.host)
 
 
 @functools.lru_cache(maxsize=4096)
