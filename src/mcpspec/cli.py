@@ -297,7 +297,7 @@ def build(
     note = f", removed {len(removed)} stale" if removed else ""
     typer.echo(f"built {len(built.files)} files for {target} in {directory} ({len(written)} changed{note})", err=True)
     for name in kept:
-        typer.echo(f"kept {directory / name}: an earlier build wrote it and it has been edited since (remove it yourself if it is not needed)", err=True)
+        typer.echo(f"kept {directory / name}: an earlier build wrote it, and it is not what that build wrote (edited since, unreadable, or no digest recorded); remove it yourself if it is not needed", err=True)
     raise typer.Exit(EXIT_CLEAN)
 
 
