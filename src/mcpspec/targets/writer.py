@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import json
 import os
 import re
@@ -28,6 +29,9 @@ _PART = r"\.?[A-Za-z0-9][A-Za-z0-9._@-]*"
 _OWN_NAME = re.compile(rf"^(?:(?:{'|'.join(re.escape(name) for name in OUTPUT_SUBDIRS)})/)?{_PART}$")
 # A manifest or a stale file larger than this was not written by a build: it is not read.
 _READ_LIMIT = 256 << 20
+# Every directory a build creates: mkdir's mode is masked by the umask, so this is the widest it gets
+# (umask 000 must not leave the output 0777, where another user could swap units before they are installed).
+DIR_MODE = 0o755
 
 
 class OutputError(Exception):
@@ -72,6 +76,21 @@ def _previous_files(out: Path) -> dict[str, str | None]:
     return {name: digest if isinstance(digest := digests.get(name), str) else None for name in listed if isinstance(name, str) and _OWN_NAME.fullmatch(name)}
 
 
+def make_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents, each at most DIR_MODE whatever the umask (Path.mkdir's
+    ``parents`` makes them with the umask alone); a directory already there keeps its mode."""
+    missing: list[Path] = []
+    place = path
+    while not place.exists() and not place.is_symlink() and place != place.parent:
+        missing.append(place)
+        place = place.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(DIR_MODE)
+    if not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+
+
 class Written(NamedTuple):
     """What a build changed on disk: files written, stale files removed, and stale files kept
     because they were edited after the build that wrote them (or it recorded no digest)."""
@@ -104,7 +123,7 @@ def write_build(out: Path, build: Build) -> Written:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} exists and is not a directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out)
     except OSError as exc:
         raise OutputError(f"cannot create {out}: {exc.strerror}") from None
     previous = _previous_files(out)
@@ -182,7 +201,7 @@ class _Places:
         place = self.out / directory
         if create:
             with contextlib.suppress(FileExistsError):
-                place.mkdir(0o755)
+                place.mkdir(DIR_MODE)
         try:
             return os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
