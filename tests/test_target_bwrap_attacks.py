@@ -491,11 +491,13 @@ def test_sigterm_at_any_moment_stops_everything_and_still_audits(sandbox: Sandbo
 
 
 def test_the_cpu_budget_counts_every_process_of_the_sandbox(sandbox: Sandbox) -> None:
-    """Item 9: RLIMIT_CPU is per process; four busy processes used three times the budget."""
+    """Item 9: RLIMIT_CPU is per process; four busy processes used three times the budget.
+    The budget is what holds CPU without a cgroup (MCPSPEC_CGROUP=off); with one, the rate does
+    (tests/test_target_bwrap_cgroup.py)."""
     spec = sandbox.spec("cpu", "    env: {set: {PYTHONPATH: /opt/site}}\n    runtime: {cpus: 0.2}\n    lifecycle: {max_lifetime: 60s}\n    logging: {audit: true, sink: stderr}")
     launcher = sandbox.build(spec)  # budget: 0.2 x 60 s = 12 CPU-seconds for the whole sandbox (the SDK's start takes 2-3)
     started = time.monotonic()
-    process = _start(launcher, "cpu")
+    process = _start(launcher, "cpu", {"MCPSPEC_CGROUP": "off"})
     assert process.stdin is not None and process.stderr is not None
     process.stdin.write(_jsonrpc(INITIALIZE, INITIALIZED, _call(2, "burn", {"processes": 4, "seconds": 50})))
     process.stdin.flush()  # and the client stays connected

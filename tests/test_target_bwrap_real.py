@@ -310,7 +310,10 @@ def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: 
         spec = sandbox.spec("named", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["docs.example.org:{port}"]}}')
         launcher = sandbox.build(spec)
         wrapper = sandbox.base / "in-namespace.sh"
-        wrapper.write_text(f'#!/bin/sh\nexec {ip} netns exec {namespace} {launcher}\n', encoding="utf-8")
+        # nsenter enters the network namespace alone: `ip netns exec` also mounts a sysfs of its own, without
+        # the cgroup hierarchies the launcher makes the sandbox's cgroup in.
+        nsenter = require_tool("nsenter")
+        wrapper.write_text(f'#!/bin/sh\nexec {nsenter} --net=/run/netns/{namespace} {launcher}\n', encoding="utf-8")
         wrapper.chmod(0o755)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and subprocess.run([*inside, sys.executable, "-c", f"import socket; socket.create_connection(('100.128.0.7', {port}), 1)"], capture_output=True).returncode:

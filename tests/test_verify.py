@@ -114,7 +114,8 @@ def copy_example(name: str, place: Path) -> Path:
 def verify(netns: Namespace, place: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(place / "home"), "MCPSPEC_EGRESS_HOSTS_FILE": str(place / "hosts"),
            "VERIFY_CANARY": CANARY}
-    argv = [netns.ip, "netns", "exec", netns.name, sys.executable, "-m", "mcpspec", "verify", *args, "--deny-target", "127.0.0.2:9", "--format", "json"]
+    # nsenter enters the network namespace alone (`ip netns exec` would mount a sysfs without the cgroups the launcher uses).
+    argv = [require_tool("nsenter"), f"--net=/run/netns/{netns.name}", sys.executable, "-m", "mcpspec", "verify", *args, "--deny-target", "127.0.0.2:9", "--format", "json"]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, cwd=place)
 
 
