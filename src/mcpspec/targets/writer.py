@@ -56,6 +56,18 @@ def _regular_file(path: Path) -> int | None:
     return fd
 
 
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of sane size (not a link, FIFO or device); None otherwise."""
+    fd = _regular_file(path)
+    if fd is None:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(_READ_LIMIT + 1)[:_READ_LIMIT]
+    except OSError:
+        return None
+
+
 def _previous_files(out: Path) -> dict[str, str | None]:
     """The files the last build's manifest lists, each with the digest it was written with (None: not recorded)."""
     fd = _regular_file(out / MANIFEST)
