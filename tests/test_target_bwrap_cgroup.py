@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -280,3 +281,20 @@ def test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do(base:
     assert allowed.stderr.count(b"does not count memfd or shared memory") == 1
     said = [json.loads(line) for line in allowed.stdout.splitlines()]
     assert said[0]["nproc"] == 24 and said[1]["error"] == 11
+
+
+def test_a_killed_launcher_leaves_no_cgroup_behind(base: Path) -> None:
+    """SIGKILL of the launcher while its sandbox runs: the guardian kills the sandbox and removes the leaf."""
+    launcher = _launcher(base, "forks.py", "{memory: 128Mi, pids: 24}")
+    process = _start(launcher)
+    first = _line(process)
+    leaves = _leaves(_host_pid(int(str(first["pid"])), "forks.py"))
+    made = [Path(_mount_of(name) + path) for name, path in leaves.items() if LEAF.search(path)]
+    assert made and all(path.is_dir() for path in made), leaves
+    process.kill()
+    process.wait()
+    assert wait_gone("/attacks/forks.py") == []
+    deadline = time.monotonic() + 10
+    while any(path.exists() for path in made) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(path.exists() for path in made), made

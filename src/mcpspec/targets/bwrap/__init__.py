@@ -199,10 +199,10 @@ CAPABILITIES: dict[str, Capability] = {
     "lifetime": Capability(
         "full",
         "the launcher stops the sandbox at max_lifetime (SIGTERM, SIGKILL 5 s later); the server is the sandbox's pid 1, so every "
-        "process it left goes with it, and killing the launcher at any moment ends them all",
+        "process it left goes with it, and killing the launcher at any moment ends them all (its guardian removes the sandbox's cgroup)",
         (_REAL + "test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing", _ATTACKS + "test_after_max_lifetime_nothing_holds_the_client_output",
          _ATTACKS + "test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_running",
-         _ATTACKS + "test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing"),
+         _ATTACKS + "test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing", _CGROUP + "test_a_killed_launcher_leaves_no_cgroup_behind"),
     ),
     "idle-timeout": Capability(
         "full",
