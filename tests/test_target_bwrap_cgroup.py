@@ -222,6 +222,8 @@ def test_memfd_pages_count_against_the_memory_limit(base: Path) -> None:
     assert held <= 128, held
     assert process.returncode == 128 + 9, (process.returncode, process.stderr.read() if process.stderr else b"")  # the OOM killer's SIGKILL
     assert not leaf.exists(), "the launcher removes the sandbox's cgroup"
+    audit = [json.loads(line) for line in (process.stderr.read() if process.stderr else b"").splitlines() if line.startswith(b'{"event"')]
+    assert audit and audit[-1]["cgroup"] == ("v1" if "memory" in leaves else "v2"), audit
     assert wait_gone("/attacks/memfd.py") == []
 
 
@@ -279,6 +281,8 @@ def test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do(base:
                              env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "cg", "MCPSPEC_CGROUP": "optional"})
     assert allowed.returncode == 0, allowed.stderr
     assert allowed.stderr.count(b"does not count memfd or shared memory") == 1
+    audit = [json.loads(line) for line in allowed.stderr.splitlines() if line.startswith(b'{"event"')]
+    assert audit and audit[-1]["cgroup"] is None, allowed.stderr
     said = [json.loads(line) for line in allowed.stdout.splitlines()]
     assert said[0]["nproc"] == 24 and said[1]["error"] == 11
 

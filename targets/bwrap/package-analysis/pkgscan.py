@@ -664,6 +664,7 @@ class Launcher:
         self.proxy_processes: list[subprocess.Popen[bytes]] = []
         self.sandbox: subprocess.Popen[bytes] | None = None
         self.cgroup: SandboxCgroup | None = None
+        self.cgroup_version = ""  # what held the limits: "v1" or "v2" ("" none: rlimits alone, or no limit)
         self.audit_fd = -1
         self.tools: dict[str, str] = {}
         self.guardian = self.guardian_control = self.guardian_report = self.info_w = 0
@@ -910,6 +911,7 @@ class Launcher:
         else:
             self.cgroup, why = sandbox_cgroup(c.server, limits, self.root)
         if self.cgroup is not None:
+            self.cgroup_version = f"v{self.cgroup.version}"
             os.write(self.guardian_control, "".join(f"cgroup {leaf}\n" for leaf in self.cgroup.leaves).encode())
             return
         if not why:
@@ -1237,6 +1239,7 @@ class Launcher:
             "ended_by": self.ended_by or ("refused" if self.status == REFUSED and self.error else "exit"),
             "error": self.error or None, "run_dir": self.run_dir or None,
             "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": self.egress_log(),
+            "cgroup": self.cgroup_version or None,
         }
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"
         if self.audit_fd >= 0:

@@ -80,6 +80,9 @@ namespace, and the files are root's. Where it is made:
   and `cpu` hierarchies: `memory.limit_in_bytes` and `memory.memsw.limit_in_bytes` (swap counted;
   without swap accounting, `memory.swappiness` 0), `pids.max`, `cpu.cfs_quota_us`.
 
+Only the v1 path (a hybrid host, as root) runs in this project's tests, on the machines it is
+developed on; the v2 path follows the kernel's cgroup v2 interface but no test here runs it.
+
 The memory limit counts every page the sandbox charges: anonymous memory, memfd, shared memory
 and tmpfs; at the limit the kernel's OOM killer ends the process (the launcher exits 137 when it
 was the server). bwrap itself counts as one of `runtime.pids`. RLIMIT_AS (memory) and, with
@@ -103,10 +106,12 @@ the proxy and writes one JSON audit line to the spec's sink:
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
  "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
- "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200}]}
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200}],"cgroup":"v2"}
 ```
 
-`ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`.
+`ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`;
+`cgroup` is `v1` or `v2` when a cgroup held the limits, null when none did (rlimits alone, or no
+limit asked for).
 """
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -176,7 +181,8 @@ CAPABILITIES: dict[str, Capability] = {
     "memory": Capability(
         "full",
         "a cgroup per launch holds every page the sandbox charges, memfd, shared memory and tmpfs included, with no swap (cgroup v2 "
-        "memory.max and memory.swap.max 0; on a hybrid host the v1 memory hierarchy, memory.limit_in_bytes and memsw): the OOM "
+        "memory.max and memory.swap.max 0; on a hybrid host the v1 memory hierarchy, memory.limit_in_bytes and memsw, the path the "
+        "tests run): the OOM "
         "killer ends it at the limit; RLIMIT_AS as well, and /tmp 64 MiB, /dev/shm 16 MiB, each tmpfs dir at its size. The launcher "
         "refuses to start when it can make no cgroup (not root, no delegated v2 subtree), unless the client sets MCPSPEC_CGROUP=optional "
         "or off: then RLIMIT_AS alone, which does not count memfd or shared memory, and the launcher says so on stderr",
