@@ -302,3 +302,19 @@ def test_a_killed_launcher_leaves_no_cgroup_behind(base: Path) -> None:
     while any(path.exists() for path in made) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(path.exists() for path in made), made
+
+
+def test_no_cgroup_path_the_launcher_or_its_guardian_uses_leaves_the_cgroup_tree(tmp_path: Path) -> None:
+    """The leaf's name comes from the server name (a build-time NAME, checked again at launch) and
+    random hex; the paths read from /proc or the guardian's pipe never have a "." or ".." part."""
+    from mcpspec.targets.bwrap import runtime
+
+    for bad in ("/..", "/a/../b", "/a/.", "/./a", "..", "a/b", "/a\nb", "/a b"):
+        assert not runtime.CGROUP_PATH.fullmatch(bad), bad
+    assert runtime.CGROUP_PATH.fullmatch("/process_api/e80/mcpspec-x-0123456789abcdef")
+    for name in ("../x", "mcpspec-../-0123456789abcdef", "mcpspec-x-0123", "x"):
+        with pytest.raises(OSError):
+            runtime.make_leaf(str(tmp_path), name)
+    assert list(tmp_path.iterdir()) == []
+    runtime.remove_cgroup(str(tmp_path))  # not a leaf's name: left alone
+    assert tmp_path.is_dir()

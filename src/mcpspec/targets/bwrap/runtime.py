@@ -364,7 +364,7 @@ def memfd(name: str, data: bytes) -> int:
 CGROUP_MOUNTS = "/sys/fs/cgroup"
 CPU_PERIOD_US = 100000
 CGROUP_LEAF = re.compile(r"^mcpspec-[a-z0-9-]{1,40}-[0-9a-f]{16}$")
-CGROUP_PATH = re.compile(r"^/(?!.*/\.\.?(/|$))[A-Za-z0-9/._:@+-]*$")  # no "." or ".." part, nothing to quote
+CGROUP_PATH = re.compile(r"^(?!(.*/)?\.\.?(/|$))/[A-Za-z0-9/._:@+-]*$")  # no "." or ".." part, nothing to quote
 
 
 @dataclass(frozen=True)
@@ -517,7 +517,7 @@ def sandbox_cgroup(server: str, limits: CgroupLimits, root: bool) -> tuple[Sandb
             return made, ""
         reasons.append(f"cgroup v2: {why}")
     else:
-        reasons.append("cgroup v2: not mounted")
+        reasons.append("cgroup v2: " + ("not mounted" if not v2 else "the launcher's cgroup path is not one it can use"))
     if root and all(c in v1 and c in own for c in wanted):
         made, why = v1_leaves(v1, own, name, wanted, limits)
         if made is not None:
