@@ -59,6 +59,29 @@ while held < 1024 * MIB:
     say(held_mib=held // MIB)
 say(done=True)
 '''.replace("MIB", str(MIB)),
+    # System V shared memory, 16 MiB segments attached one at a time (RLIMIT_AS sees 16 MiB), left in the IPC namespace.
+    "sysvshm.py": r'''
+import ctypes, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+libc.shmat.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libc.shmdt.argtypes = [ctypes.c_void_p]
+print(json.dumps({"pid": os.getpid()}), flush=True)
+sys.stdin.readline()
+held = 0
+while held < 1024 * MIB:
+    segment = libc.shmget(0, 16 * MIB, 0o1600)
+    if segment < 0:
+        print(json.dumps({"error": ctypes.get_errno()}), flush=True)
+        break
+    address = libc.shmat(segment, None, 0)
+    ctypes.memset(address, 0x6D, 16 * MIB)
+    libc.shmdt(ctypes.c_void_p(address))
+    held += 16 * MIB
+    print(json.dumps({"held_mib": held // MIB}), flush=True)
+else:
+    print(json.dumps({"done": True}), flush=True)
+'''.replace("MIB", str(MIB)),
     "forks.py": r'''
 import json, os, resource, sys
 print(json.dumps({"pid": os.getpid(), "nproc": resource.getrlimit(resource.RLIMIT_NPROC)[0]}), flush=True)
@@ -189,6 +212,22 @@ def _memory_leaf(leaves: dict[str, str]) -> Path:
     if "memory" in leaves:
         return Path(_mount_of("memory") + leaves["memory"])
     return Path(_mount_of("") + leaves[""])
+
+
+def test_system_v_shared_memory_counts_against_the_memory_limit(base: Path) -> None:
+    """Segments attached one at a time pass RLIMIT_AS; the cgroup counts their pages."""
+    launcher = _launcher(base, "sysvshm.py", "{memory: 128Mi}")
+    process = _start(launcher)
+    _line(process)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(b"go\n")
+    process.stdin.flush()
+    said = [json.loads(raw) for raw in process.stdout]
+    process.wait(timeout=60)
+    assert said and not any("done" in item for item in said), "the sandbox held 1 GiB of System V shared memory under memory: 128Mi"
+    assert max(int(item.get("held_mib", 0)) for item in said) <= 128, said[-3:]
+    assert process.returncode == 128 + 9, process.returncode
+    assert wait_gone("/attacks/sysvshm.py") == []
 
 
 def test_memfd_pages_count_against_the_memory_limit(base: Path) -> None:

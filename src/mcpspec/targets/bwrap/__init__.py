@@ -186,7 +186,8 @@ CAPABILITIES: dict[str, Capability] = {
         "killer ends it at the limit; RLIMIT_AS as well, and /tmp 64 MiB, /dev/shm 16 MiB, each tmpfs dir at its size. The launcher "
         "refuses to start when it can make no cgroup (not root, no delegated v2 subtree), unless the client sets MCPSPEC_CGROUP=optional "
         "or off: then RLIMIT_AS alone, which does not count memfd or shared memory, and the launcher says so on stderr",
-        (_CGROUP + "test_memfd_pages_count_against_the_memory_limit", _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do",
+        (_CGROUP + "test_memfd_pages_count_against_the_memory_limit", _CGROUP + "test_system_v_shared_memory_counts_against_the_memory_limit",
+         _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do",
          _ATTACKS + "test_the_root_and_every_tmpfs_are_bounded_and_read_only_means_read_only"),
     ),
     "pids": Capability(
