@@ -80,6 +80,10 @@ namespace, and the files are root's. Where it is made:
   and `cpu` hierarchies: `memory.limit_in_bytes` and `memory.memsw.limit_in_bytes` (swap counted;
   without swap accounting, `memory.swappiness` 0), `pids.max`, `cpu.cfs_quota_us`.
 
+A client run by systemd should run with `Delegate=yes` in its unit: cgroups below a unit that
+does not delegate are systemd's, and systemd may move processes back into the unit's own cgroup
+(cgroup v1, on a reload), taking the sandbox out of its limits.
+
 Only the v1 path (a hybrid host, as root) runs in this project's tests, on the machines it is
 developed on; the v2 path follows the kernel's cgroup v2 interface but no test here runs it.
 
