@@ -23,7 +23,7 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
-from mcpspec.targets.seccomp import bpf_program, syscall_policy
+from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
 from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
 USAGE = """
@@ -165,7 +165,7 @@ CAPABILITIES: dict[str, Capability] = {
         "full",
         "bwrap --seccomp: the project's allow-list (docs/seccomp.md), built as classic BPF for x86_64 and aarch64 at build time (another "
         "architecture is refused); refused calls fail with EPERM, clone3 with ENOSYS; socket families as the egress needs (AF_UNIX, and "
-        "AF_INET and AF_INET6 with any egress); the launcher first leaves its session keyring for a fresh one, so no key of the login "
+        "AF_INET and AF_INET6 with any egress or process.listeners); the launcher first leaves its session keyring for a fresh one, so no key of the login "
         "session is possessed inside",
         (_SECCOMP + "test_a_server_without_egress_gets_every_dangerous_syscall_refused_and_only_unix_sockets",
          _SECCOMP + "test_a_server_with_an_egress_allowlist_gets_inet_sockets_and_nothing_more",
@@ -337,7 +337,11 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
 
 def _seccomp_programs(sandbox: EffectiveSandbox) -> dict[str, str]:
     """The server's syscall filter for each architecture; the launcher picks its machine's."""
-    policy = syscall_policy(sandbox)
+    return dict(_programs(syscall_policy(sandbox)))
+
+
+@functools.cache
+def _programs(policy: SyscallPolicy) -> dict[str, str]:
     return {arch: bpf_program(policy, arch).hex() for arch in ARCHES}
 
 
