@@ -59,7 +59,9 @@ anyone but root planted. Started by another user, the sandbox runs as that user.
 Inside, the server is the sandbox's pid 1 and sees `/usr` (read-only, with the `/bin` and `/lib`
 links), the dynamic-linker, TLS and timezone files of `/etc`, a generated `/etc/passwd`,
 `/proc`, a minimal `/dev`, a 64 MiB `/tmp`, a 16 MiB `/dev/shm` and the spec's mounts on a
-read-only root: nothing else of the host. No descriptor of the launcher's reaches it, and no
+read-only root: nothing else of the host. Every process inside runs under the project's syscall
+filter (`docs/seccomp.md`; x86_64 and aarch64 only), and the launcher leaves the session keyring it
+was started with for a fresh, empty one before it starts anything. No descriptor of the launcher's reaches it, and no
 value of the spec appears on a command line (bwrap reads its arguments from a memfd).
 
 ### Limits and the sandbox's cgroup
