@@ -317,7 +317,7 @@ def test_via_compose_each_entry_runs_its_service_of_the_compose_build_beside_it(
         # compose reads the whole file, whose workspace volume needs the run directory: every entry sets it
         assert server["env"] == {"MCPSPEC_RUN_DIR": f"/srv/ws/coder/{client}"}
     compose = build.files["compose/compose.yaml"]
-    assert "${MCPSPEC_RUN_DIR:?" in compose and "mcpspec-egress" in compose
+    assert "${MCPSPEC_RUN_DIR:?" in compose and "net_egress:" in compose and "network_mode: service:net_link" in compose
     for name, text in build.files.items():
         if not name.startswith(("compose/", MANIFEST)):
             assert "canary" not in text and "/srv/canary-secret-file" not in text, name

@@ -108,14 +108,22 @@ def test_service_hardening() -> None:
     assert document["secrets"] == {"tok": {"file": "/etc/mcp/tok"}, "gh": {"file": "${HOME:?HOME must be set}/gh"}}
     assert alpha["entrypoint"][:5] == ["/bin/sh", "/mcpspec/entrypoint.sh", "GH_TOKEN=/run/secrets/mcpspec-env/GH_TOKEN", "--", "/srv"]
     assert "environment" not in alpha  # a secret is never an environment: value
-    web = document["services"]["web"]
-    assert web["networks"] == ["web_net"] and document["networks"]["web_net"] == {"internal": True}
+    # No server joins a network: each lives in its link's namespace (loopback only), the helpers hold the sockets.
+    web, web_link, web_port = (document["services"][name] for name in ("web", "web_link", "web_port"))
+    assert web["network_mode"] == "service:web_link" and "networks" not in web and web["depends_on"] == ["web_link", "web_port"]
+    assert web_link["network_mode"] == "none" and web_link["entrypoint"][-1] == "exec /usr/bin/socat UNIX-LISTEN:/mcpspec/link/http.sock,fork,unlink-early TCP4:127.0.0.1:8100"
+    assert web_port["ports"] == ["127.0.0.1:8100:8000"] and web_port["networks"] == ["web_pub"] and document["networks"]["web_pub"] == {}
     assert web["healthcheck"]["test"][-1] == "http://127.0.0.1:8100/"
     fetch, proxy = document["services"]["fetch"], document["services"]["fetch_egress"]
-    assert fetch["networks"] == ["fetch_net"] and fetch["depends_on"] == ["fetch_egress"]
-    assert "HTTPS_PROXY=http://mcpspec-egress:3128" in fetch["environment"]
-    assert proxy["image"] == PROXY.proxy_image and proxy["networks"]["fetch_net"] == {"aliases": ["mcpspec-egress"]}
+    assert fetch["network_mode"] == "service:fetch_link" and fetch["depends_on"] == ["fetch_link", "fetch_egress"]
+    assert "HTTPS_PROXY=http://127.0.0.1:3128" in fetch["environment"]
+    assert proxy["image"] == PROXY.proxy_image and proxy["networks"] == ["fetch_out"]
     assert document["networks"]["fetch_out"] == {} and "fetch.squid.conf" in build.files
+    for helper in ("web_link", "web_port", "fetch_link", "fetch_egress"):
+        svc = document["services"][helper]
+        assert (svc["user"], svc["read_only"], svc["cap_drop"]) == ("65532:65532", True, ["ALL"]) and "no-new-privileges:true" in svc["security_opt"]
+    assert all("mcpspec/link" not in str(v) for name in ("web", "fetch") for v in document["services"][name]["volumes"])
+    assert document["volumes"]["fetch_sockets"]["driver_opts"]["type"] == "tmpfs"
     assert "acl listed_1 dstdomain -n pypi.mirror.acme.example" in build.files["fetch.squid.conf"]
 
 

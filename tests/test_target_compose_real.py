@@ -12,13 +12,17 @@ Network: the egress proxy's outer network is created by the test before compose 
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,8 +39,9 @@ from podman_images import Recipe, pinned, podman_env
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
 from harness import call_tools, copy_mcp_closure, sandbox_python_matches
 
-IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid"))
+IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid", "socat"))
 PROBE = Path(__file__).parent / "probe" / "probe_server.py"
+NET_PROBE = Path(__file__).parent / "probe" / "net_probe.py"
 # The test host's network: internal (no packet leaves it) and in public address space, because the
 # proxy refuses private ranges by default. The third octet is drawn per run and retried when a
 # subnet is taken (by the host, or by a network an interrupted run left behind).
@@ -86,6 +91,13 @@ servers:
       - {{from: {base}/site, to: /opt/site}}
       - {{from: {base}/probe, to: /opt/probe}}
     lifecycle: {{max_lifetime: 4s}}
+  web:
+    image: {image}
+    command: [/usr/bin/python3, /opt/probe/net_probe.py, serve, "{port}"]
+    # mcpspec: ignore[TS002] reason: the test's own probe, reached only by the test through 127.0.0.1
+    transport: {{type: http, port: {port}}}
+    mounts:
+      - {{from: {base}/probe, to: /opt/probe}}
 """
 
 
@@ -103,6 +115,8 @@ class Stack:
         self.podman, self.compose, self.base = podman, compose, base
         self.project = f"creal{uuid.uuid4().hex[:8]}"
         self.target_ip = ""
+        self.web_port = 0
+        self.image = ""
         self.dir = base / "build"
         self.dir.mkdir()
         for name, text in files.items():
@@ -119,12 +133,13 @@ class Stack:
     def args(self, *rest: str) -> list[str]:
         return ["-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
 
-    def up(self, service: str) -> None:
-        _run(self.compose, *self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
+    def up(self, *services: str) -> None:
+        for service in services:
+            _run(self.compose, *self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
 
     def call(self, service: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         launcher = self.base / f"{service}.sh"
-        words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", "--no-deps", service)])
+        words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", service)])
         launcher.write_text(f"#!/bin/sh\nexec {words} 2>>{self.base}/compose-stderr.log\n")
         launcher.chmod(0o755)
         return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "HOME", "PATH")}, timeout=120)
@@ -147,6 +162,56 @@ def _create_internal_network(podman: str, name: str) -> str:
     raise AssertionError(f"no free subnet for the test network; taken: {taken}")
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class HostService:
+    """A service of the test machine listening on every address (:: with IPv4 mapped, like 0.0.0.0): records who connects."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("::", 0))
+        self.sock.listen(64)
+        self.port: int = self.sock.getsockname()[1]
+        self.peers: list[str] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return
+            self.peers.append(str(peer[0]))
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def host_addresses(podman: str) -> list[str]:
+    """Every address of this machine a container could aim at: each podman network's gateways, the
+    link-local addresses of their bridges (as seen through a container's eth0), and the machine's own
+    global addresses. All of them are the test machine's: no packet sent to them leaves it."""
+    addresses: list[str] = []
+    names = _run(podman, "network", "ls", "--format", "{{.Name}}").stdout.split()
+    for network in json.loads(_run(podman, "network", "inspect", *names).stdout):
+        addresses += [subnet["gateway"] for subnet in network.get("subnets") or [] if subnet.get("gateway")]
+        bridge = network.get("network_interface")
+        shown = subprocess.run(["ip", "-j", "-6", "addr", "show", "dev", bridge], capture_output=True, text=True, check=False) if bridge else None
+        if shown is not None and shown.returncode == 0 and shown.stdout.strip():
+            addresses += [f"{a['local']}%eth0" for link in json.loads(shown.stdout) for a in link.get("addr_info", []) if a.get("scope") == "link"]
+    for link in json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout):
+        addresses += [a["local"] for a in link.get("addr_info", []) if a.get("scope") == "global"]
+    return sorted(set(addresses))
+
+
 def compose_tools() -> tuple[str, str, str]:
     """podman, podman-compose and the pinned test image; skips when the image's python cannot load the SDK."""
     podman = require_tool("podman")
@@ -164,6 +229,7 @@ def probe_base(prefix: str) -> Path:
     copy_mcp_closure(base / "site")
     (base / "probe").mkdir()
     shutil.copy(PROBE, base / "probe" / "probe_server.py")
+    shutil.copy(NET_PROBE, base / "probe" / "net_probe.py")
     for path in (base / "site", base / "probe"):
         for sub in [path, *path.rglob("*")]:
             sub.chmod(0o755 if sub.is_dir() else 0o644)
@@ -182,10 +248,12 @@ def stack() -> Iterator[Stack]:
     base = probe_base("mcpspec-compose-")
     (base / "token").write_text(TOKEN + "\n")
     (base / "gh").write_text(ENV_TOKEN + "\n")
-    plan = load_text(SPEC.format(image=image, base=base), "mcp-sandbox.yaml")
+    web_port = _free_port()
+    plan = load_text(SPEC.format(image=image, base=base, port=web_port), "mcp-sandbox.yaml")
     build = build_plan(plan, "compose", options=BuildOptions(proxy_image=image))
     assert not build.blocked, [r.message for r in build.active]
     box = Stack(podman, compose, base, {k: v for k, v in build.files.items() if not k.startswith(".")})
+    box.web_port, box.image = web_port, image
     # The proxy's outer network, made before compose so compose uses it: internal, own subnet, one test host on it.
     outer = f"{box.project}_fetch_out"
     box.target_ip = _create_internal_network(podman, outer)
@@ -244,7 +312,7 @@ def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:
 
 
 def test_only_the_allowlisted_name_goes_through_the_proxy(stack: Stack) -> None:
-    stack.up("fetch_egress")
+    stack.up("fetch_link", "fetch_egress")
     allowed, denied, metadata, unlisted_literal, direct = stack.call("fetch", [
         ("http_get", {"url": "http://allowed.test/"}), ("http_get", {"url": "http://denied.test/"}),
         ("http_get", {"url": "http://169.254.169.254/latest/meta-data/"}), ("http_get", {"url": f"http://{stack.target_ip}/"}),
@@ -264,3 +332,64 @@ def test_limits_hold(stack: Stack) -> None:
     with pytest.raises(AssertionError):  # the shim ends the server at max_lifetime, mid-call
         stack.call("brief", [("pause", {"seconds": 30})])
     assert time.monotonic() - started < 25
+
+
+def _post(url: str, request: dict[str, Any], seconds: float = 60) -> dict[str, Any]:
+    """POST to the HTTP server through its published port, retrying while the stack starts."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, json.dumps(request).encode(), method="POST"), timeout=60) as response:
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def _held(result: dict[str, Any], service: HostService) -> None:
+    """Nothing of the host was in reach: no interface but loopback, no gateway, no connection, no DNS answer."""
+    assert result["devices"] == ["lo"] and result["gateways"] == [], result
+    assert not [t for t, r in result["connect"].items() if r == "connected"], result["connect"]
+    assert not [q for q, r in result["dns"].items() if r == "answered"], result["dns"]
+    assert all(not r.startswith("resolved") for r in result["resolve"].values()), result["resolve"]
+    assert service.peers == []
+
+
+def test_no_host_address_or_resolver_in_reach_of_a_networked_server(stack: Stack) -> None:
+    """Issue 25 items 12-13: a server on a bridge (even an internal one) reaches every host service on
+    0.0.0.0/:: through the bridge's gateway, and its DNS server forwards any name to the host's resolvers.
+    The HTTP server (egress denied, port published) and the allowlisted server attack every host address,
+    both families, and every resolver in sight; a server placed the old way (on an internal network) is
+    the control that shows the attack reaches the host there."""
+    service = HostService()
+    control = f"{stack.project}-control"
+    try:
+        stack.up("web_link", "web_port", "web", "fetch_link", "fetch_egress")
+        targets = [[address, service.port] for address in host_addresses(stack.podman)]
+        request = {"targets": targets, "names": [control], "port": service.port}
+        web = _post(f"http://127.0.0.1:{stack.web_port}/", request)  # through the published port: the layout works
+        _held(web, service)
+        fetched, = stack.call("fetch", [("spawn", {"argv": ["/usr/bin/python3", "/opt/probe/net_probe.py", "attack", json.dumps(request)]})])
+        assert fetched["status"] == 0, fetched
+        _held(json.loads(fetched["stdout"]), service)
+        ipv4 = [address for address, _ in targets if ":" not in address]
+        through_proxy = stack.call("fetch", [("http_get", {"url": f"http://{address}:{service.port}/"}) for address in ipv4])
+        assert all(answer["status"] == 403 for answer in through_proxy), through_proxy
+        assert service.peers == []
+        # The control: the old layout (an internal network of its own) reaches the host and a resolver.
+        network = f"{stack.project}_control"
+        _run(stack.podman, "network", "create", "--internal", network)
+        targets = [[address, service.port] for address in host_addresses(stack.podman)]
+        done = _run(stack.podman, "run", "--rm", "--name", control, "--network", network, "--user", "65532:65532", "--cap-drop", "ALL",
+                    "-v", f"{stack.base}/probe:/opt/probe:ro", stack.image, "/usr/bin/python3", "/opt/probe/net_probe.py", "attack",
+                    json.dumps({"targets": targets, "names": [control], "port": service.port}))
+        old = json.loads(done.stdout)
+        assert "eth0" in old["devices"] and old["gateways"], old
+        assert [t for t, r in old["connect"].items() if r == "connected"] and service.peers, old["connect"]
+        assert [q for q, r in old["dns"].items() if r == "answered"], old["dns"]
+    finally:
+        service.close()
+        _run(stack.podman, "rm", "-f", "-t", "0", control, check=False)
+        _run(stack.podman, "network", "rm", "-f", f"{stack.project}_control", check=False)
