@@ -109,7 +109,7 @@ def setup() -> Iterator[Setup]:
         (run_dir / sub).mkdir(parents=True)
         (run_dir / sub).chmod(0o777)
     outer = f"{project}_fetch_out"
-    env = {**podman_env(), "MCPSPEC_RUN_DIR": str(run_dir)}
+    env = {**podman_env(), **entries["probe"]["env"]}
     # The entries fix the project's name: clear what an interrupted run of this test may have left.
     _run(compose, "--project-name", project, "--file", compose_file, "down", "-t", "0", env=env, check=False, timeout=180)
     _run(podman, "rm", "-f", "-t", "0", f"{project}-allowed", check=False)

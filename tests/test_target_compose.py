@@ -20,6 +20,8 @@ from mcpspec.api import SpecError, load, load_text
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
 from mcpspec.targets.compose.reader import read_build
+from mcpspec.targets.seccomp import oci_profile, syscall_policy
+from mcpspec.targets.seccomp.policy import policy_for_families
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "compose-spec.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
@@ -97,7 +99,12 @@ def test_service_hardening() -> None:
     document = _valid(build.files["compose.yaml"])
     alpha = document["services"]["alpha"]
     assert alpha["user"] == "1000:1000" and alpha["read_only"] is True and alpha["cap_drop"] == ["ALL"]
-    assert alpha["security_opt"] == ["no-new-privileges:true"] and alpha["network_mode"] == "none"
+    assert alpha["security_opt"] == ["no-new-privileges:true", "seccomp=./alpha.seccomp.json"] and alpha["network_mode"] == "none"
+    profile = json.loads(build.files["alpha.seccomp.json"])
+    assert (profile["defaultAction"], profile["defaultErrnoRet"]) == ("SCMP_ACT_ERRNO", 1)
+    assert profile == oci_profile(syscall_policy(load_text(dump(spec), "mcp-sandbox.yaml").servers["alpha"]))  # the project's one policy
+    socket_rules = [rule for rule in profile["syscalls"] if rule["names"] == ["socket"]]
+    assert [rule["args"][0]["valueTwo"] for rule in socket_rules] == [1]  # AF_UNIX only: no egress, no HTTP
     assert (alpha["mem_limit"], alpha["cpus"], alpha["pids_limit"]) == (256 * 2**20, 0.5, 32)
     assert alpha["labels"] == {"mcpspec.project": "acme", "mcpspec.server": "alpha", "mcpspec.agents": ""}
     volumes = {v["target"]: v for v in alpha["volumes"]}
@@ -121,7 +128,10 @@ def test_service_hardening() -> None:
     assert document["networks"]["fetch_out"] == {} and "fetch.squid.conf" in build.files
     for helper in ("web_link", "web_port", "fetch_link", "fetch_egress"):
         svc = document["services"][helper]
-        assert (svc["user"], svc["read_only"], svc["cap_drop"]) == ("65532:65532", True, ["ALL"]) and "no-new-privileges:true" in svc["security_opt"]
+        assert (svc["user"], svc["read_only"], svc["cap_drop"]) == ("65532:65532", True, ["ALL"])
+        assert svc["security_opt"] == ["no-new-privileges:true", "seccomp=./mcpspec-helpers.seccomp.json"]
+    assert json.loads(build.files["mcpspec-helpers.seccomp.json"]) == oci_profile(policy_for_families(("AF_INET", "AF_INET6", "AF_UNIX")))
+    assert document["services"]["fetch"]["security_opt"][1] == "seccomp=./fetch.seccomp.json" and "fetch.seccomp.json" in build.files
     assert all("mcpspec/link" not in str(v) for name in ("web", "fetch") for v in document["services"][name]["volumes"])
     assert document["volumes"]["fetch_sockets"]["driver_opts"]["type"] == "tmpfs"
     assert "acl listed_1 dstdomain -n pypi.mirror.acme.example" in build.files["fetch.squid.conf"]

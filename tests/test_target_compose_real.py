@@ -42,6 +42,7 @@ from harness import call_tools, copy_mcp_closure, sandbox_python_matches
 IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid", "socat"))
 PROBE = Path(__file__).parent / "probe" / "probe_server.py"
 NET_PROBE = Path(__file__).parent / "probe" / "net_probe.py"
+SYSCALL_PROBE = Path(__file__).parent / "probe" / "syscall_probe.py"
 # The test host's network: internal (no packet leaves it) and in public address space, because the
 # proxy refuses private ranges by default. The third octet is drawn per run and retried when a
 # subnet is taken (by the host, or by a network an interrupted run left behind).
@@ -128,7 +129,7 @@ class Stack:
         (self.run_dir / "input" / "data.txt").write_text("input\n")
 
     def env(self) -> dict[str, str]:
-        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir)}
+        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir), "COMPOSE_PROJECT_DIR": str(self.dir)}
 
     def args(self, *rest: str) -> list[str]:
         return ["-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
@@ -142,7 +143,7 @@ class Stack:
         words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", service)])
         launcher.write_text(f"#!/bin/sh\nexec {words} 2>>{self.base}/compose-stderr.log\n")
         launcher.chmod(0o755)
-        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "HOME", "PATH")}, timeout=120)
+        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "COMPOSE_PROJECT_DIR", "HOME", "PATH")}, timeout=120)
 
     def down(self) -> None:
         _run(self.compose, *self.args("down", "-t", "0"), env=self.env(), check=False, timeout=180)
@@ -230,6 +231,7 @@ def probe_base(prefix: str) -> Path:
     (base / "probe").mkdir()
     shutil.copy(PROBE, base / "probe" / "probe_server.py")
     shutil.copy(NET_PROBE, base / "probe" / "net_probe.py")
+    shutil.copy(SYSCALL_PROBE, base / "probe" / "syscall_probe.py")
     for path in (base / "site", base / "probe"):
         for sub in [path, *path.rglob("*")]:
             sub.chmod(0o755 if sub.is_dir() else 0o644)
@@ -305,8 +307,10 @@ def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:
         ("connect", {"host": "127.0.0.2", "port": 80}), ("connect", {"host": stack.target_ip, "port": 80}), ("listen", {"port": 8080}),
         ("read_path", {"path": "/proc/net/dev"})])
     assert not loopback["ok"] and not test_host["ok"]
-    assert test_host["errno"] in (101, 113)  # ENETUNREACH, EHOSTUNREACH: network_mode none has no route at all
-    assert listen["ok"]  # a listener, but in a namespace whose only interface is its own loopback: nothing can reach it
+    # EPERM: the syscall filter of a server without egress or HTTP refuses AF_INET sockets; were one made,
+    # network_mode none has no route at all (ENETUNREACH, EHOSTUNREACH) and no interface but its own loopback
+    assert test_host["errno"] == 1 and loopback["errno"] == 1, (test_host, loopback)
+    assert not listen["ok"]
     devices = [line.split(":")[0].strip() for line in interfaces["data"].splitlines()[2:]]
     assert devices == ["lo"], devices
 
@@ -393,3 +397,48 @@ def test_no_host_address_or_resolver_in_reach_of_a_networked_server(stack: Stack
         service.close()
         _run(stack.podman, "rm", "-f", "-t", "0", control, check=False)
         _run(stack.podman, "network", "rm", "-f", f"{stack.project}_control", check=False)
+
+
+# What the project's policy refuses for every server and helper (issue 25 item 2); the probe makes each call raw.
+REFUSED = (
+    "io_uring_setup", "keyctl_session_keyring_id", "keyctl_read_session_keyring", "add_key", "request_key", "userfaultfd",
+    "perf_event_open", "bpf", "ptrace_attach_child", "ptrace_traceme", "process_vm_readv_child", "unshare_user", "unshare_mount",
+    "unshare_net", "clone_newuser", "clone3_newuser", "setns", "mount_tmpfs", "kexec_load", "init_module", "ioctl_tiocsti",
+    "ioctl_tiocsti_upper_bits", "personality_no_randomize", "socket_vsock", "socket_netlink", "socket_packet",
+)
+NEEDED = ("clone_plain", "personality_query", "socketpair_unix", "socket_unix")
+SYSCALL_PROBE_ARGV = ["/usr/bin/python3", "/opt/probe/syscall_probe.py"]
+
+
+def _refused_as_the_policy_says(answers: dict[str, str], inet: bool, where: str) -> None:
+    assert not [name for name in REFUSED if answers[name] not in ("EPERM", "ENOSYS")], (where, {n: answers[n] for n in REFUSED})
+    assert all(answers[name] == "ok" for name in NEEDED), (where, answers)
+    assert (answers["socket_inet"], answers["socket_inet6"]) == (("ok", "ok") if inet else ("EPERM", "EPERM")), (where, answers)
+
+
+def _exec_probe(stack: Stack, service: str) -> dict[str, str]:
+    """The probe in a running service's container, read from stdin (helpers mount no probe): podman exec
+    runs it under the container's seccomp profile."""
+    done = subprocess.run([stack.podman, "exec", "-i", "--user", "65532:65532", f"{stack.project}_{service}_1", "/usr/bin/python3", "-"],
+                          input=SYSCALL_PROBE.read_text(encoding="utf-8"), capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
+    assert done.returncode == 0, (service, done.stderr[-2000:])
+    answers: dict[str, str] = json.loads(done.stdout)
+    return answers
+
+
+def test_syscall_filter_refuses_what_the_policy_refuses(stack: Stack) -> None:
+    """Every service runs under the generated seccomp profile: io_uring, keyrings, bpf, perf, userfaultfd,
+    ptrace, new namespaces, AF_VSOCK and AF_NETLINK sockets are refused inside each, with the server's
+    socket families from its egress. The control is podman's default profile on the same image, which
+    allows AF_VSOCK, AF_NETLINK, keyctl and new user namespaces here."""
+    stack.up("web_link", "web_port", "web", "fetch_link", "fetch_egress")
+    probe, = stack.call("probe", [("spawn", {"argv": SYSCALL_PROBE_ARGV})])
+    _refused_as_the_policy_says(json.loads(probe["stdout"]), inet=False, where="probe (stdio, egress denied)")
+    fetch, = stack.call("fetch", [("spawn", {"argv": SYSCALL_PROBE_ARGV})])
+    _refused_as_the_policy_says(json.loads(fetch["stdout"]), inet=True, where="fetch (allowlist)")
+    _refused_as_the_policy_says(_exec_probe(stack, "web"), inet=True, where="web (HTTP)")
+    for helper in ("web_link", "web_port", "fetch_link", "fetch_egress"):
+        _refused_as_the_policy_says(_exec_probe(stack, helper), inet=True, where=helper)
+    default = json.loads(_run(stack.podman, "run", "--rm", "--network", "none", "--user", "65532:65532", "--cap-drop", "ALL",
+                              "--security-opt", "no-new-privileges", "-v", f"{stack.base}/probe:/opt/probe:ro", stack.image, *SYSCALL_PROBE_ARGV).stdout)
+    assert [name for name in REFUSED if default[name] not in ("EPERM", "ENOSYS")], default

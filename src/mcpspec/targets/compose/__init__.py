@@ -1,9 +1,9 @@
 """The compose target: one ``compose.yaml`` for the whole spec, a service per server.
 
 Each server is a service that runs its pinned image read-only, as a non-root user,
-with no capabilities, no new privileges, process, memory and CPU limits, a
-size-limited tmpfs at /tmp, only its declared mounts and variables, and its secrets
-through compose ``secrets:``. No server joins a network (a bridge, even an internal one,
+with no capabilities, no new privileges, the project's syscall filter (``syscalls``),
+process, memory and CPU limits, a size-limited tmpfs at /tmp, only its declared mounts
+and variables, and its secrets through compose ``secrets:``. No server joins a network (a bridge, even an internal one,
 puts the host's address and a forwarding DNS server in its reach): a stdio server without
 egress has ``network_mode: none``; a server with an allowlist or an HTTP port lives in
 the namespace of its link service (``network_mode: none`` itself), whose socat bridges
@@ -12,9 +12,10 @@ loopback to unix sockets served by its squid service (the shared generator,
 The entrypoint shim (``entrypoint.sh``, shipped beside the file) exports
 secrets given ``as: {env: ...}`` from their files and enforces max_lifetime.
 
-Modules: ``service`` (the services as data), ``links`` (the helpers that bridge a
-namespace without a network to the proxy and the published port), ``gaps`` (what cannot be enforced),
-``document`` (the compose file), ``reader`` (what a built file grants, read back).
+Modules: ``service`` (the services as data), ``syscalls`` (their seccomp profiles),
+``links`` (the helpers that bridge a namespace without a network to the proxy and the
+published port), ``gaps`` (what cannot be enforced), ``document`` (the compose file),
+``reader`` (what a built file grants, read back).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrid
 from mcpspec.targets.common import header_text
 from mcpspec.targets.compose.document import compose_file, shim_text
 from mcpspec.targets.compose.gaps import server_gaps
-from mcpspec.targets.compose.service import SHIM_FILE, SQUID_LOG, has_proxy, names, service, shim_args, squid_runtime
+from mcpspec.targets.compose.service import SHIM_FILE, SQUID_LOG, has_proxy, linked, names, service, shim_args, squid_runtime
+from mcpspec.targets.compose.syscalls import HELPERS_FILE, helpers_profile, server_file, server_profile
 from mcpspec.targets.egress import egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
 
@@ -37,7 +39,7 @@ _REAL = "tests/test_target_compose_real.py::"
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability("full", "long-syntax bind volumes (read_only: true for ro), workspace dirs under ${MCPSPEC_RUN_DIR}, tmpfs dirs of their size; paths a mount option could split are refused", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
     "hidden-paths": Capability("full", "the container sees its image and its declared mounts only; no host path is shared unless the spec mounts it", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
-    "identity": Capability("full", "user: uid:gid (uid or gid 0 is refused: root in a container is root on the host under a rootful engine), cap_drop: [ALL], security_opt: [no-new-privileges:true]", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
+    "identity": Capability("full", "user: uid:gid (uid or gid 0 is refused: root in a container is root on the host under a rootful engine), cap_drop: [ALL], security_opt: [no-new-privileges:true, seccomp=./<server>.seccomp.json]: the project's syscall allow-list on every service, helpers included (no io_uring, keyrings, bpf, perf_event_open, userfaultfd, ptrace, process_vm_*, mount, new namespaces; socket families from the server's egress: podman's default profile allows AF_VSOCK, AF_NETLINK, keyctl and new user namespaces)", (_REAL + "test_host_is_invisible_and_mounts_hold", _REAL + "test_syscall_filter_refuses_what_the_policy_refuses")),
     "env": Capability("full", "environment: lists env.set (with $ doubled: no interpolation), the proxy variables, and inherited names; the image's own ENV and what the engine sets (PATH, HOSTNAME, HOME, container) stay", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
     "secrets": Capability("full", "compose secrets: from a file (read-only at as.file) or, for as.env, at /run/secrets/mcpspec-env/<VAR>, exported by the entrypoint shim; never an environment: value; from compose's environment only under docker compose; systemd-credential, vault and k8s-secret cannot be read", (_REAL + "test_secrets_land_only_as_declared",)),
     "egress-deny": Capability("full", "no server joins a network: network_mode: none, or (an HTTP server) the namespace of its link service, itself network_mode: none: loopback only, so no route, no host address (a bridge's gateway is the host's, under docker and podman alike, internal or not) and no DNS server (aardvark-dns and docker's resolver forward any name upstream); egress.via: direct opens the network", (_REAL + "test_no_route_out_when_egress_is_denied", _REAL + "test_no_host_address_or_resolver_in_reach_of_a_networked_server")),
@@ -75,6 +77,14 @@ Inputs:
 - Images run as the spec's user with a read-only root: the entrypoint shim needs
   `/bin/sh` (and `sleep` for max_lifetime), HTTP healthchecks need `curl` in the image.
 
+Every service runs under a seccomp profile written beside the file (`<server>.seccomp.json`,
+`mcpspec-helpers.seccomp.json`): the project's syscall policy, stricter than the engines'
+defaults (podman's allows AF_VSOCK and AF_NETLINK sockets, keyctl and new user namespaces).
+`security_opt` names each by a relative path: docker compose reads it from the compose
+file's directory, podman-compose from its working directory, so run podman-compose in the
+build directory, or set `COMPOSE_PROJECT_DIR` to it (podman-compose then changes to it before
+reading `-f`: give an absolute path). A service whose profile is not found does not start.
+
 One isolated stack per agent run: a project name per run keeps containers, networks
 and the run directory apart.
 
@@ -83,13 +93,13 @@ mcpspec build mcp-sandbox.yaml --target compose --proxy-image localhost/squid@sh
 run=coder-$(date +%s)
 export MCPSPEC_RUN_DIR=/srv/mcp/workspaces/coder/$run
 mkdir -p "$MCPSPEC_RUN_DIR"/input "$MCPSPEC_RUN_DIR"/output
-# a stdio server: the MCP client's command (starts its egress proxy first)
+# a stdio server: the MCP client's command (starts its helpers first)
 docker compose -p "$run" -f build/compose/compose.yaml run --rm -T <server>
-podman-compose -p "$run" -f build/compose/compose.yaml run --rm -T <server>
-# HTTP servers and proxies, then the end of the run
+(cd build/compose && podman-compose -p "$run" run --rm -T <server>)
+# an HTTP server (its port on 127.0.0.1), then the end of the run
 docker compose -p "$run" -f build/compose/compose.yaml up -d <server>
 docker compose -p "$run" -f build/compose/compose.yaml down
-podman-compose -p "$run" -f build/compose/compose.yaml down
+(cd build/compose && podman-compose -p "$run" down)
 ```
 
 No server joins a network. Docker and podman (netavark) both give the host an address on
@@ -129,13 +139,15 @@ class ComposeTarget:
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         service(plan, sandbox, options)  # refuses what compose cannot carry; the file itself is the project's
+        files = {server_file(sandbox.name): server_profile(sandbox)}
         if not has_proxy(sandbox, options):
-            return Emitted()
+            return Emitted(files)
         header = header_text(plan, f"the egress allowlist of server {sandbox.name}")
         try:
-            return Emitted({names(sandbox.name).squid_file: squid_config(egress_plan(sandbox), header, squid_runtime()) + SQUID_LOG})
+            files[names(sandbox.name).squid_file] = squid_config(egress_plan(sandbox), header, squid_runtime()) + SQUID_LOG
         except Unrepresentable as exc:
             raise Refused("egress-allowlist", sandbox.origin("egress.allow"), str(exc)) from None
+        return Emitted(files)
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
         if not built:
@@ -143,6 +155,8 @@ class ComposeTarget:
         files = {"compose.yaml": compose_file(plan, built, options)}
         if any(shim_args(sandbox) for sandbox in built):
             files[SHIM_FILE] = shim_text()
+        if any(linked(sandbox, options) for sandbox in built):
+            files[HELPERS_FILE] = helpers_profile()
         return Emitted(files)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
+from mcpspec.targets.compose.syscalls import HELPERS_FILE, seccomp_opt
 
 HELPER_USER = "65532:65532"
 LINK_DIR = "/mcpspec/link"
@@ -50,13 +51,13 @@ def _loopback(sandbox: EffectiveSandbox) -> str:
     return "TCP4:127.0.0.1"
 
 
-def hardening(plan: Plan, sandbox: EffectiveSandbox, role: str, security_opt: list[str]) -> dict[str, Any]:
-    """What every helper service of a server shares: user, root, capabilities, limits, labels."""
+def hardening(plan: Plan, sandbox: EffectiveSandbox, role: str) -> dict[str, Any]:
+    """What every helper service of a server shares: user, root, capabilities, syscall filter, limits, labels."""
     return {
         "user": HELPER_USER,
         "read_only": True,
         "cap_drop": ["ALL"],
-        "security_opt": security_opt,
+        "security_opt": ["no-new-privileges:true", seccomp_opt(HELPERS_FILE)],
         "mem_limit": 128 * 2**20,
         "memswap_limit": 128 * 2**20,
         "pids_limit": 64,
@@ -89,21 +90,21 @@ def link_command(sandbox: EffectiveSandbox, egress: bool) -> list[str]:
     return ["/bin/sh", "-c", " & ".join([*parts[:-1], f"exec {parts[-1]}"])]
 
 
-def link_service(plan: Plan, sandbox: EffectiveSandbox, image: str, volume: str, egress: bool, security_opt: list[str]) -> dict[str, Any]:
+def link_service(plan: Plan, sandbox: EffectiveSandbox, image: str, volume: str, egress: bool) -> dict[str, Any]:
     """The owner of the server's network namespace: loopback only."""
     svc: dict[str, Any] = {"image": image, "entrypoint": link_command(sandbox, egress)}
-    svc.update(hardening(plan, sandbox, "net-link", security_opt))
+    svc.update(hardening(plan, sandbox, "net-link"))
     svc["network_mode"] = "none"
     svc["volumes"] = [socket_volume(volume), {"type": "tmpfs", "target": "/tmp", "tmpfs": {"size": SCRATCH_SIZE}}]
     return svc
 
 
-def port_service(plan: Plan, sandbox: EffectiveSandbox, image: str, volume: str, network: str, link: str, security_opt: list[str]) -> dict[str, Any]:
+def port_service(plan: Plan, sandbox: EffectiveSandbox, image: str, volume: str, network: str, link: str) -> dict[str, Any]:
     """Publishes the server's port on the host's 127.0.0.1 and forwards each connection to the server's socket."""
     port = http_port(sandbox)
     assert port is not None
     svc: dict[str, Any] = {"image": image, "entrypoint": [SOCAT, f"TCP4-LISTEN:{FRONT_PORT},fork,reuseaddr", f"UNIX-CONNECT:{HTTP_SOCKET}"]}
-    svc.update(hardening(plan, sandbox, "port-forward", security_opt))
+    svc.update(hardening(plan, sandbox, "port-forward"))
     svc["volumes"] = [socket_volume(volume), {"type": "tmpfs", "target": "/tmp", "tmpfs": {"size": SCRATCH_SIZE}}]
     svc["networks"] = [network]
     svc["ports"] = [f"127.0.0.1:{int(port)}:{FRONT_PORT}"]

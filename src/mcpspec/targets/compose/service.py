@@ -17,6 +17,7 @@ from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.spec.models import IMAGE_ENV, MINIMAL_ENV, HttpTransport
 from mcpspec.targets.base import BuildOptions, Refused
 from mcpspec.targets.compose.links import PROXY_PORT, hardening, http_port, link_service, port_service, proxy_command, socket_volume, socket_volume_declaration
+from mcpspec.targets.compose.syscalls import seccomp_opt, server_file
 from mcpspec.targets.egress import egress_plan
 
 RUN_DIR = "${MCPSPEC_RUN_DIR:?set MCPSPEC_RUN_DIR to the run's directory}"
@@ -94,7 +95,9 @@ def linked(sandbox: EffectiveSandbox, options: BuildOptions) -> bool:
 
 
 def security_opt(sandbox: EffectiveSandbox) -> list[str]:
-    return ["no-new-privileges:true"]
+    """The server's: no new privileges, and its syscall filter."""
+    return ["no-new-privileges:true", seccomp_opt(server_file(sandbox.name))]
+
 
 
 def shim_args(sandbox: EffectiveSandbox) -> list[str]:
@@ -255,9 +258,9 @@ def helper_services(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions
     image = options.proxy_image
     assert image is not None
     own = names(sandbox.name)
-    helpers = {own.link: link_service(plan, sandbox, image, own.sockets, has_proxy(sandbox, options), security_opt(sandbox))}
+    helpers = {own.link: link_service(plan, sandbox, image, own.sockets, has_proxy(sandbox, options))}
     if publishes(sandbox, options):
-        helpers[own.port] = port_service(plan, sandbox, image, own.sockets, own.public, own.link, security_opt(sandbox))
+        helpers[own.port] = port_service(plan, sandbox, image, own.sockets, own.public, own.link)
     if has_proxy(sandbox, options):
         helpers[own.proxy] = proxy_service(plan, sandbox, image)
     return helpers
@@ -268,7 +271,7 @@ def proxy_service(plan: Plan, sandbox: EffectiveSandbox, image: str) -> dict[str
     it through its link's socket."""
     own = names(sandbox.name)
     svc: dict[str, Any] = {"image": image, "entrypoint": proxy_command(SQUID_CONF)}
-    svc.update(hardening(plan, sandbox, "egress-proxy", security_opt(sandbox)))
+    svc.update(hardening(plan, sandbox, "egress-proxy"))
     svc["volumes"] = [
         {"type": "bind", "source": f"./{own.squid_file}", "target": SQUID_CONF, "read_only": True},
         {"type": "tmpfs", "target": SCRATCH, "tmpfs": {"size": SCRATCH_SIZE}},
