@@ -193,3 +193,23 @@ def test_a_file_secret_another_server_can_write_is_refused(source: str, mode: st
                         "reader": {"image": IMAGE, "command": ["/srv"], "secrets": [{"use": "t", "as": {"file": "/run/secrets/t"}}]}}}
     found = [r for r in _build(dump(spec)).results if r.code == "TG001" and "a server of this spec can write" in r.message]
     assert bool(found) == refused, [r.message for r in found]
+
+
+def test_the_reader_follows_a_server_into_its_links_namespace_and_out_only_through_its_proxy() -> None:
+    spec = {"version": 1, "project": "acme", "servers": {
+        "web": {"image": IMAGE, "command": ["/srv"], "transport": {"type": "http", "port": 8100}},
+        "fetch": {"image": IMAGE, "command": ["/srv"], "egress": {"allow": ["pypi.mirror.acme.example:443"]}}}}
+    build = _build(dump(spec))
+    grants = read_build(build.files)
+    assert sorted(grants) == ["fetch", "web"]  # helpers are read as their server's way out, not as servers
+    assert grants["web"].egress.mode == "none" and grants["fetch"].egress.mode == "proxy"
+    document = yaml.safe_load(build.files["compose.yaml"])
+    # Anything else that can reach the sockets of the link's namespace is a way out to everything.
+    labels = {"mcpspec.role": "intruder"}
+    for intruder in ({"image": IMAGE, "labels": labels, "networks": ["fetch_out"], "volumes": [{"type": "volume", "source": "fetch_sockets", "target": "/s"}]},
+                     {"image": IMAGE, "labels": labels, "network_mode": "service:web_link", "volumes": [{"type": "volume", "source": "other", "target": "/s"}]}):
+        relay = {"image": IMAGE, "labels": labels, "networks": ["fetch_out"], "volumes": [{"type": "volume", "source": "other", "target": "/s"}]}
+        tampered = dict(document, services={**document["services"], "intruder": intruder, "relay": relay})
+        files = {**build.files, "compose.yaml": yaml.safe_dump(tampered)}
+        read = read_build(files)
+        assert "direct" in (read["fetch"].egress.mode, read["web"].egress.mode), intruder

@@ -33,7 +33,7 @@ def read_build(files: Mapping[str, str]) -> dict[str, Grants]:
     out: dict[str, Grants] = {}
     for svc in services.values():
         labels = svc.get("labels") or {}
-        if labels.get("mcpspec.role") == "egress-proxy":
+        if "mcpspec.role" in labels:  # a helper of a server (proxy, link, port service), read as part of its server's way out
             continue
         server = labels["mcpspec.server"]
         out[server] = read_service(svc, services, networks, secrets, files)
@@ -164,14 +164,21 @@ def _squid(proxy: Mapping[str, Any], files: Mapping[str, str]) -> EgressGrant:
     return read_squid(text)
 
 
+def _named_volumes(svc: Mapping[str, Any]) -> set[str]:
+    return {str(v.get("source")) for v in svc.get("volumes") or [] if isinstance(v, dict) and v.get("type") == "volume"}
+
+
 def _linked(owner: Mapping[str, Any], services: Mapping[str, Any], files: Mapping[str, str]) -> EgressGrant:
-    """A namespace with loopback only: the way out is whatever serves the sockets in the owner's volumes.
+    """A namespace with loopback only: the way out is whatever serves the sockets in the named volumes of
+    the services in it (the owner and every service that joins it).
     A port service only connects to the server's socket; an egress proxy is its squid.conf; any other
-    service sharing a volume with the owner is read as a way out to everything."""
-    shared = {str(v.get("source")) for v in owner.get("volumes") or [] if isinstance(v, dict) and v.get("type") == "volume"}
+    service sharing a volume with them is read as a way out to everything."""
+    name = next((key for key, value in services.items() if value is owner), None)
+    members = [owner, *(other for other in services.values() if other.get("network_mode") == f"service:{name}")]
+    shared = {volume for member in members for volume in _named_volumes(member)}
     ways: list[EgressGrant] = []
     for other in services.values():
-        if other is owner or not shared & {str(v.get("source")) for v in other.get("volumes") or [] if isinstance(v, dict) and v.get("type") == "volume"}:
+        if any(other is member for member in members) or not shared & _named_volumes(other):
             continue
         role = (other.get("labels") or {}).get("mcpspec.role")
         entrypoint = [str(a) for a in other.get("entrypoint") or []]
