@@ -116,7 +116,10 @@ that only the helpers mount; socat in the squid service (`<server>_egress`, the 
 service on a network) passes it to squid. An HTTP server's port is published on
 `127.0.0.1:PORT` by its port service `<server>_port`, which forwards each connection to
 the link's socket, and the link to the server's loopback port. `up -d <server>` starts
-its helpers first (depends_on); `run --rm -T <server>` starts them too.
+its helpers first (depends_on); `run --rm -T <server>` starts them too. The tests run this
+layout with podman 4.3 (netavark 1.4, aardvark-dns 1.4) and podman-compose 1.6; docker
+compose reads the same compose-spec keys (`network_mode: service:`, a `local` volume with
+tmpfs `driver_opts`), but no test here runs docker.
 
 The file sets `x-podman: {in_pod: false}`: podman-compose would otherwise put every
 service in one pod, sharing one network namespace.
