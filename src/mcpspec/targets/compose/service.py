@@ -99,7 +99,6 @@ def security_opt(sandbox: EffectiveSandbox) -> list[str]:
     return ["no-new-privileges:true", seccomp_opt(server_file(sandbox.name))]
 
 
-
 def shim_args(sandbox: EffectiveSandbox) -> list[str]:
     """The entrypoint shim's options for this server (empty: it runs without the shim)."""
     args = []
@@ -226,7 +225,12 @@ def _network(svc: dict[str, Any], sandbox: EffectiveSandbox, own: Names, options
             svc["ports"] = [f"127.0.0.1:{port}:{port}"]
     elif linked(sandbox, options):
         svc["network_mode"] = f"service:{own.link}"
-        svc["depends_on"] = [own.link] + [own.proxy] * has_proxy(sandbox, options) + [own.port] * publishes(sandbox, options)
+        helpers = [own.link]
+        if has_proxy(sandbox, options):
+            helpers.append(own.proxy)
+        if publishes(sandbox, options):
+            helpers.append(own.port)
+        svc["depends_on"] = helpers
     else:
         svc["network_mode"] = "none"
     if http and isinstance(sandbox.transport, HttpTransport) and sandbox.transport.port is not None:
