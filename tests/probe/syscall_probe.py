@@ -38,7 +38,9 @@ AF = {"unix": 1, "inet": 2, "inet6": 10, "netlink": 16, "packet": 17, "vsock": 4
 SOCK_STREAM, SOCK_DGRAM, SOCK_RAW, SOCK_CLOEXEC = 1, 2, 3, 0o2000000
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWNET = 0x20000, 0x10000000, 0x40000000
 KEY_SPEC_PROCESS_KEYRING, KEY_SPEC_SESSION_KEYRING = -2, -3
-KEYCTL_GET_KEYRING_ID, KEYCTL_READ = 0, 11
+KEYCTL_GET_KEYRING_ID, KEYCTL_SEARCH, KEYCTL_READ = 0, 10, 11
+# The key a keyring test puts in the launching process's session keyring.
+TEST_KEY = b"mcpspec-probe-secret"
 PTRACE_TRACEME, PTRACE_ATTACH = 0, 16
 TIOCSTI = 0x5412
 ADDR_NO_RANDOMIZE = 0x0040000
@@ -127,6 +129,15 @@ def keyring_read() -> str:
     return answer(raw("keyctl", KEYCTL_READ, key, buffer, len(buffer)))
 
 
+def session_key_read() -> str:
+    """Find the test's key in the session keyring by name and read it: "ok" means the key leaked."""
+    key = raw("keyctl", KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, b"user", TEST_KEY, 0)
+    if key < 0:
+        return answer(key)
+    buffer = ctypes.create_string_buffer(4096)
+    return answer(raw("keyctl", KEYCTL_READ, key, buffer, len(buffer)))
+
+
 def perf_event() -> int:
     attr = (ctypes.c_uint32 * 32)()  # struct perf_event_attr, 128 bytes
     attr[0], attr[1] = 1, 128  # PERF_TYPE_SOFTWARE, size; config 0: PERF_COUNT_SW_CPU_CLOCK
@@ -157,7 +168,7 @@ def setns_net() -> int:
 def mount_tmpfs() -> str:
     """A tmpfs mounted on a directory of the probe's own, unmounted again if the mount worked
     (run unfiltered as root, the probe must leave the host's mounts as they were)."""
-    target = tempfile.mkdtemp(prefix="mcpspec-probe-")
+    target = tempfile.mkdtemp(prefix="mcpspec-syscall-probe-")
     try:
         result = raw("mount", b"none", target.encode(), b"tmpfs", 0, None)
         if result >= 0:
@@ -189,6 +200,7 @@ PROBES: dict[str, Callable[[], str]] = {
     "io_uring_setup": lambda: closing(io_uring()),
     "keyctl_session_keyring_id": lambda: answer(raw("keyctl", KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)),
     "keyctl_read_session_keyring": keyring_read,
+    "keyctl_read_launcher_key": session_key_read,
     "add_key": lambda: answer(raw("add_key", b"user", b"mcpspec-probe", b"x", 1, KEY_SPEC_PROCESS_KEYRING)),
     "request_key": lambda: answer(raw("request_key", b"user", b"mcpspec-probe-absent", None, 0)),
     "userfaultfd": lambda: closing(raw("userfaultfd", os.O_CLOEXEC | 1)),  # UFFD_USER_MODE_ONLY

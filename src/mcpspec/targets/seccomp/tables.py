@@ -134,4 +134,5 @@ AARCH64: Mapping[str, int] = MappingProxyType({
     "process_mrelease": 448, "futex_waitv": 449, "set_mempolicy_home_node": 450,
 })
 
+ARCHES = ("x86_64", "aarch64")
 SYSCALLS: Mapping[str, Mapping[str, int]] = MappingProxyType({"x86_64": X86_64, "aarch64": AARCH64})
