@@ -213,3 +213,11 @@ def test_the_reader_follows_a_server_into_its_links_namespace_and_out_only_throu
         files = {**build.files, "compose.yaml": yaml.safe_dump(tampered)}
         read = read_build(files)
         assert "direct" in (read["fetch"].egress.mode, read["web"].egress.mode), intruder
+
+
+def test_an_http_server_without_its_port_service_stays_off_every_network_and_says_so() -> None:
+    spec = {"version": 1, "project": "acme", "servers": {"web": {"image": IMAGE, "command": ["/srv"], "transport": {"type": "http", "port": 8100}}}}
+    build = _build(dump(spec), options=None)
+    document = _valid(build.files["compose.yaml"])
+    assert document["services"]["web"]["network_mode"] == "none" and "networks" not in document and sorted(document["services"]) == ["web"]
+    assert any(r.code == "TG002" and "unreachable" in r.message for r in build.results), [r.message for r in build.results]

@@ -25,7 +25,7 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) ->
     elif egress.mode == "direct-open":
         _direct_gaps(sandbox, overrides)
     if egress.mode != "direct-open" and isinstance(sandbox.transport, HttpTransport):
-        _port_gaps(sandbox, sandbox.transport, options, gaps)
+        _port_gaps(sandbox, options, gaps)
     for grant in sandbox.secrets:
         if grant.provider not in PROVIDERS:
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
@@ -49,13 +49,11 @@ def _proxy_gaps(sandbox: EffectiveSandbox, options: BuildOptions, gaps: list[Gap
         overrides["egress-allowlist"] = ("partial", f"the egress proxy image {options.proxy_image} is not pinned by digest: what enforces the allowlist can change under it")
 
 
-def _port_gaps(sandbox: EffectiveSandbox, transport: HttpTransport, options: BuildOptions, gaps: list[Gap]) -> None:
-    """An HTTP server off every bridge is reached only through its port service; say when there is none."""
-    path = (*sandbox.path, "transport")
-    if transport.port is None:
-        gaps.append(Gap("listeners", "partial", path, "an HTTP server without transport.port: its port cannot be published, and it runs on loopback only (unreachable)"))
-    elif options.proxy_image is None:
-        gaps.append(Gap("listeners", "partial", path, "no --proxy-image: the port service that publishes the server's port runs that image (socat), so the server runs on loopback only (unreachable)"))
+def _port_gaps(sandbox: EffectiveSandbox, options: BuildOptions, gaps: list[Gap]) -> None:
+    """An HTTP server off every bridge is reached only through its port service, which runs the proxy image."""
+    if options.proxy_image is None:
+        gaps.append(Gap("listeners", "partial", (*sandbox.path, "transport"),
+                        "no --proxy-image: the port service that publishes the server's port runs that image (socat), so the server runs on loopback only (unreachable)"))
 
 
 def _direct_gaps(sandbox: EffectiveSandbox, overrides: Overrides) -> None:
