@@ -146,7 +146,7 @@ class Stack:
         return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "COMPOSE_PROJECT_DIR", "HOME", "PATH")}, timeout=120)
 
     def down(self) -> None:
-        _run(self.compose, *self.args("down", "-t", "0"), env=self.env(), check=False, timeout=180)
+        _run(self.compose, *self.args("down", "-v", "-t", "0"), env=self.env(), check=False, timeout=180)
 
 
 def _create_internal_network(podman: str, name: str) -> str:

@@ -100,8 +100,8 @@ docker compose -p "$run" -f build/compose/compose.yaml run --rm -T <server>
 (cd build/compose && podman-compose -p "$run" run --rm -T <server>)
 # an HTTP server (its port on 127.0.0.1), then the end of the run
 docker compose -p "$run" -f build/compose/compose.yaml up -d <server>
-docker compose -p "$run" -f build/compose/compose.yaml down
-(cd build/compose && podman-compose -p "$run" down)
+docker compose -p "$run" -f build/compose/compose.yaml down -v
+(cd build/compose && podman-compose -p "$run" down -v)
 ```
 
 No server joins a network. Docker and podman (netavark) both give the host an address on
@@ -118,7 +118,8 @@ that only the helpers mount; socat in the squid service (`<server>_egress`, the 
 service on a network) passes it to squid. An HTTP server's port is published on
 `127.0.0.1:PORT` by its port service `<server>_port`, which forwards each connection to
 the link's socket, and the link to the server's loopback port. `up -d <server>` starts
-its helpers first (depends_on); `run --rm -T <server>` starts them too. The tests run this
+its helpers first (depends_on); `run --rm -T <server>` starts them too; `down -v` removes
+the socket volumes with the rest. The tests run this
 layout with podman 4.3 (netavark 1.4, aardvark-dns 1.4) and podman-compose 1.6; docker
 compose reads the same compose-spec keys (`network_mode: service:`, a `local` volume with
 tmpfs `driver_opts`), but no test here runs docker.
