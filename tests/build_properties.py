@@ -273,7 +273,7 @@ _TITLES = {
     "pids": "process limit", "cpu": "CPU limit", "lifetime": "max lifetime", "syscall-filter": "syscall filter", "idle-timeout": "idle timeout",
     "package-install": "package install", "process-policy": "command allow and deny lists",
     "workspace-lifecycle": "workspace reset and teardown", "audit-log": "audit log", "image": "image pinning",
-    "call-policy": "approvals, rate limits and call timeouts", "syscall-filter": "syscall filter",
+    "call-policy": "approvals, rate limits and call timeouts",
 }
 
 
