@@ -194,7 +194,8 @@ def test_uid_0_in_the_spec_is_an_unprivileged_uid_on_the_host(sandbox: Sandbox) 
     (rootdir / "shadow").chmod(0o600)
     # SP004 (critical) says root inside is a risk; the spec's author waives it, and the launcher must hold anyway.
     waiver = "waivers:\n  - {rule: SP004, at: servers.probe.runtime.user, reason: attack test, expires: 2099-01-01}"
-    # The sandbox's cgroup counts its own processes and threads (bwrap's included), not the host uid's.
+    # The launcher's cgroup counts the sandbox's own processes (pids.max), not every process of the
+    # host uid (65532 stands in for uid 0), so other sandboxes running beside it do not count.
     spec = sandbox.spec("uid0", "    env: {set: {PYTHONPATH: /opt/site}}\n    runtime: {user: 0, pids: 16}", extra=waiver)
     text = spec.read_text(encoding="utf-8").replace("      - {from: workspace.input", f"      - {{from: {rootdir}, to: /rootdir}}\n      - {{from: workspace.input", 1)
     spec.write_text(text, encoding="utf-8")
@@ -553,7 +554,8 @@ def test_a_listener_inside_the_sandbox_is_unreachable_from_the_host(sandbox: San
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    spec = sandbox.spec("listen", "    env: {set: {PYTHONPATH: /opt/site}}")
+    # With egress (and so inet sockets: without it the syscall filter refuses them), listeners: false.
+    spec = sandbox.spec("listen", '    env: {set: {PYTHONPATH: /opt/site}}\n    egress: {allow: ["127.0.0.1:9"]}')
     launcher = sandbox.build(spec)
     reached: list[bool] = []
 

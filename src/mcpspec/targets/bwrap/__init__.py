@@ -23,6 +23,8 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
+from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
+from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
 USAGE = """
 ## Running the output
@@ -57,7 +59,9 @@ anyone but root planted. Started by another user, the sandbox runs as that user.
 Inside, the server is the sandbox's pid 1 and sees `/usr` (read-only, with the `/bin` and `/lib`
 links), the dynamic-linker, TLS and timezone files of `/etc`, a generated `/etc/passwd`,
 `/proc`, a minimal `/dev`, a 64 MiB `/tmp`, a 16 MiB `/dev/shm` and the spec's mounts on a
-read-only root: nothing else of the host. No descriptor of the launcher's reaches it, and no
+read-only root: nothing else of the host. Every process inside runs under the project's syscall
+filter (`docs/seccomp.md`; x86_64 and aarch64 only), and the launcher leaves the session keyring it
+was started with for a fresh, empty one before it starts anything. No descriptor of the launcher's reaches it, and no
 value of the spec appears on a command line (bwrap reads its arguments from a memfd).
 
 ### Limits and the sandbox's cgroup
@@ -123,6 +127,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
 _CGROUP = "tests/test_target_bwrap_cgroup.py::"
+_SECCOMP = "tests/test_seccomp_bwrap.py::"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
@@ -214,6 +219,17 @@ CAPABILITIES: dict[str, Capability] = {
         (_REAL + "test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing", _ATTACKS + "test_after_max_lifetime_nothing_holds_the_client_output",
          _ATTACKS + "test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_running",
          _ATTACKS + "test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing", _CGROUP + "test_a_killed_launcher_leaves_no_cgroup_behind"),
+    ),
+    "syscall-filter": Capability(
+        "full",
+        "bwrap --seccomp: the project's allow-list (docs/seccomp.md), built as classic BPF for x86_64 and aarch64 at build time (another "
+        "architecture is refused); refused calls fail with EPERM, clone3 with ENOSYS; socket families as the egress needs (AF_UNIX, and "
+        "AF_INET and AF_INET6 with any egress or process.listeners); the launcher first leaves its session keyring for a fresh one, so no key of the login "
+        "session is possessed inside",
+        (_SECCOMP + "test_a_server_without_egress_gets_every_dangerous_syscall_refused_and_only_unix_sockets",
+         _SECCOMP + "test_a_server_with_an_egress_allowlist_gets_inet_sockets_and_nothing_more",
+         _SECCOMP + "test_a_key_in_the_launchers_session_keyring_is_out_of_the_sandboxs_reach",
+         "tests/test_seccomp_policy.py::test_the_kernel_answers_a_sample_as_the_interpreter_does"),
     ),
     "idle-timeout": Capability(
         "full",
@@ -364,6 +380,8 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         audit_egress=_audit_egress(egress),
         command=list(sandbox.command),
         workdir=sandbox.workdir,
+        seccomp=_seccomp_programs(sandbox),
+        keyctl={arch: SYSCALLS[arch]["keyctl"] for arch in ARCHES},
         mounts=[_mount(mount) for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target))],
         secrets=[secret for grant in sandbox.secrets if (secret := launcher_secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
@@ -373,6 +391,16 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
     if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated
         raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
     return data
+
+
+def _seccomp_programs(sandbox: EffectiveSandbox) -> dict[str, str]:
+    """The server's syscall filter for each architecture; the launcher picks its machine's."""
+    return dict(_programs(syscall_policy(sandbox)))
+
+
+@functools.cache
+def _programs(policy: SyscallPolicy) -> dict[str, str]:
+    return {arch: bpf_program(policy, arch).hex() for arch in ARCHES}
 
 
 def _strings(value: object) -> Iterator[str]:
