@@ -295,3 +295,19 @@ def test_the_project_config_names_an_approver_split_as_a_shell_would(tmp_path: P
         load_config(config)
     with pytest.raises(ConfigError, match="empty"):
         split_approver("   ")
+
+
+def test_arguments_too_long_to_read_at_a_terminal_are_denied_not_cut() -> None:
+    with _pty() as (master, path):
+        approvals = Approvals(None, 10, [], True, tty_path=path)
+        [decision] = decide(approvals, request(arguments={"blob": "x" * 70_000}))
+        assert not decision.allowed and "too long to read at a terminal" in decision.reason
+        with contextlib.suppress(BlockingIOError):
+            assert b"[y/N]" not in os.read(master, 4096)  # never asked about what it could not show
+
+
+def test_two_keys_that_read_the_same_once_masked_are_denied(tmp_path: Path) -> None:
+    argv = script(tmp_path, "allow.py", "import sys; sys.stdin.read(); sys.exit(0)\n")
+    arguments = {f"k{SECRET}": 1, "k[masked: secret ops_token]": 2}
+    [decision] = decide(Approvals(argv, 10, [("ops_token", SECRET)], True), request(arguments=arguments))
+    assert not decision.allowed and "cannot be shown" in decision.reason

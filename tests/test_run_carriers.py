@@ -89,7 +89,7 @@ def tool(request_id: int, name: str) -> dict[str, Any]:
 )
 def test_a_request_for_input_inside_a_result_is_refused(box: Any, carrier: str, message: dict[str, Any]) -> None:
     spec = asking_spec(box, carrier)
-    replies, status, stderr = raw_session(spec, "r1", [message, tool(2, "plain")])
+    replies, status, stderr = raw_session(spec, "r1", [message, tool(2, "plain")], wait=120)
     assert "error" in replies[1] and "refused by mcpspec run" in replies[1]["error"]["message"], (replies, stderr)
     assert "data" not in replies[1]["error"]
     assert replies[2]["result"]["content"][0]["text"] == "plain"  # the session goes on
@@ -104,7 +104,7 @@ def test_a_request_for_input_inside_a_result_is_refused(box: Any, carrier: str, 
 def test_a_request_for_input_in_a_notification_a_batch_or_a_request_never_reaches_the_client(box: Any, carrier: str) -> None:
     name = carrier.replace("_", "-")
     spec = asking_spec(box, name)
-    replies, status, stderr = raw_session(spec, "r1", [tool(1, carrier), 1.0, tool(2, "plain")])
+    replies, status, stderr = raw_session(spec, "r1", [tool(1, carrier), 1.0, tool(2, "plain")], wait=120)
     assert replies[2]["result"]["content"][0]["text"] == "plain", (replies, stderr)
     assert_nothing_asks_the_client([replies.get(1), *replies["others"]])
     assert_no_answer_reached_the_server(box, name)

@@ -69,22 +69,41 @@ def carried_request(value: Any) -> str | None:
     An object is such a carrier when it has a key of ``CARRIER_KEYS``, a ``resultType`` other than
     ``complete``, or a string ``method`` beside ``params`` or ``jsonrpc`` (a JSON-RPC request, nested).
     """
-    todo: list[tuple[Any, str]] = [(value, "")]
+    steps: list[tuple[int, str]] = [(-1, "")]  # (parent, step): a path is spelled only for what is found
+    todo: list[tuple[Any, int]] = [(value, 0)]
     while todo:
-        item, where = todo.pop()
+        item, node = todo.pop()
         if isinstance(item, dict):
-            found = sorted(CARRIER_KEYS & item.keys())
-            if found:
-                return f"{where or 'the message'} has {found[0]!r}"
+            found = CARRIER_KEYS & item.keys()
             kind = item.get("resultType")
-            if kind is not None and kind != "complete":
-                return f"{where or 'the message'} has resultType {str(kind)[:64]!r}"
-            if isinstance(item.get("method"), str) and ("params" in item or "jsonrpc" in item):
-                return f"{where or 'the message'} holds a request {item['method'][:64]!r}"
-            todo.extend((child, f"{where}.{str(key)[:64]}") for key, child in item.items() if key not in SCHEMA_KEYS)
-        elif isinstance(item, list):
-            todo.extend((child, f"{where}[{index}]") for index, child in enumerate(item))
+            method = item.get("method")
+            if found:
+                why = f"has {sorted(found)[0]!r}"
+            elif kind is not None and kind != "complete":
+                why = f"has resultType {str(kind)[:64]!r}"
+            elif isinstance(method, str) and ("params" in item or "jsonrpc" in item):
+                why = f"holds a request {method[:64]!r}"
+            else:
+                for key, child in item.items():
+                    if isinstance(child, dict | list) and key not in SCHEMA_KEYS:
+                        steps.append((node, f".{str(key)[:64]}"))
+                        todo.append((child, len(steps) - 1))
+                continue
+            return f"{_spelled(steps, node) or 'the message'} {why}"
+        if isinstance(item, list):
+            for index, child in enumerate(item):
+                if isinstance(child, dict | list):
+                    steps.append((node, f"[{index}]"))
+                    todo.append((child, len(steps) - 1))
     return None
+
+
+def _spelled(steps: list[tuple[int, str]], node: int) -> str:
+    parts: list[str] = []
+    while node > 0:
+        node, step = steps[node]
+        parts.append(step)
+    return "".join(reversed(parts))
 
 
 def checked_result(method: str, result: dict[str, Any]) -> dict[str, Any]:
