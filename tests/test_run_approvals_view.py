@@ -50,7 +50,8 @@ def test_the_approver_sees_exactly_what_the_server_gets_but_the_specs_secret(box
     monkeypatch.setenv("RUN_VIEW_TOKEN", SECRET)
     command, seen = approver(spec)
     calls = [{"jsonrpc": "2.0", "id": index, "method": "tools/call", "params": {"name": "echo", "arguments": {"value": value}}} for index, value in enumerate(HOSTILE)]
-    replies, status, stderr = raw_session(spec, "r1", calls, "--approver", command, wait=120)
+    lone = b'{"jsonrpc":"2.0","id":"lone","method":"tools/call","params":{"name":"echo","arguments":{"value":"\\ud800"}}}'
+    replies, status, stderr = raw_session(spec, "r1", [*calls, lone], "--approver", command, wait=120)
     assert all(replies[index]["result"].get("isError") is not True for index in range(len(HOSTILE))), stderr[-2000:]
 
     got = [json.loads(line) for line in received(box, "view", "r1", "received.log") if line.strip()]
@@ -58,11 +59,12 @@ def test_the_approver_sees_exactly_what_the_server_gets_but_the_specs_secret(box
     raw = seen.read_bytes()
     assert all(0x20 <= byte < 0x7F or byte == 0x0A for byte in raw)  # nothing invisible, nothing that moves a cursor
     shown = [json.loads(line) for line in raw.decode("ascii").splitlines()]
-    assert len(shown) == len(server_args) == len(HOSTILE)
+    assert len(shown) == len(server_args) == len(HOSTILE)  # the lone surrogate (not a character) was refused before approval
     for view, arguments in zip(shown, server_args, strict=True):
         assert restored(view, view.get("masked", []), {"token": SECRET})["arguments"] == arguments
         assert view["arguments_chars"] == len(json.dumps(arguments, ensure_ascii=False, separators=(",", ":")))
         assert "truncated" not in view
+    assert [r for r in replies["others"] if "lone surrogate" in r.get("error", {}).get("message", "")], replies["others"]
     assert SECRET not in raw.decode("ascii")
     assert shown[0]["arguments"] == {"value": HOSTILE[0]}  # the URL lookalike, as sent
     assert shown[1]["arguments"] == {"value": HOSTILE[1]}  # a credential that is not the spec's: shown as sent

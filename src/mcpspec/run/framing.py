@@ -110,6 +110,9 @@ def _constant(name: str) -> Any:
     raise FramingError(f"{name} is not JSON")
 
 
+_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
 def parse_line(line: bytes) -> Any:
     """The JSON value of one line; FramingError when it is not strict UTF-8 JSON."""
     try:
@@ -117,11 +120,19 @@ def parse_line(line: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise FramingError(f"not UTF-8 at byte {exc.start}") from None
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise FramingError(f"not JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
         raise FramingError("nested too deeply") from None
+    if _SURROGATE.search(line):
+        # A lone surrogate escape is no character: written on, it is bytes that are not UTF-8, which the
+        # peer reads as something else than what an approver was shown.
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise FramingError("a \\u escape of a lone surrogate is not a character") from None
+    return value
 
 
 def dump(message: dict[str, Any]) -> bytes:
