@@ -311,3 +311,13 @@ def test_two_keys_that_read_the_same_once_masked_are_denied(tmp_path: Path) -> N
     arguments = {f"k{SECRET}": 1, "k[masked: secret ops_token]": 2}
     [decision] = decide(Approvals(argv, 10, [("ops_token", SECRET)], True), request(arguments=arguments))
     assert not decision.allowed and "cannot be shown" in decision.reason
+
+
+def test_a_secret_read_from_a_file_is_masked_without_its_newline_and_restored_exactly() -> None:
+    from mcpspec.run.approver_view import SecretMarks, restored
+
+    arguments = {"auth": "Bearer file-secret-0042", "both": "file-secret-0042\n"}
+    view, masked = SecretMarks([("key", "file-secret-0042\n")]).view(arguments)
+    assert view == {"auth": "Bearer [masked: secret key]", "both": "[masked: secret key]"}  # the longest spelling wins
+    assert [item.as_json() for item in masked] == [{"path": ["auth"], "at": 7, "secret": "key", "trimmed": True}, {"path": ["both"], "at": 0, "secret": "key"}]
+    assert restored(view, [item.as_json() for item in masked], {"key": "file-secret-0042\n"}) == arguments

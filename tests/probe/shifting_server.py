@@ -1,5 +1,5 @@
 """A raw MCP server (no SDK) whose offer a test rewrites between runs: /probe/offer.json holds its
-initialize result, its tools and its prompts. Every line it receives is logged to
+initialize result, its tools, prompts, resources and resource templates. Every line it receives is logged to
 /workspace/output/received.log (when mounted rw)."""
 
 from __future__ import annotations
@@ -20,6 +20,10 @@ def main() -> None:
             result = {"tools": offer["tools"]}
         elif method == "prompts/list":
             result = {"prompts": offer["prompts"]}
+        elif method == "resources/list":
+            result = {"resources": offer["resources"]}
+        elif method == "resources/templates/list":
+            result = {"resourceTemplates": offer["resource_templates"]}
         elif method == "tools/call":
             result = {"content": [{"type": "text", "text": f"called {params.get('name')}"}]}
         elif method == "prompts/get":

@@ -35,17 +35,19 @@ class Masked:
     at: int
     secret: str
     key: bool = False
+    trimmed: bool = False  # the value without its surrounding whitespace (a file's ends in a newline)
 
     def as_json(self) -> dict[str, Any]:
-        return {"path": list(self.path), "at": self.at, "secret": self.secret, **({"in": "key"} if self.key else {})}
+        return {"path": list(self.path), "at": self.at, "secret": self.secret, **({"in": "key"} if self.key else {}), **({"trimmed": True} if self.trimmed else {})}
 
 
 class SecretMarks:
     """Replaces exact occurrences of the spec's secret values, naming each."""
 
     def __init__(self, secrets: Iterable[tuple[str, str]]) -> None:
-        pairs = {(name, value) for name, value in secrets if len(value) >= MIN_SECRET_CHARS}
-        self.secrets = sorted(pairs, key=lambda pair: (-len(pair[1]), pair[0]))  # the longest value wins an overlap
+        spellings = {(name, form, form != value) for name, value in secrets for form in (value, value.strip())}  # a file's value ends in a newline
+        triples = {spelling for spelling in spellings if len(spelling[1]) >= MIN_SECRET_CHARS}
+        self.secrets = sorted(triples, key=lambda item: (-len(item[1]), item[0]))  # the longest spelling wins an overlap
 
     def text(self, value: str, path: tuple[str | int, ...], key: bool, found: list[Masked]) -> str:
         out: list[str] = []
@@ -55,22 +57,22 @@ class SecretMarks:
             hit = self._first(value, position)
             if hit is None:
                 break
-            start, name, secret = hit
+            start, name, secret, trimmed = hit
             out.append(value[position:start])
             length += start - position
-            found.append(Masked(path, length, name, key))
+            found.append(Masked(path, length, name, key, trimmed))
             out.append(marker(name))
             length += len(marker(name))
             position = start + len(secret)
         out.append(value[position:])
         return "".join(out)
 
-    def _first(self, value: str, position: int) -> tuple[int, str, str] | None:
-        best: tuple[int, str, str] | None = None
-        for name, secret in self.secrets:
+    def _first(self, value: str, position: int) -> tuple[int, str, str, bool] | None:
+        best: tuple[int, str, str, bool] | None = None
+        for name, secret, trimmed in self.secrets:
             start = value.find(secret, position)
             if start >= 0 and (best is None or start < best[0]):
-                best = (start, name, secret)
+                best = (start, name, secret, trimmed)
         return best
 
     def view(self, value: Any, path: tuple[str | int, ...] = (), found: list[Masked] | None = None) -> tuple[Any, list[Masked]]:
@@ -85,7 +87,7 @@ class SecretMarks:
                 shown = self.text(str(name), (), True, marks)
                 if shown in out:  # two keys show alike: the approver would see one of them only
                     raise Unshowable(f"two keys of the arguments read the same once secrets are masked: {shown[:64]!r}")
-                found += [Masked((*path, shown), mark.at, mark.secret, True) for mark in marks]
+                found += [Masked((*path, shown), mark.at, mark.secret, True, mark.trimmed) for mark in marks]
                 out[shown] = self.view(item, (*path, shown), found)[0]
             return out, found
         if isinstance(value, list | tuple):
@@ -106,16 +108,17 @@ def restored(view: Any, masked: Sequence[dict[str, Any]], values: dict[str, str]
     A masked key's entry has the key as the last step of its path; the strings are restored deepest
     first (a key after what lies under it), each right to left (its offsets stay true)."""
     result = json.loads(json.dumps(view))
-    groups: dict[tuple[tuple[Any, ...], bool], list[tuple[int, str]]] = {}
+    groups: dict[tuple[tuple[Any, ...], bool], list[tuple[int, str, bool]]] = {}
     for entry in masked:
-        groups.setdefault((tuple(entry["path"]), entry.get("in") == "key"), []).append((int(entry["at"]), str(entry["secret"])))
+        mark = (int(entry["at"]), str(entry["secret"]), bool(entry.get("trimmed")))
+        groups.setdefault((tuple(entry["path"]), entry.get("in") == "key"), []).append(mark)
     for (path, key), marks in sorted(groups.items(), key=lambda group: -(len(group[0][0]) * 2 - group[0][1])):
         holder: Any = result
         for step in path[:-1]:
             holder = holder[step]
         text = path[-1] if key else holder[path[-1]]
-        for at, name in sorted(marks, reverse=True):
-            text = text[:at] + values[name] + text[at + len(marker(name)) :]
+        for at, name, trimmed in sorted(marks, reverse=True):
+            text = text[:at] + (values[name].strip() if trimmed else values[name]) + text[at + len(marker(name)) :]
         if key:
             holder[text] = holder.pop(path[-1])
         else:
