@@ -148,3 +148,17 @@ def test_a_version_1_lock_must_be_locked_again(box: Any) -> None:
     assert json.loads(lock.read_text(encoding="utf-8"))["version"] == 1  # --check writes nothing
     done = run_cli("lock", str(spec), timeout=120)
     assert done.returncode == 0 and json.loads(lock.read_text(encoding="utf-8"))["version"] == 2, done.stdout + done.stderr
+
+
+def test_a_listing_the_server_does_not_implement_pins_none(box: Any) -> None:
+    data = copy.deepcopy(OFFER)
+    del data["resource_templates"]
+    offer(box, data)
+    try:
+        spec = write_spec(box, "pin-partial", "      notes: {effects: []}", script="shifting_server.py")
+        done = run_cli("lock", str(spec), timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        pins = json.loads(spec.with_name("mcp-sandbox.lock").read_text(encoding="utf-8"))["servers"]["probe"]
+        assert pins["resource_templates"] == {} and list(pins["resources"]) == ["notes://all"]
+    finally:
+        offer(box, OFFER)

@@ -22,6 +22,9 @@ def main() -> None:
             result = {"prompts": offer["prompts"]}
         elif method == "resources/list":
             result = {"resources": offer["resources"]}
+        elif method == "resources/templates/list" and "resource_templates" not in offer:  # a server without them
+            send({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+            continue
         elif method == "resources/templates/list":
             result = {"resourceTemplates": offer["resource_templates"]}
         elif method == "tools/call":

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from mcp.types import InitializeResult
 
 DEFAULT_TIMEOUT = 30.0
+METHOD_NOT_FOUND = -32601
 # A server that keeps handing out cursors is not listing tools any more.
 MAX_PAGES = 1000
 
@@ -204,12 +205,22 @@ async def _offer(server: str, command: Path, errlog: TextIO) -> Offer:
         hello = await session.initialize()
         capabilities = hello.capabilities
         items: dict[Kind, list[Any]] = {"tools": await all_items(session, server, "tools")}
-        if capabilities.prompts is not None:
-            items["prompts"] = await all_items(session, server, "prompts")
-        if capabilities.resources is not None:
-            items["resources"] = await all_items(session, server, "resources")
-            items["resource_templates"] = await all_items(session, server, "resource_templates")
+        offers: dict[Kind, object] = {"prompts": capabilities.prompts, "resources": capabilities.resources, "resource_templates": capabilities.resources}
+        for kind in (kind for kind, capability in offers.items() if capability is not None):
+            items[kind] = await optional_items(session, server, kind)
         return Offer(hello, items)
+
+
+async def optional_items(session: ClientSession, server: str, kind: Kind) -> list[Any]:
+    """A listing the server may not implement (method not found): then it offers none."""
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        return await all_items(session, server, kind)
+    except MCPError as exc:
+        if exc.error.code != METHOD_NOT_FOUND:
+            raise
+        return []
 
 
 _LISTS: dict[Kind, tuple[str, str]] = {
