@@ -20,7 +20,6 @@ from mcpspec import api
 from mcpspec.config import ConfigError, load_config, split_approver
 from mcpspec.rules import facts
 from mcpspec.run.approvals import ApprovalDecision, ApprovalRequest, Approvals, approval_mode, tool_effects
-from mcpspec.run.audit import Masker
 
 SPEC = """\
 version: 1
@@ -78,8 +77,8 @@ def test_approval_mode_is_the_tools_own_setting_else_the_required_effects_and_li
 
 
 def test_an_approver_that_exits_0_allows_and_one_that_exits_1_denies(tmp_path: Path) -> None:
-    allow = Approvals(script(tmp_path, "allow.py", "import sys; sys.stdin.read(); sys.exit(0)\n"), 10, Masker([]), True)
-    deny = Approvals(script(tmp_path, "deny.py", "import sys; sys.exit(1)\n"), 10, Masker([]), True)
+    allow = Approvals(script(tmp_path, "allow.py", "import sys; sys.stdin.read(); sys.exit(0)\n"), 10, [], True)
+    deny = Approvals(script(tmp_path, "deny.py", "import sys; sys.exit(1)\n"), 10, [], True)
     assert decide(allow, request()) == [ApprovalDecision(True, "command", "allowed by the approver command")]
     [denied] = decide(deny, request())
     assert (denied.allowed, denied.approver) == (False, "command") and "exit status 1" in denied.reason
@@ -98,17 +97,20 @@ data = sys.stdin.read()
 json.dump({{"stdin": data, "env": dict(os.environ), "argv": sys.argv}}, open({str(seen)!r}, "w"))
 """)
     arguments = {"target": "prod", "note": f"use {SECRET} or {TOKEN}", SECRET: [1, {"k": TOKEN}]}
-    [decision] = decide(Approvals(argv, 10, Masker([SECRET]), True), request(arguments=arguments))
+    [decision] = decide(Approvals(argv, 10, [("ops_token", SECRET)], True), request(arguments=arguments))
     assert decision.allowed
     record = json.loads(seen.read_text())
     assert record["stdin"].endswith("\n") and record["stdin"].count("\n") == 1
     shown = json.loads(record["stdin"])
+    masked = "[masked: secret ops_token]"
     assert shown == {
         "server": "ops", "tool": "deploy", "effects": ["deploy"], "agent": "claude", "run_id": "run-1", "mode": "always",
-        "arguments": {"target": "prod", "note": "use **** or ghp_****", "****": [1, {"k": "ghp_****"}]},
+        "arguments": {"target": "prod", "note": f"use {masked} or {TOKEN}", masked: [1, {"k": TOKEN}]},  # not a spec secret: shown as sent
+        "arguments_chars": len(json.dumps(arguments, separators=(",", ":"))),
+        "masked": [{"path": ["arguments", "note"], "at": 4, "secret": "ops_token"}, {"path": ["arguments", masked], "at": 0, "secret": "ops_token", "in": "key"}],
     }
     everything = seen.read_text()
-    assert SECRET not in everything and TOKEN not in everything
+    assert SECRET not in everything
     assert "OPS_TOKEN" not in record["env"] and "TERM" not in record["env"] and record["env"]["DISPLAY"] == ":0"
     assert set(record["env"]) <= {"PATH", "HOME", "LANG", "LC_ALL", "TERM", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR",
                                   "DBUS_SESSION_BUS_ADDRESS", "LC_CTYPE"}  # LC_CTYPE: set by Python's UTF-8 coercion
@@ -118,7 +120,7 @@ json.dump({{"stdin": data, "env": dict(os.environ), "argv": sys.argv}}, open({st
 def test_without_show_arguments_the_approver_never_sees_the_arguments(tmp_path: Path) -> None:
     seen = tmp_path / "seen.json"
     argv = script(tmp_path, "record.py", f"import sys; open({str(seen)!r}, 'w').write(sys.stdin.read())\n")
-    decide(Approvals(argv, 10, Masker([]), False), request(arguments={"target": "prod"}))
+    decide(Approvals(argv, 10, [], False), request(arguments={"target": "prod"}))
     assert "arguments" not in json.loads(seen.read_text()) and "prod" not in seen.read_text()
 
 
@@ -131,7 +133,7 @@ open({str(pids)!r}, "w").write(f"{{os.getpid()}} {{child.pid}}")
 time.sleep(60)
 """)
     started = time.monotonic()
-    [decision] = decide(Approvals(argv, 1.0, Masker([]), True), request())
+    [decision] = decide(Approvals(argv, 1.0, [], True), request())
     assert time.monotonic() - started < 10
     assert (decision.allowed, decision.approver) == (False, "command") and "within 1s" in decision.reason
     for pid in pids.read_text().split():
@@ -152,7 +154,7 @@ def _gone(pid: int) -> bool:
 
 
 def test_an_approver_that_cannot_start_denies(tmp_path: Path) -> None:
-    [decision] = decide(Approvals([str(tmp_path / "missing")], 5, Masker([]), True), request())
+    [decision] = decide(Approvals([str(tmp_path / "missing")], 5, [], True), request())
     assert (decision.allowed, decision.approver) == (False, "command") and "could not start" in decision.reason
 
 
@@ -165,7 +167,7 @@ with open({str(calls)!r}, "a") as log:
     log.write(sys.stdin.read())
 sys.exit(1 if open({str(calls)!r}).read().count("\\n") == 1 else 0)
 """)
-    approvals = Approvals(argv, 10, Masker([]), True)
+    approvals = Approvals(argv, 10, [], True)
     decisions = decide(approvals, *[request("scale", "per-session")] * 3, *[request("deploy", "always")] * 2)
     assert [(d.allowed, d.approver) for d in decisions] == [
         (False, "command"), (True, "command"), (True, "session"), (True, "command"), (True, "command"),
@@ -177,7 +179,7 @@ sys.exit(1 if open({str(calls)!r}).read().count("\\n") == 1 else 0)
 def test_concurrent_per_session_calls_ask_once(tmp_path: Path) -> None:
     calls = tmp_path / "calls"
     argv = script(tmp_path, "slow_allow.py", f"import sys, time; open({str(calls)!r}, 'a').write('x'); time.sleep(0.3)\n")
-    approvals = Approvals(argv, 10, Masker([]), True)
+    approvals = Approvals(argv, 10, [], True)
 
     async def together() -> list[ApprovalDecision]:
         return list(await asyncio.gather(*(approvals.decide(request("scale", "per-session")) for _ in range(4))))
@@ -227,13 +229,13 @@ def _at_the_terminal(approvals: Approvals, item: ApprovalRequest, master: int, a
 
 def test_the_terminal_prompt_shows_the_call_masked_and_escaped_and_y_allows() -> None:
     with _pty() as (master, path):
-        approvals = Approvals(None, 10, Masker([SECRET]), True, tty_path=path)
+        approvals = Approvals(None, 10, [("ops_token", SECRET)], True, tty_path=path)
         arguments = {"note": f"{SECRET} {TOKEN} \x1b[2J\x1b[Hfake prompt"}
         decision, shown = _at_the_terminal(approvals, request(arguments=arguments), master, b"y\n")
     assert decision == ApprovalDecision(True, "tty", "allowed at the terminal")
     text = shown.decode("ascii")
     assert '"deploy"' in text and '"ops"' in text and '"claude"' in text and "run-1" in text
-    assert SECRET not in text and TOKEN not in text and "ghp_****" in text
+    assert SECRET not in text and TOKEN in text and "[masked: secret ops_token]" in text and "masked: secret ops_token at character 0" in text
     assert "\x1b" not in text and "\\u001b[2J" in text  # an escape in the arguments cannot redraw the screen
 
 
@@ -242,7 +244,7 @@ def test_a_terminal_in_raw_mode_answers_with_a_carriage_return() -> None:
         slave = os.open(path, os.O_RDWR | os.O_NOCTTY)
         try:
             tty.setraw(slave)  # as a full-screen client leaves its terminal
-            decision, _ = _at_the_terminal(Approvals(None, 10, Masker([]), False, tty_path=path), request(), master, b"y\r")
+            decision, _ = _at_the_terminal(Approvals(None, 10, [], False, tty_path=path), request(), master, b"y\r")
         finally:
             os.close(slave)
     assert decision == ApprovalDecision(True, "tty", "allowed at the terminal")
@@ -251,32 +253,32 @@ def test_a_terminal_in_raw_mode_answers_with_a_carriage_return() -> None:
 @pytest.mark.parametrize("answer", [b"n\n", b"\n", b"yes please\n"])
 def test_anything_but_y_at_the_terminal_denies(answer: bytes) -> None:
     with _pty() as (master, path):
-        decision, _ = _at_the_terminal(Approvals(None, 10, Masker([]), False, tty_path=path), request(), master, answer)
+        decision, _ = _at_the_terminal(Approvals(None, 10, [], False, tty_path=path), request(), master, answer)
     assert decision == ApprovalDecision(False, "tty", "denied at the terminal")
 
 
 def test_a_key_typed_before_the_question_is_not_its_answer_and_silence_denies() -> None:
     with _pty() as (master, path):
         os.write(master, b"y\n")
-        decision, shown = _at_the_terminal(Approvals(None, 1.0, Masker([]), False, tty_path=path), request(), master, None)
+        decision, shown = _at_the_terminal(Approvals(None, 1.0, [], False, tty_path=path), request(), master, None)
     assert (decision.allowed, decision.approver) == (False, "tty") and "within 1s" in decision.reason
     assert b"Allow? [y/N] " in shown
 
 
 def test_per_session_memory_holds_for_terminal_approvals_too() -> None:
     with _pty() as (master, path):
-        approvals = Approvals(None, 10, Masker([]), False, tty_path=path)
+        approvals = Approvals(None, 10, [], False, tty_path=path)
         first, _ = _at_the_terminal(approvals, request("scale", "per-session"), master, b"y\n")
         [second] = decide(approvals, request("scale", "per-session"))
     assert first.approver == "tty" and second == ApprovalDecision(True, "session", "approved earlier in this run (tty)")
 
 
 def test_without_an_approver_or_a_terminal_every_call_is_denied(tmp_path: Path) -> None:
-    [none] = decide(Approvals(None, 5, Masker([]), True, tty_path=str(tmp_path / "no-tty")), request("scale", "per-session"))
+    [none] = decide(Approvals(None, 5, [], True, tty_path=str(tmp_path / "no-tty")), request("scale", "per-session"))
     assert none == ApprovalDecision(False, "none", "no approver command and no terminal to ask: denied")
     plain = tmp_path / "plain"
     plain.write_text("")
-    [not_tty] = decide(Approvals(None, 5, Masker([]), True, tty_path=str(plain)), request())
+    [not_tty] = decide(Approvals(None, 5, [], True, tty_path=str(plain)), request())
     assert (not_tty.allowed, not_tty.approver) == (False, "none")
 
 
@@ -293,3 +295,29 @@ def test_the_project_config_names_an_approver_split_as_a_shell_would(tmp_path: P
         load_config(config)
     with pytest.raises(ConfigError, match="empty"):
         split_approver("   ")
+
+
+def test_arguments_too_long_to_read_at_a_terminal_are_denied_not_cut() -> None:
+    with _pty() as (master, path):
+        approvals = Approvals(None, 10, [], True, tty_path=path)
+        [decision] = decide(approvals, request(arguments={"blob": "x" * 70_000}))
+        assert not decision.allowed and "too long to read at a terminal" in decision.reason
+        with contextlib.suppress(BlockingIOError):
+            assert b"[y/N]" not in os.read(master, 4096)  # never asked about what it could not show
+
+
+def test_two_keys_that_read_the_same_once_masked_are_denied(tmp_path: Path) -> None:
+    argv = script(tmp_path, "allow.py", "import sys; sys.stdin.read(); sys.exit(0)\n")
+    arguments = {f"k{SECRET}": 1, "k[masked: secret ops_token]": 2}
+    [decision] = decide(Approvals(argv, 10, [("ops_token", SECRET)], True), request(arguments=arguments))
+    assert not decision.allowed and "cannot be shown" in decision.reason
+
+
+def test_a_secret_read_from_a_file_is_masked_without_its_newline_and_restored_exactly() -> None:
+    from mcpspec.run.approver_view import SecretMarks, restored
+
+    arguments = {"auth": "Bearer file-secret-0042", "both": "file-secret-0042\n"}
+    view, masked = SecretMarks([("key", "file-secret-0042\n")]).view(arguments)
+    assert view == {"auth": "Bearer [masked: secret key]", "both": "[masked: secret key]"}  # the longest spelling wins
+    assert [item.as_json() for item in masked] == [{"path": ["auth"], "at": 7, "secret": "key", "trimmed": True}, {"path": ["both"], "at": 0, "secret": "key"}]
+    assert restored(view, [item.as_json() for item in masked], {"key": "file-secret-0042\n"}) == arguments

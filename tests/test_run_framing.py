@@ -151,3 +151,12 @@ def test_policy_hides_unlisted_new_and_changed_tools(sandbox: EffectiveSandbox) 
     assert policy.needs_listing
     unlocked = ToolPolicy(sandbox, None)
     assert not unlocked.needs_listing and unlocked.refusal("a") is None
+
+
+def test_a_lone_surrogate_escape_is_refused_a_pair_is_a_character() -> None:
+    """Written on, a lone surrogate is bytes that are not UTF-8: the server would read another value than the approver saw."""
+    assert parse_line(b'{"a":"\\ud83d\\ude00"}') == {"a": "\U0001f600"}
+    assert parse_line(b'{"a":"\\\\ud800"}') == {"a": "\\ud800"}  # an escaped backslash: plain text
+    for line in (b'{"a":"\\ud800"}', b'{"a":"\\uDFFF x"}', b'{"\\udc00":1}', b'{"a":"\\ude00\\ud83d"}'):
+        with pytest.raises(FramingError, match="lone surrogate"):
+            parse_line(line)

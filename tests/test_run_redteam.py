@@ -28,7 +28,8 @@ RAW_TOOLS = ("echo", "listish", "asker", "batch", "late", "big", "smuggle", "ann
 def pin(spec: Path, *names: str) -> None:
     """Lock ``names`` as the raw server offers them at start (``ghost`` as if it had been offered once)."""
     tools = [Tool.model_validate({"name": name, "description": f"the {name} tool", "inputSchema": {"type": "object"}}) for name in names]
-    write_lock(lock_path(spec), Lock().with_server("probe", tools))
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "raw", "version": "1"}}  # as raw_server.py answers
+    write_lock(lock_path(spec), Lock().with_server("probe", tools, hello))
 
 
 def approver(spec: Path, seconds: float) -> str:

@@ -144,10 +144,10 @@ def lock_server(spec: Path) -> None:
     from mcpspec.run.lockfile import Lock, lock_path, write_lock
 
     async def steps(client: Any) -> Any:
-        return (await client.list_tools()).tools
+        return (await client.list_tools()).tools, client.initialize_result
 
-    tools = session(spec, "lock", steps)
-    write_lock(lock_path(spec), Lock().with_server("probe", [Tool.model_validate(t.model_dump()) for t in tools]))
+    tools, hello = session(spec, "lock", steps)
+    write_lock(lock_path(spec), Lock().with_server("probe", [Tool.model_validate(t.model_dump()) for t in tools], hello))
 
 
 def test_a_tool_changed_after_the_lock_is_hidden_refused_and_reported(box: Sandbox) -> None:

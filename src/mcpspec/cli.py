@@ -311,7 +311,7 @@ def lock(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each server has to start and list its tools.")] = 30.0,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
-    """Start each server in its bubblewrap sandbox and pin the tools it offers in mcp-sandbox.lock.
+    """Start each server in its bubblewrap sandbox and pin what it offers in mcp-sandbox.lock.
 
     Exit status: 0 locked (or, with --check, the lock matches), 1 with --check when the
     servers offer something else, 2 when a server does not start or answer, the spec has
@@ -576,7 +576,7 @@ def run_command(
     allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
-    3 a tool new or changed versus mcp-sandbox.lock was refused, 4 the server ended first."""
+    3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first."""
     from mcpspec.config import ConfigError, split_approver
     from mcpspec.run.session import RunOptions, run_session
     from mcpspec.settings import Flags

@@ -20,10 +20,11 @@ import time
 from collections import deque
 from collections.abc import Iterator
 
+from rawio import log, requests, send, text  # beside this script in /probe
+
 LINGER: list[bool] = []
 QUEUE: deque[str] = deque()  # lines read while waiting for the answer to the server's own request
 
-LOG = "/workspace/output/received.log"
 TOOLS = [
     {"name": name, "description": f"the {name} tool", "inputSchema": {"type": "object"}}
     for name in ("echo", "listish", "asker", "batch", "late", "big", "smuggle", "announce", "stall")
@@ -32,23 +33,6 @@ TOOLS = [
 
 if os.environ.get("PROBE_LEAK"):  # a tool whose name carries the server's secret
     TOOLS.append({"name": f"leak-{os.environ.get('PROBE_TOKEN', '')}", "description": "x", "inputSchema": {"type": "object"}})
-
-
-def log(line: str) -> None:
-    try:
-        with open(LOG, "a", encoding="utf-8") as handle:
-            handle.write(line.rstrip("\n") + "\n")
-    except OSError:
-        pass
-
-
-def send(message: object) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
-
-
-def text(value: str) -> dict[str, object]:
-    return {"content": [{"type": "text", "text": value}]}
 
 
 def write_big(request_id: int, size: int, extra: str = "", pause: bool = False) -> None:
@@ -133,15 +117,7 @@ def lines() -> Iterator[str]:
 
 
 def main() -> None:
-    for line in lines():
-        try:
-            message = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(message, dict) or "id" not in message or "method" not in message:
-            continue
-        request_id, method = message["id"], message["method"]
-        params = message.get("params") or {}
+    for request_id, method, params in requests(lines()):
         if method == "initialize":
             result = {
                 "protocolVersion": params.get("protocolVersion", "2025-06-18"),

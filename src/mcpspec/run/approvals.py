@@ -5,8 +5,9 @@ config, split by :func:`mcpspec.config.split_approver`): it reads one JSON objec
 or no answer within the timeout, denies. Without one, the controlling terminal
 is asked when it can be opened; otherwise every call that needs approval is
 denied. The approver gets no secret: not on its command line, not in its
-environment (a minimal one), and arguments only masked and only when the spec's
-``approvals.show_arguments`` is true.
+environment (a minimal one), and arguments only when the spec's ``approvals.show_arguments``
+is true: exactly as the server will get them, but the spec's own secret values, each replaced by
+``[masked: secret NAME]`` and listed in ``masked`` (:mod:`mcpspec.run.approver_view`).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from typing import Any, Literal
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.facts import ApprovalMode
-from mcpspec.run.audit import Masker, bounded_json, bounded_mask
+from mcpspec.run.approver_view import SecretMarks, Unshowable, visible_json
 
 APPROVAL_TIMEOUT = 120.0  # seconds an approver (a person at a prompt, or a command) has to answer
-PAYLOAD_CHARS = 1 << 20  # the most of a call's arguments an approver is shown
+TTY_CHARS = 1 << 16  # arguments longer than this are not asked about at a terminal (nobody reads them there): denied
 SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What a desktop approver needs to show a dialog, and nothing that holds a credential.
 PASSED_ENV = ("HOME", "LANG", "LC_ALL", "TERM", "DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS")
@@ -74,13 +75,13 @@ class Approvals:
     """Decides calls that need approval, one question at a time, remembering per-session approvals."""
 
     def __init__(
-        self, command: Sequence[str] | None, timeout: float, masker: Masker, show_arguments: bool, tty_path: str = "/dev/tty"
+        self, command: Sequence[str] | None, timeout: float, secrets: Sequence[tuple[str, str]], show_arguments: bool, tty_path: str = "/dev/tty"
     ) -> None:
         if command is not None and not command:
             raise ValueError("the approver command is empty")
         self.command = list(command) if command is not None else None
         self.timeout = timeout
-        self.masker = masker
+        self.marks = SecretMarks(secrets)  # (name, value) of each secret the spec gives the server
         self.show_arguments = show_arguments
         self.tty_path = tty_path
         self._approved: dict[tuple[str, str], Approver] = {}
@@ -93,14 +94,18 @@ class Approvals:
         async with self._lock:  # one question at a time: a person sees one prompt, and a repeat waits for it
             if request.mode == "per-session" and key in self._approved:
                 return ApprovalDecision(True, "session", f"approved earlier in this run ({self._approved[key]})")
-            decision = await (self._ask_command(request, self.command) if self.command else self._ask_tty(request))
+            try:
+                decision = await (self._ask_command(request, self.command) if self.command else self._ask_tty(request))
+            except Unshowable as exc:
+                decision = ApprovalDecision(False, "command" if self.command else "tty", f"the call cannot be shown to the approver: {exc}: denied")
         if decision.allowed and request.mode == "per-session":
             self._approved[key] = decision.approver
         return decision
 
     def payload(self, request: ApprovalRequest) -> dict[str, Any]:
-        """What the approver is shown: masked, bounded, arguments only where the spec allows."""
-        shown: dict[str, Any] = {
+        """What the approver is shown: the call as the server gets it (arguments only where the spec
+        allows), whole, with the spec's secret values replaced and listed in ``masked``."""
+        call: dict[str, Any] = {
             "server": request.server,
             "tool": request.tool,
             "effects": list(request.effects),
@@ -108,19 +113,20 @@ class Approvals:
             "run_id": request.run_id,
             "mode": request.mode,
         }
-        shown = self.masker.mask(shown)
         if self.show_arguments and request.arguments is not None:
-            shown["arguments"], cut = bounded_mask(self.masker, dict(request.arguments), PAYLOAD_CHARS, 2 * PAYLOAD_CHARS)
-            if cut:
-                shown["truncated"] = True
-        return shown
+            call["arguments"] = dict(request.arguments)
+            call["arguments_chars"] = len(json.dumps(call["arguments"], ensure_ascii=False, separators=(",", ":")))
+        shown, masked = self.marks.view(call)
+        if masked:
+            shown["masked"] = [item.as_json() for item in masked]
+        return dict(shown)
 
     # -- a command
     async def _ask_command(self, request: ApprovalRequest, argv: list[str]) -> ApprovalDecision:
-        data = (bounded_json(self.payload(request), PAYLOAD_CHARS) + "\n").encode("ascii")
+        data = (visible_json(self.payload(request)) + "\n").encode("ascii")
         env = {"PATH": SAFE_PATH} | {
             name: value for name in PASSED_ENV
-            if (value := os.environ.get(name)) is not None and self.masker.mask_text(value) == value  # never a secret
+            if (value := os.environ.get(name)) is not None and not self.marks.view(value)[1]  # never a secret
         }
         try:
             process = await asyncio.create_subprocess_exec(
@@ -160,9 +166,12 @@ class Approvals:
         try:
             if not os.isatty(fd):
                 return ApprovalDecision(False, "none", f"{self.tty_path} is not a terminal: denied")
+            prompt = self.prompt(request)
+            if prompt is None:
+                return ApprovalDecision(False, "tty", f"the arguments are longer than {TTY_CHARS} characters, too long to read at a terminal: denied (use an approver command)")
             with contextlib.suppress(termios.error):
                 termios.tcflush(fd, termios.TCIFLUSH)  # a key typed before the question is not its answer
-            await _write_tty(fd, self.prompt(request))
+            await _write_tty(fd, prompt)
             try:
                 answer = await asyncio.wait_for(_read_line(fd), self.timeout)
             except TimeoutError:
@@ -174,15 +183,21 @@ class Approvals:
         finally:
             os.close(fd)
 
-    def prompt(self, request: ApprovalRequest) -> str:
-        """The question, every value JSON-encoded (ASCII): nothing the call sent can move the cursor or
-        draw a fake prompt."""
+    def prompt(self, request: ApprovalRequest) -> str | None:
+        """The question, every value as printable-ASCII JSON (nothing the call sent can move the cursor,
+        reorder text or pass for another character); None when the arguments are too long to read here."""
         shown = self.payload(request)
-        lines = [f"mcpspec: approve a call of {json.dumps(shown['tool'])} on {json.dumps(shown['server'])}?"]
+        lines = [f"mcpspec: approve a call of {visible_json(shown['tool'])} on {visible_json(shown['server'])}?"]
         for name in ("effects", "agent", "run_id", "mode"):
-            lines.append(f"  {name}: {json.dumps(shown[name])}")
+            lines.append(f"  {name}: {visible_json(shown[name])}")
         if "arguments" in shown:
-            lines.append(f"  arguments: {bounded_json({'arguments': shown['arguments']}, 4096)}")
+            text = visible_json(shown["arguments"])
+            if len(text) > TTY_CHARS:
+                return None
+            lines.append(f"  arguments ({shown['arguments_chars']} characters, all shown): {text}")
+        for item in shown.get("masked", []):
+            where = "".join(f"[{visible_json(step)}]" for step in item["path"])
+            lines.append(f"  masked: secret {item['secret']} at character {item['at']} of {'the key ' if item.get('in') == 'key' else ''}{where}")
         lines.append("Allow? [y/N] ")
         return "\n".join(lines)
 

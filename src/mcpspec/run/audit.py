@@ -50,6 +50,24 @@ def _forms(value: str) -> Iterator[str]:
             yield line.strip()
 
 
+def secret_values(sandbox: EffectiveSandbox) -> list[tuple[str, str]]:
+    """The secrets ``sandbox`` is given, by name, read as its bwrap launcher reads them at launch.
+
+    A secret that cannot be read is skipped: the launcher refuses to start without it.
+    """
+    paths = TrustedPaths()
+    values: list[tuple[str, str]] = []
+    for grant in sandbox.secrets:
+        secret = launcher_secret(grant)
+        if secret is None:
+            continue
+        try:
+            values.append((grant.name, secret_value(paths, secret).decode("utf-8", "replace")))
+        except (Refusal, OSError):
+            continue
+    return values
+
+
 class Masker:
     """Replaces the known secret values, then every secret-shaped string (``shapes``), with a fixed mask."""
 
@@ -67,17 +85,7 @@ class Masker:
         A secret that cannot be read is skipped: the launcher refuses to start without it.
         The values stay in this object's memory only.
         """
-        paths = TrustedPaths()
-        values: list[str] = []
-        for grant in sandbox.secrets:
-            secret = launcher_secret(grant)
-            if secret is None:
-                continue
-            try:
-                values.append(secret_value(paths, secret).decode("utf-8", "replace"))
-            except (Refusal, OSError):
-                continue
-        return cls(values, shapes)
+        return cls([value for _, value in secret_values(sandbox)], shapes)
 
     def mask_text(self, text: str) -> str:
         if self._values is not None:

@@ -110,6 +110,9 @@ def _constant(name: str) -> Any:
     raise FramingError(f"{name} is not JSON")
 
 
+_SURROGATE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
 def parse_line(line: bytes) -> Any:
     """The JSON value of one line; FramingError when it is not strict UTF-8 JSON."""
     try:
@@ -117,11 +120,19 @@ def parse_line(line: bytes) -> Any:
     except UnicodeDecodeError as exc:
         raise FramingError(f"not UTF-8 at byte {exc.start}") from None
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise FramingError(f"not JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
         raise FramingError("nested too deeply") from None
+    if _SURROGATE.search(line):
+        # A lone surrogate escape is no character: written on, it is bytes that are not UTF-8, which the
+        # peer reads as something else than what an approver was shown.
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise FramingError("a \\u escape of a lone surrogate is not a character") from None
+    return value
 
 
 def dump(message: dict[str, Any]) -> bytes:
@@ -148,17 +159,22 @@ def stream_head(prefix: bytes) -> tuple[int | str, int] | None:
 
 
 RESULT_KEYS = frozenset({b"content", b"structuredContent", b"isError", b"_meta", b"resultType"})
+# Keys that carry a request for the client (MCP 2026-07-28 input_required results, and its tasks extension):
+# refused at any depth of a streamed result, as :func:`mcpspec.run.carriers.carried_request` refuses them in a parsed one.
+CARRIER_KEYS = frozenset({b"inputRequests", b"input_requests", b"requestState"})
 _IN_STRING = re.compile(rb'["\\]')
 _STRUCTURE = re.compile(rb'["{}\[\],:]')
 _CLOSE = {ord("}"): ord("{"), ord("]"): ord("[")}
+_KEY_CHARS = 64
 
 
 class ResultScanner:
     """Checks a streamed `tools/call` result object (from its ``{`` to the message's closing brace).
 
     It checks what makes the line a call result, not a full JSON grammar: valid UTF-8, balanced
-    brackets up to MAX_DEPTH, only CallToolResult keys (each once) at the result's top level, then
-    nothing but the closing brace of the message. Memory: one chunk at a time.
+    brackets up to MAX_DEPTH, only CallToolResult keys (each once) at the result's top level, a
+    ``resultType`` (if any) of ``"complete"``, no key that carries a request for the client at any
+    depth, then nothing but the closing brace of the message. Memory: one chunk at a time.
     """
 
     def __init__(self) -> None:
@@ -167,8 +183,10 @@ class ResultScanner:
         self.in_string = False
         self.escape = False
         self.expect_key = False
-        self.key: bytearray | None = None
+        self.key: bytearray | None = None  # the key being read (its first bytes)
         self.keys: set[bytes] = set()
+        self.want_type = False  # the value of the top-level resultType comes next
+        self.type_value: bytearray | None = None
         self.closed = False  # the result object ended
         self.finished = False  # the message's closing brace was seen
         self.size = 0
@@ -202,44 +220,63 @@ class ResultScanner:
         return match.end()
 
     def _collect(self, piece: bytes) -> None:
-        if self.key is not None:
-            self.key += piece
-            if len(self.key) > 64:
-                raise FramingError("a key of the result is too long")
+        target = self.key if self.key is not None else self.type_value
+        if target is not None and len(target) <= _KEY_CHARS:
+            target += piece[: _KEY_CHARS + 1 - len(target)]
 
     def _end_string(self) -> None:
+        if self.type_value is not None:
+            value, self.type_value = bytes(self.type_value), None
+            if value != b"complete":
+                raise FramingError(f"the result's resultType is not 'complete': {value[:_KEY_CHARS].decode('utf-8', 'replace')!r}")
+            return
         if self.key is None:
             return
         key, self.key = bytes(self.key), None
+        if key in CARRIER_KEYS:
+            raise FramingError(f"the result carries a request for the client ({key.decode()!r})")
+        if len(self.stack) != 1:
+            return
         if key not in RESULT_KEYS:
-            raise FramingError(f"the result has a key a call result does not have: {key[:64].decode('utf-8', 'replace')!r}")
+            raise FramingError(f"the result has a key a call result does not have: {key[:_KEY_CHARS].decode('utf-8', 'replace')!r}")
         if key in self.keys:
             raise FramingError("the result repeats a key")
         self.keys.add(key)
+        self.want_type = key == b"resultType"
 
     def _structure(self, data: bytes, position: int) -> int:
         if self.closed:
             return self._tail(data, position)
         match = _STRUCTURE.search(data, position)
         if match is None:
+            if self.want_type and data[position:].strip():
+                raise FramingError("the result's resultType is not a string")
             return len(data)
         char = data[match.start()]
-        top = len(self.stack) == 1
+        if self.want_type and char != ord(":") and (char != ord('"') or data[position : match.start()].strip()):
+            raise FramingError("the result's resultType is not a string")
         if char == ord('"'):
             self.in_string = True
-            self.key = bytearray() if top and self.expect_key else None
+            if self.want_type:
+                self.want_type, self.type_value = False, bytearray()
+            else:
+                self.key = bytearray() if self.expect_key else None
+            self.expect_key = False
         elif char in (ord("{"), ord("[")):
             self.stack.append(char)
             if len(self.stack) > MAX_DEPTH:
                 raise FramingError("the result is nested too deeply")
-            self.expect_key = len(self.stack) == 1
+            self.expect_key = char == ord("{")
         elif char in _CLOSE:
             if not self.stack or self.stack[-1] != _CLOSE[char]:
                 raise FramingError("the result's brackets do not match")
             self.stack.pop()
             self.closed = not self.stack
-        elif top:
-            self.expect_key = char == ord(",")
+            self.expect_key = False
+        elif char == ord(","):
+            self.expect_key = bool(self.stack) and self.stack[-1] == ord("{")
+        else:  # ":"
+            self.expect_key = False
         return match.end()
 
     def _tail(self, data: bytes, position: int) -> int:

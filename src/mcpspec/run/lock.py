@@ -1,32 +1,36 @@
-"""`mcpspec lock`: start servers in their sandboxes, read the tools they offer, pin them in mcp-sandbox.lock.
+"""`mcpspec lock`: start servers in their sandboxes, read what they offer, pin it in mcp-sandbox.lock.
 
 Each server is started only through its bubblewrap launcher (:mod:`mcpspec.run.launch`), spoken to
-with the `mcp` SDK's stdio client, and asked for every page of `tools/list`. Nothing is written
-unless every server answered, so a failure leaves the previous lock as it was.
+with the `mcp` SDK's stdio client, and asked for every page of `tools/list` (and of `prompts/list`,
+`resources/list` and `resources/templates/list` when it offers them); its `initialize` answer is
+pinned too. Nothing is written unless every server answered, so a failure leaves the previous lock
+as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from mcpspec.ir.plan import Plan
 from mcpspec.redact import redact
 from mcpspec.run.launch import LaunchError, prepared_launcher
-from mcpspec.run.lockfile import Lock, load_lock, lock_path, lockable, write_lock
+from mcpspec.run.lockfile import ITEM_OF, KINDS, Kind, Lock, canonical, initialize_pin, load_lock, lock_path, lockable, write_lock
 from mcpspec.settings import Settings
 
 if TYPE_CHECKING:
     from mcp import ClientSession
-    from mcp.types import Tool
+    from mcp.types import InitializeResult
 
 DEFAULT_TIMEOUT = 30.0
+METHOD_NOT_FOUND = -32601
 # A server that keeps handing out cursors is not listing tools any more.
 MAX_PAGES = 1000
 
@@ -47,17 +51,34 @@ class LockFailure(Exception):
 
 
 @dataclass(frozen=True)
+class Offer:
+    """What one server offered: its `initialize` answer and every item it listed, by kind (as JSON)."""
+
+    initialize: InitializeResult
+    items: dict[Kind, list[Any]]
+
+
+@dataclass(frozen=True)
+class Changed:
+    """One pinned item (or `initialize`) whose fields differ: each field's pinned and offered text."""
+
+    label: str  # "name" for a tool, "prompt name", "resource uri", ..., "initialize"
+    fields: tuple[tuple[str, Any, Any], ...]  # (field, pinned value or None, offered value or None)
+
+
+@dataclass(frozen=True)
 class ServerChanges:
     """How one server's offer compares with its previous pins, and with the spec's `tools:`."""
 
     server: str
     tools: int
-    added: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()  # labels, as Changed.label
     removed: tuple[str, ...] = ()
-    changed: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (tool, the lock fields that differ)
+    changed: tuple[Changed, ...] = ()
     newly_pinned: bool = False  # the previous lock had no entry for the server
     unlisted: tuple[str, ...] = ()  # offered, but not in the spec's tools
     not_offered: tuple[str, ...] = ()  # in the spec's tools, but not offered
+    added_text: tuple[Changed, ...] = ()  # the fields of each added item
 
     @property
     def differs(self) -> bool:
@@ -74,10 +95,11 @@ class LockOutcome:
     dropped: tuple[str, ...] = ()  # pinned servers the spec no longer has
     written: bool = False
     lock: Lock = field(default_factory=Lock)
+    outdated: int | None = None  # the previous lock's version, when it was an older one
 
     @property
     def differs(self) -> bool:
-        return bool(self.dropped) or any(s.differs for s in self.servers)
+        return self.outdated is not None or bool(self.dropped) or any(s.differs for s in self.servers)
 
 
 def chosen_servers(plan: Plan, names: Sequence[str]) -> list[str]:
@@ -95,18 +117,42 @@ def chosen_servers(plan: Plan, names: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def compare(previous: Lock, server: str, offered: Sequence[Tool], listed: Sequence[str]) -> ServerChanges:
-    checks = previous.check(server, offered)
-    names = [tool.name for tool in offered]
+def label(kind: Kind, key: str) -> str:
+    return key if kind == "tools" else f"{ITEM_OF[kind]} {key}"
+
+
+def compare(previous: Lock, server: str, offer: Offer, listed: Sequence[str]) -> ServerChanges:
+    added: list[str] = []
+    removed: list[str] = []
+    changed: list[Changed] = []
+    added_text: list[Changed] = []
+    for kind in KINDS:
+        items = offer.items.get(kind, [])
+        offered = dict(canonical(kind, item) for item in items)
+        pins = previous.pins(server, kind)
+        for check in previous.check(server, items, kind):
+            if check.verdict == "new":
+                added.append(label(kind, check.name))
+                added_text.append(Changed(label(kind, check.name), tuple((name, None, value) for name, value in sorted(offered[check.name].items()))))
+            elif check.verdict == "changed":
+                pin, now = pins[check.name], offered[check.name]
+                changed.append(Changed(label(kind, check.name), tuple((name, pin.get(name), now.get(name)) for name in check.changed)))
+        removed += [label(kind, key) for key in previous.missing(server, items, kind)]
+    fields = previous.check_initialize(server, offer.initialize)
+    if fields:
+        pin, now = previous.servers[server].initialize or {}, initialize_pin(offer.initialize)
+        changed.append(Changed("initialize", tuple((name, pin.get(name), now.get(name)) for name in fields)))
+    names = [canonical("tools", tool)[0] for tool in offer.items.get("tools", [])]
     return ServerChanges(
         server=server,
-        tools=len(offered),
-        added=tuple(sorted(c.name for c in checks if c.verdict == "new")),
-        removed=tuple(previous.missing(server, offered)),
-        changed=tuple(sorted((c.name, c.changed) for c in checks if c.verdict == "changed")),
+        tools=len(names),
+        added=tuple(sorted(added)),
+        removed=tuple(sorted(removed)),
+        changed=tuple(sorted(changed, key=lambda item: item.label)),
         newly_pinned=server not in previous.servers,
         unlisted=tuple(sorted(set(names) - set(listed))),
         not_offered=tuple(sorted(set(listed) - set(names))),
+        added_text=tuple(sorted(added_text, key=lambda item: item.label)),
     )
 
 
@@ -117,27 +163,27 @@ def lock_spec(spec: str | os.PathLike[str], plan: Plan, names: Sequence[str] = (
     could not be locked; either way nothing is written.
     """
     path = lock_path(spec)
-    previous = load_lock(path) if path.exists() else Lock()
+    previous = load_lock(path, outdated_ok=True) if path.exists() else Lock()
     lock = Lock({name: pins for name, pins in previous.servers.items() if name in plan.servers})
     dropped = tuple(sorted(set(previous.servers) - set(plan.servers)))
     changes = []
     for name in chosen_servers(plan, names):
-        offered = offered_tools(spec, name, settings, timeout)
-        changes.append(compare(previous, name, offered, list(plan.servers[name].tools)))
-        lock = lock.with_server(name, offered)
-    outcome = LockOutcome(path, plan, tuple(changes), dropped, lock=lock)
+        offer = offered(spec, name, settings, timeout)
+        changes.append(compare(previous, name, offer, list(plan.servers[name].tools)))
+        lock = lock.with_server(name, offer.items.get("tools", []), offer.initialize, **{kind: offer.items.get(kind, []) for kind in KINDS[1:]})
+    outcome = LockOutcome(path, plan, tuple(changes), dropped, lock=lock, outdated=previous.outdated)
     if check or (path.exists() and path.read_text(encoding="utf-8") == lock.dumps()):
         return outcome
     write_lock(path, lock)
-    return LockOutcome(path, plan, tuple(changes), dropped, written=True, lock=lock)
+    return LockOutcome(path, plan, tuple(changes), dropped, written=True, lock=lock, outdated=previous.outdated)
 
 
-def offered_tools(spec: str | os.PathLike[str], server: str, settings: Settings | None, timeout: float) -> list[Tool]:
-    """Start ``server`` through its bwrap launcher and return every tool it lists."""
+def offered(spec: str | os.PathLike[str], server: str, settings: Settings | None, timeout: float) -> Offer:
+    """Start ``server`` through its bwrap launcher and return what it offers."""
     try:
         with prepared_launcher(spec, server, settings) as launcher, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
-                return asyncio.run(asyncio.wait_for(_list_tools(server, launcher.command, errlog), timeout))
+                return asyncio.run(asyncio.wait_for(_offer(server, launcher.command, errlog), timeout))
             except Exception as exc:  # noqa: BLE001 - whatever the transport raised, the server is what failed
                 inner = innermost(exc)
                 if isinstance(inner, LockFailure):
@@ -149,39 +195,70 @@ def offered_tools(spec: str | os.PathLike[str], server: str, settings: Settings 
         raise LockFailure(f"server {server!r} cannot be launched: {exc}", server) from None
 
 
-async def _list_tools(server: str, command: Path, errlog: TextIO) -> list[Tool]:
+async def _offer(server: str, command: Path, errlog: TextIO) -> Offer:
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     # The launcher passes the server only what the spec declares, as it does for any client.
     params = StdioServerParameters(command=str(command), env=dict(os.environ))
     async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        return await all_tools(session, server)
+        hello = await session.initialize()
+        capabilities = hello.capabilities
+        items: dict[Kind, list[Any]] = {"tools": await all_items(session, server, "tools")}
+        offers: dict[Kind, object] = {"prompts": capabilities.prompts, "resources": capabilities.resources, "resource_templates": capabilities.resources}
+        for kind in (kind for kind, capability in offers.items() if capability is not None):
+            items[kind] = await optional_items(session, server, kind)
+        return Offer(hello, items)
 
 
-async def all_tools(session: ClientSession, server: str) -> list[Tool]:
-    """Every tool of an initialized session, following `tools/list` cursors to the last page."""
+async def optional_items(session: ClientSession, server: str, kind: Kind) -> list[Any]:
+    """A listing the server may not implement (method not found): then it offers none."""
+    from mcp.shared.exceptions import MCPError
+
+    try:
+        return await all_items(session, server, kind)
+    except MCPError as exc:
+        if exc.error.code != METHOD_NOT_FOUND:
+            raise
+        return []
+
+
+_LISTS: dict[Kind, tuple[str, str]] = {
+    "tools": ("list_tools", "tools"), "prompts": ("list_prompts", "prompts"),
+    "resources": ("list_resources", "resources"), "resource_templates": ("list_resource_templates", "resource_templates"),
+}  # fmt: skip
+_METHODS: dict[Kind, str] = {"tools": "tools/list", "prompts": "prompts/list", "resources": "resources/list", "resource_templates": "resources/templates/list"}
+
+
+async def all_items(session: ClientSession, server: str, kind: Kind = "tools") -> list[Any]:
+    """Every item of one listing of an initialized session, following cursors to the last page."""
     from mcp.types import PaginatedRequestParams
 
-    tools: list[Tool] = []
+    call, attribute = _LISTS[kind]
+    method = _METHODS[kind]
+    items: list[Any] = []
     cursor: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
-        result = await session.list_tools(params=PaginatedRequestParams(cursor=cursor) if cursor is not None else None)
-        tools.extend(result.tools)
+        result = await getattr(session, call)(params=PaginatedRequestParams(cursor=cursor) if cursor is not None else None)
+        items.extend(getattr(result, attribute))
         cursor = result.next_cursor
         if cursor is None:
             break
         if cursor in seen:
-            raise LockFailure(f"server {server!r}: tools/list repeated the cursor {shown(cursor)!r}", server)
+            raise LockFailure(f"server {server!r}: {method} repeated the cursor {shown(cursor)!r}", server)
         seen.add(cursor)
     else:
-        raise LockFailure(f"server {server!r}: tools/list had more than {MAX_PAGES} pages", server)
-    duplicates = sorted(name for name, count in Counter(tool.name for tool in tools).items() if count > 1)
+        raise LockFailure(f"server {server!r}: {method} had more than {MAX_PAGES} pages", server)
+    duplicates = sorted(key for key, count in Counter(canonical(kind, item)[0] for item in items).items() if count > 1)
     if duplicates:
-        raise LockFailure(f"server {server!r}: tools/list names a tool more than once: {', '.join(map(shown, duplicates))}", server)
-    return tools
+        raise LockFailure(f"server {server!r}: {method} names a {ITEM_OF[kind]} more than once: {', '.join(map(shown, duplicates))}", server)
+    return items
+
+
+async def all_tools(session: ClientSession, server: str) -> list[Any]:
+    """Every tool of an initialized session, following `tools/list` cursors to the last page."""
+    return await all_items(session, server, "tools")
 
 
 def innermost(exc: BaseException) -> BaseException:
@@ -207,16 +284,33 @@ def shown(name: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in name)
 
 
+def text_of(value: Any) -> str:
+    """A pinned value as one line a terminal shows as it is: JSON in printable ASCII, whole."""
+    return "(absent)" if value is None else json.dumps(value, ensure_ascii=True, sort_keys=True).replace("\x7f", "\\u007f")
+
+
 def summary(outcome: LockOutcome, lock_name: str, check: bool) -> str:
-    """What changed versus the previous lock, server by server, then what was done."""
+    """What changed versus the previous lock, server by server (the new text of each changed field), then what was done."""
     lines = []
+    if outcome.outdated is not None:
+        lines.append(
+            f"{lock_name} is a version {outcome.outdated} lock (it pinned only the tools' title, description, schemas and annotations): "
+            + ("it needs re-locking; run `mcpspec lock` and review the diff" if check else "every server is pinned again")
+        )
     for item in outcome.servers:
         counts = f"{len(item.added)} added, {len(item.removed)} removed, {len(item.changed)} changed"
         state = "first pinned" if item.newly_pinned else (counts if item.differs else "unchanged")
         lines.append(f"{shown(item.server)}: {item.tools} tools, {state}")
-        lines += [f"  + {shown(name)}" for name in item.added]
+        if item.newly_pinned:
+            continue
+        for text in item.added_text:
+            lines.append(f"  + {shown(text.label)}")
+            lines += [f"      {name}: {text_of(new)}" for name, _, new in text.fields]
         lines += [f"  - {shown(name)}" for name in item.removed]
-        lines += [f"  ~ {shown(name)}: {', '.join(fields)}" for name, fields in item.changed]
+        for change in item.changed:
+            lines.append(f"  ~ {shown(change.label)}: {', '.join(name for name, _, _ in change.fields)}")
+            for name, old, new in change.fields:
+                lines += [f"      {name} was: {text_of(old)}", f"      {name} now: {text_of(new)}"]
     lines += [f"{shown(name)}: no longer in the spec, its pins are dropped" for name in outcome.dropped]
     if check:
         verdict = f"{lock_name} differs from what the servers offer" if outcome.differs else f"{lock_name} matches what the servers offer"

@@ -1,9 +1,16 @@
-"""`mcp-sandbox.lock`: the tools each server offered when they were reviewed, pinned by content.
+"""`mcp-sandbox.lock`: what each server offered when it was reviewed, pinned whole.
 
-The lock sits next to the spec and is reviewed like any lockfile. For each server it records, per
-tool, the title and description the model reads and SHA-256 digests of the input schema, the output
-schema and the annotations. `mcpspec run` compares what a server offers with it: a tool that is new,
-or whose pinned content changed (a rug pull), is never shown to the client.
+The lock sits next to the spec and is reviewed like any lockfile. For each server it records
+everything the client is given that can reach a model or a person: the ``instructions`` and
+``serverInfo`` of its `initialize` answer, and every field of every tool, prompt, resource and
+resource template it lists (descriptions, schemas, annotations, icons, ``_meta``), verbatim, as the
+`mcp` SDK reads them (a key the SDK does not know is not read, and `mcpspec run` never passes it
+on). `mcpspec run` compares what a server offers with it: an item that is new, or whose pinned
+content changed (a rug pull), is never shown to the client, and a changed `initialize` ends the
+session before it starts.
+
+Version 1 locks pinned only tools' title, description and digests of schemas and annotations: they
+are refused (by `mcpspec run` and lint) until `mcpspec lock` pins the servers again.
 """
 
 from __future__ import annotations
@@ -21,10 +28,16 @@ from mcpspec.output import write_atomically
 
 if TYPE_CHECKING:
     # Only for types: lint reads locks without importing the SDK.
-    from mcp.types import Tool
+    from pydantic import BaseModel
 
 LOCK_NAME = "mcp-sandbox.lock"
-LOCK_VERSION = 1
+LOCK_VERSION = 2
+OLD_VERSIONS = (1,)
+Kind = Literal["tools", "prompts", "resources", "resource_templates"]
+KINDS: tuple[Kind, ...] = ("tools", "prompts", "resources", "resource_templates")
+KEY_OF: Mapping[Kind, str] = {"tools": "name", "prompts": "name", "resources": "uri", "resource_templates": "uriTemplate"}
+ITEM_OF: Mapping[Kind, str] = {"tools": "tool", "prompts": "prompt", "resources": "resource", "resource_templates": "resource template"}
+INITIALIZE_FIELDS = ("serverInfo", "instructions")  # what of `initialize` reaches a person or a model
 
 
 class LockError(Exception):
@@ -39,43 +52,35 @@ def digest(value: Any) -> str | None:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True, slots=True)
-class ToolPin:
-    """What review saw of one tool."""
+def _model(kind: Kind) -> type[BaseModel]:
+    from mcp.types import Prompt, Resource, ResourceTemplate, Tool
 
-    name: str
-    title: str | None
-    description: str
-    input_schema_sha256: str | None
-    output_schema_sha256: str | None
-    annotations_sha256: str | None
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "title": self.title,
-            "description": self.description,
-            "input_schema_sha256": self.input_schema_sha256,
-            "output_schema_sha256": self.output_schema_sha256,
-            "annotations_sha256": self.annotations_sha256,
-        }
-
-    def differences(self, other: ToolPin) -> list[str]:
-        """The fields (as the lock names them) where ``other`` differs from this pin."""
-        mine, theirs = self.as_json(), other.as_json()
-        return [key for key in mine if mine[key] != theirs[key]]
+    models: dict[Kind, type[BaseModel]] = {"tools": Tool, "prompts": Prompt, "resources": Resource, "resource_templates": ResourceTemplate}
+    return models[kind]
 
 
-def pin_of(tool: Tool) -> ToolPin:
-    """The pin of a tool as a server offers it in a `tools/list` result."""
-    annotations = tool.annotations.model_dump(mode="json", exclude_none=True) if tool.annotations is not None else None
-    return ToolPin(
-        name=tool.name,
-        title=tool.title,
-        description=tool.description or "",
-        input_schema_sha256=digest(tool.input_schema),
-        output_schema_sha256=digest(tool.output_schema),
-        annotations_sha256=digest(annotations),
-    )
+def canonical(kind: Kind, item: Any) -> tuple[str, dict[str, Any]]:
+    """An item of a listing (a model, or its JSON) as the lock pins it: its key, and every other field
+    the SDK reads, as JSON (no nulls)."""
+    model = _model(kind)
+    parsed = item if isinstance(item, model) else model.model_validate(item)
+    data = parsed.model_dump(by_alias=True, mode="json", exclude_none=True)
+    key = data.pop(KEY_OF[kind])
+    return str(key), data
+
+
+def initialize_pin(result: Any) -> dict[str, Any]:
+    """What the lock pins of an `initialize` result (an InitializeResult or its JSON)."""
+    from mcp.types import InitializeResult
+
+    parsed = result if isinstance(result, InitializeResult) else InitializeResult.model_validate(result)
+    data = parsed.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return {name: data[name] for name in INITIALIZE_FIELDS if name in data}
+
+
+def differences(pinned: Mapping[str, Any], offered: Mapping[str, Any]) -> list[str]:
+    """The fields where ``offered`` differs from ``pinned`` (a field only one has counts)."""
+    return sorted(name for name in set(pinned) | set(offered) if pinned.get(name) != offered.get(name))
 
 
 Verdict = Literal["pinned", "changed", "new"]
@@ -83,7 +88,7 @@ Verdict = Literal["pinned", "changed", "new"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCheck:
-    """How one offered tool compares with the lock."""
+    """How one offered item compares with the lock."""
 
     name: str
     verdict: Verdict
@@ -91,42 +96,70 @@ class ToolCheck:
 
 
 @dataclass(frozen=True)
+class ServerPins:
+    """What one server offered: its `initialize` fields, and each kind of item by key."""
+
+    initialize: Mapping[str, Any] | None = None
+    items: Mapping[Kind, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+
+    def of(self, kind: Kind) -> Mapping[str, Mapping[str, Any]]:
+        return self.items.get(kind, {})
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"initialize": dict(self.initialize) if self.initialize is not None else None}
+        for kind in KINDS:
+            pins = self.of(kind)
+            out[kind] = {key: dict(pins[key]) for key in sorted(pins)}
+        return out
+
+
+@dataclass(frozen=True)
 class Lock:
-    """Pins per server name."""
+    """Pins per server name. ``outdated``: read from a lock of an older version (it pins nothing)."""
 
-    servers: Mapping[str, Mapping[str, ToolPin]] = field(default_factory=dict)
+    servers: Mapping[str, ServerPins] = field(default_factory=dict)
+    outdated: int | None = None
 
-    def check(self, server: str, offered: Iterable[Tool]) -> list[ToolCheck]:
-        """Compare what ``server`` offers with its pins (a server the lock does not name pins nothing)."""
-        pins = self.servers.get(server, {})
+    def pins(self, server: str, kind: Kind = "tools") -> Mapping[str, Mapping[str, Any]]:
+        entry = self.servers.get(server)
+        return entry.of(kind) if entry is not None else {}
+
+    def check(self, server: str, offered: Iterable[Any], kind: Kind = "tools") -> list[ToolCheck]:
+        """Compare what ``server`` offers (models or their JSON) with its pins (a server the lock does not name pins nothing)."""
+        pins = self.pins(server, kind)
         checks = []
-        for tool in offered:
-            pin = pins.get(tool.name)
+        for item in offered:
+            key, data = canonical(kind, item)
+            pin = pins.get(key)
             if pin is None:
-                checks.append(ToolCheck(tool.name, "new"))
+                checks.append(ToolCheck(key, "new"))
                 continue
-            changed = pin.differences(pin_of(tool))
-            checks.append(ToolCheck(tool.name, "changed", tuple(changed)) if changed else ToolCheck(tool.name, "pinned"))
+            changed = differences(pin, data)
+            checks.append(ToolCheck(key, "changed", tuple(changed)) if changed else ToolCheck(key, "pinned"))
         return checks
 
-    def missing(self, server: str, offered: Iterable[Tool]) -> list[str]:
-        """Pinned tools the server no longer offers."""
-        names = {tool.name for tool in offered}
-        return sorted(set(self.servers.get(server, {})) - names)
+    def check_initialize(self, server: str, result: Any) -> list[str] | None:
+        """The `initialize` fields that differ from the pin; None when the server has no pin."""
+        entry = self.servers.get(server)
+        if entry is None or entry.initialize is None:
+            return None
+        return differences(entry.initialize, initialize_pin(result))
 
-    def with_server(self, server: str, tools: Iterable[Tool]) -> Lock:
-        """A lock where ``server``'s pins are exactly ``tools`` (other servers kept)."""
+    def missing(self, server: str, offered: Iterable[Any], kind: Kind = "tools") -> list[str]:
+        """Pinned items the server no longer offers."""
+        keys = {canonical(kind, item)[0] for item in offered}
+        return sorted(set(self.pins(server, kind)) - keys)
+
+    def with_server(self, server: str, tools: Iterable[Any], initialize: Any = None, **others: Iterable[Any]) -> Lock:
+        """A lock where ``server``'s pins are exactly these (other servers kept); ``others`` by kind."""
         servers = dict(self.servers)
-        servers[server] = {tool.name: pin_of(tool) for tool in tools}
+        listed: dict[Kind, Iterable[Any]] = {"tools": tools, **{kind: others.get(kind, ()) for kind in KINDS[1:]}}
+        items = {kind: dict(canonical(kind, item) for item in values) for kind, values in listed.items()}
+        servers[server] = ServerPins(initialize_pin(initialize) if initialize is not None else None, items)
         return Lock(servers)
 
     def dumps(self) -> str:
-        data = {
-            "version": LOCK_VERSION,
-            "servers": {
-                server: {"tools": {name: pins[name].as_json() for name in sorted(pins)}} for server, pins in sorted(self.servers.items())
-            },
-        }
+        data = {"version": LOCK_VERSION, "servers": {server: pins.as_json() for server, pins in sorted(self.servers.items())}}
         return json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
@@ -147,13 +180,14 @@ def lock_state(spec: str | os.PathLike[str]) -> LockState:
         return LockState(None)
     try:
         lock = load_lock(path)
-        return LockState(frozenset(lock.servers), tools={server: frozenset(pins) for server, pins in lock.servers.items()})
+        return LockState(frozenset(lock.servers), tools={server: frozenset(pins.of("tools")) for server, pins in lock.servers.items()})
     except LockError as exc:
         return LockState(None, str(exc).replace(str(path), LOCK_NAME))
 
 
-def load_lock(path: str | os.PathLike[str]) -> Lock:
-    """Read a lock; LockError (naming the file) when it is not valid."""
+def load_lock(path: str | os.PathLike[str], outdated_ok: bool = False) -> Lock:
+    """Read a lock; LockError (naming the file) when it is not valid, or is of an older version
+    (unless ``outdated_ok``: then a Lock that pins nothing and says its version)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -164,26 +198,31 @@ def load_lock(path: str | os.PathLike[str]) -> Lock:
         raise LockError(f"{path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
     except RecursionError:
         raise LockError(f"{path}:1:1: not JSON: nested too deeply") from None
+    if isinstance(data, dict) and data.get("version") in OLD_VERSIONS:
+        if outdated_ok:
+            return Lock(outdated=int(data["version"]))
+        raise LockError(
+            f"{path}: a version {data['version']} lock, written by an older mcpspec: it pins only the tools' title, description, "
+            f"schemas and annotations; run `mcpspec lock` to pin everything the servers offer now, and review the diff"
+        )
     if not isinstance(data, dict) or data.get("version") != LOCK_VERSION or not isinstance(data.get("servers"), dict):
         raise LockError(f"{path}: not a version {LOCK_VERSION} mcpspec lock file")
-    servers: dict[str, dict[str, ToolPin]] = {}
-    for server, entry in data["servers"].items():
-        tools = entry.get("tools") if isinstance(entry, dict) else None
-        if not isinstance(tools, dict):
-            raise LockError(f"{path}: servers.{server}: expected an object with 'tools'")
-        servers[server] = {name: _pin(path, server, name, value) for name, value in tools.items()}
-    return Lock(servers)
+    return Lock({str(server): _server(path, str(server), entry) for server, entry in data["servers"].items()})
 
 
-_PIN_FIELDS = ("title", "description", "input_schema_sha256", "output_schema_sha256", "annotations_sha256")
-
-
-def _pin(path: str | os.PathLike[str], server: str, name: str, value: Any) -> ToolPin:
-    if not isinstance(value, dict) or set(value) != set(_PIN_FIELDS):
-        raise LockError(f"{path}: servers.{server}.tools.{name}: expected exactly {', '.join(_PIN_FIELDS)}")
-    if not isinstance(value["description"], str) or not all(value[key] is None or isinstance(value[key], str) for key in _PIN_FIELDS):
-        raise LockError(f"{path}: servers.{server}.tools.{name}: every field is a string or null")
-    return ToolPin(name, value["title"], value["description"], value["input_schema_sha256"], value["output_schema_sha256"], value["annotations_sha256"])
+def _server(path: str | os.PathLike[str], server: str, entry: Any) -> ServerPins:
+    if not isinstance(entry, dict) or set(entry) != {"initialize", *KINDS}:
+        raise LockError(f"{path}: servers.{server}: expected exactly initialize, {', '.join(KINDS)}")
+    initialize = entry["initialize"]
+    if initialize is not None and (not isinstance(initialize, dict) or not set(initialize) <= set(INITIALIZE_FIELDS)):
+        raise LockError(f"{path}: servers.{server}.initialize: expected null or an object of {', '.join(INITIALIZE_FIELDS)}")
+    items: dict[Kind, dict[str, dict[str, Any]]] = {}
+    for kind in KINDS:
+        pins = entry[kind]
+        if not isinstance(pins, dict) or not all(isinstance(pin, dict) for pin in pins.values()):
+            raise LockError(f"{path}: servers.{server}.{kind}: expected an object of objects")
+        items[kind] = {str(key): pin for key, pin in pins.items()}
+    return ServerPins(initialize, items)
 
 
 def write_lock(path: str | os.PathLike[str], lock: Lock) -> None:

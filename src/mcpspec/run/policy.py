@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from mcp.types import Tool
 
 from mcpspec.ir.plan import EffectiveSandbox
-from mcpspec.run.lockfile import Lock
+from mcpspec.run.lockfile import ITEM_OF, Kind, Lock
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +19,12 @@ class Hidden:
     name: str
     reason: str  # "unlisted", "new" (not in the lock), "changed" (differs from its pin) or "unoffered" (pinned, not offered)
     detail: str
+    kind: str = "tool"  # or "prompt", "resource", "resource template", "answer to" (initialize)
+
+    @property
+    def label(self) -> str:
+        """How reports name it: a tool by its name, anything else after its kind."""
+        return self.name if self.kind == "tool" else f"{self.kind} {self.name}"
 
 
 @dataclass
@@ -33,6 +40,7 @@ class ToolPolicy:
     offered: dict[str, Hidden | None] | None = None
     refused_pins: set[str] = field(default_factory=set)
     pages: dict[str, Hidden | None] | None = None  # the listing being read; None until its first page
+    hidden_items: dict[Kind, set[str]] = field(default_factory=dict)  # prompts, resources...: hidden by their last listing
 
     def listed(self, name: str) -> bool:
         return name in self.sandbox.tools or self.sandbox.unlisted_tools == "allow"
@@ -54,6 +62,34 @@ class ToolPolicy:
             else:
                 shown.append(tool)
         return shown, hidden
+
+    def screen_items(self, kind: Kind, items: list[Any]) -> tuple[list[Any], list[Hidden]]:
+        """Split a listing of prompts, resources or resource templates (as JSON) into those shown and
+        those hidden: with a lock, only what it pins, unchanged, is shown."""
+        if self.lock is None:
+            return items, []
+        hidden: list[Hidden] = []
+        shown: list[Any] = []
+        refused = self.hidden_items.setdefault(kind, set())
+        for item, check in zip(items, self.lock.check(self.sandbox.name, items, kind), strict=True):
+            if check.verdict == "pinned":
+                shown.append(item)
+                refused.discard(check.name)
+                continue
+            refused.add(check.name)
+            detail = "it is not in mcp-sandbox.lock" if check.verdict == "new" else f"it differs from its pin in mcp-sandbox.lock ({', '.join(check.changed)})"
+            hidden.append(Hidden(check.name, check.verdict, detail, ITEM_OF[kind]))
+        return shown, hidden
+
+    def item_refusal(self, kind: Kind, key: str) -> str | None:
+        """Why a request naming ``key`` (a prompt's name) is refused by the lock; None when it may go on."""
+        if self.lock is None:
+            return None
+        if key not in self.lock.pins(self.sandbox.name, kind):
+            return f"the {ITEM_OF[kind]} {key!r} is not in mcp-sandbox.lock"
+        if key in self.hidden_items.get(kind, set()):
+            return f"the {ITEM_OF[kind]} {key!r} differs from its pin in mcp-sandbox.lock"
+        return None
 
     def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool) -> None:
         """Remember the verdicts of one page of a listing; the last page makes them the offer."""
@@ -86,7 +122,7 @@ class ToolPolicy:
         verdict = offered.get(name)
         if verdict is not None:
             return verdict
-        if name not in offered and name not in self.lock.servers.get(self.sandbox.name, {}):
+        if name not in offered and name not in self.lock.pins(self.sandbox.name):
             return Hidden(name, "new", "it is not in mcp-sandbox.lock")
         if name not in offered:  # pinned, but what the server offers under this name now is unknown
             return Hidden(name, "unoffered", "the server does not offer it now, so it cannot be checked against mcp-sandbox.lock")

@@ -30,8 +30,8 @@ from mcp.types import (
 )
 from pydantic import ValidationError
 
+from mcpspec.run.carriers import ANSWER_KEYS, Refused, carried_request, checked_result, request_params
 from mcpspec.run.framing import (
-    RESULT_KEYS,
     STREAM_CAP,
     FramingError,
     LineReader,
@@ -42,10 +42,11 @@ from mcpspec.run.framing import (
     stream_head,
 )
 from mcpspec.run.limits import CallLimiter
-from mcpspec.run.lockfile import digest
+from mcpspec.run.lockfile import Kind, digest
 from mcpspec.run.policy import Hidden, ToolPolicy
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: the error's data names URLs the client should open
 
 CLIENT_REQUESTS = frozenset(
     {
@@ -60,12 +61,22 @@ SERVER_NOTIFICATIONS = frozenset(
         "notifications/resources/updated", "notifications/prompts/list_changed",
     }
 )  # fmt: skip
-_CALL_KEYS = frozenset(key.decode() for key in RESULT_KEYS)
+
+# What the relay passes of an initialize answer (the rest, ``_meta`` among it, is dropped), and which
+# server capabilities (those it relays; experimental, extensions and tasks are not).
+INITIALIZE_KEYS = frozenset({"protocolVersion", "capabilities", "serverInfo", "instructions"})
+SERVER_CAPABILITIES = ("logging", "prompts", "resources", "tools", "completions")
+LISTS: dict[str, Kind] = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resource_templates"}
+LIST_KEYS: dict[Kind, str] = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resource_templates": "resourceTemplates"}
 
 RequestId = int | str
 # Calls awaiting a decision (listing, limits, approval) hold their arguments: so many, so large at most.
 MAX_JUDGING, MAX_JUDGING_BYTES = 64, 16 * 1024 * 1024
 MAX_PAGES = 100  # pages of tools/list the relay reads to check the tools against the lock
+
+
+class PinRefused(Exception):
+    """What the server sent differs from mcp-sandbox.lock: the request is refused."""
 
 
 class Audit(Protocol):
@@ -280,10 +291,20 @@ class Relay:
             await self.client_error(client_id, METHOD_NOT_FOUND, f"refused by mcpspec run: method {request.method[:100]!r} is not relayed")
             return
         params = message.get("params")
+        answers = sorted(ANSWER_KEYS & params.keys()) if isinstance(params, dict) else []
+        if answers:  # answers to a server's request for input: the relay never showed the client one
+            self.audit.write("message_refused", direction="client", reason=f"params carry {answers[0]}", method=request.method)
+            await self.client_error(client_id, INVALID_PARAMS, f"refused by mcpspec run: {answers[0]} answers a server's request for input, which is never relayed")
+            return
         if request.method == "tools/call" and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
             self.audit.write("message_refused", direction="client", reason="too many calls awaiting a decision", method=request.method)
             text = f"refused by mcpspec run: too many calls awaiting a decision (at most {MAX_JUDGING}, {MAX_JUDGING_BYTES // 2**20} MiB)"
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+            return
+        refusal = self.policy.item_refusal("prompts", str(params.get("name"))) if request.method == "prompts/get" and isinstance(params, dict) else None
+        if refusal is not None:
+            self.audit.write("message_refused", direction="client", reason=refusal, method=request.method)
+            await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
             return
         self.in_flight.add(client_id)
         if request.method == "tools/call":
@@ -302,6 +323,7 @@ class Relay:
         if timeout is not None:
             pending.timeout, pending.deadline = timeout, asyncio.get_running_loop().time() + timeout
             pending.timer = asyncio.create_task(self.expire(server_id, timeout))
+        params = request_params(pending.method, params)
         await self.server.send(_wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params)))
         return server_id
 
@@ -427,11 +449,39 @@ class Relay:
         cancel = JSONRPCNotification(jsonrpc="2.0", method="notifications/cancelled", params={"requestId": server_id, "reason": "call timeout"})
         self.spawn(self.server.send(_wire(cancel)))
 
-    def report_hidden(self, hidden: Hidden, on_call: bool) -> None:
+    def report_hidden(self, hidden: Hidden, on_call: bool) -> None:  # on_call: refused, not only hidden from a listing
         if hidden.reason in ("new", "changed"):
-            self.policy.refused_pins.add(hidden.name)
-            self.note(f"refused tool {hidden.name!r}: {hidden.detail}")
-        self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail)
+            self.policy.refused_pins.add(hidden.label)
+            self.note(f"refused {hidden.kind} {hidden.name!r}: {hidden.detail}")
+        if hidden.kind == "tool":
+            self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail)
+        else:
+            self.audit.write("pin_refused", item=hidden.label, reason=hidden.reason, detail=hidden.detail)
+
+    # --- what else the lock pins ---
+
+    def screen_initialize(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The initialize answer the client may see: only what it needs and what the lock pins (the
+        server's ``_meta`` and capabilities the relay does not relay are dropped); PinRefused when the
+        lock pins other instructions or serverInfo."""
+        lock = self.policy.lock
+        if lock is not None:
+            changed = lock.check_initialize(self.sandbox.name, result)
+            if changed is None or changed:
+                detail = "it is not in mcp-sandbox.lock" if changed is None else f"its {', '.join(changed)} differ from mcp-sandbox.lock"
+                self.report_hidden(Hidden("initialize", "changed", detail, "answer to"), on_call=True)
+                raise PinRefused(f"the server's initialize answer is refused: {detail}")
+        capabilities = result.get("capabilities") or {}
+        kept = {key: capabilities[key] for key in SERVER_CAPABILITIES if key in capabilities}
+        return {key: value for key, value in {**result, "capabilities": kept}.items() if key in INITIALIZE_KEYS}
+
+    def screen_items(self, kind: Kind, result: dict[str, Any]) -> dict[str, Any]:
+        """A prompts, resources or resource templates listing without what the lock does not pin."""
+        key = LIST_KEYS[kind]
+        shown, hidden = self.policy.screen_items(kind, list(result.get(key) or []))
+        for item in hidden:
+            self.report_hidden(item, on_call=False)
+        return {**result, key: shown}
 
     # --- tools/list ---
 
@@ -503,6 +553,7 @@ class Relay:
             self.note(f"dropped a line from the server: {exc}")
             return
         if not isinstance(message, dict):
+            self.audit.write("message_refused", direction="server", reason="a batch or a non-object")
             self.note("dropped a batch or non-object from the server")
             return
         if "method" in message:
@@ -529,20 +580,27 @@ class Relay:
         if "result" in message and "error" in message:
             result, error = None, None  # neither is believed
         if "result" not in message or not isinstance(result, dict):
-            try:
-                data = ErrorData.model_validate(error)
-            except ValidationError:
-                data = ErrorData(code=INTERNAL_ERROR, message="the server sent a malformed reply")
-            if pending.method == "tools/call":
-                self.audit_call(pending.decision, pending.started, "error", 0)
-            await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=client_id, error=data)))
+            await self.pass_error(pending, error)
             return
         try:
+            result = checked_result(pending.method, result)
             if pending.method == "tools/list":
                 result = self.screen_listing(result, pending.first_page)
-            elif pending.method == "tools/call":
-                self.check_call_result(result)
-        except (ValidationError, ValueError):
+            elif pending.method == "initialize":
+                result = self.screen_initialize(result)
+            elif pending.method in LISTS:
+                result = self.screen_items(LISTS[pending.method], result)
+        except PinRefused as exc:
+            await self.client_error(client_id, INTERNAL_ERROR, f"refused by policy: {exc}")
+            return
+        except Refused as exc:  # the server asked the client for something: the client gets an error instead
+            self.audit.write("message_refused", direction="server", reason=str(exc), method=pending.method)
+            self.note(f"refused the server's {pending.method} result: {exc}")
+            if pending.method == "tools/call":
+                self.audit_call(pending.decision, pending.started, "refused", 0, reason=str(exc))
+            await self.client_error(client_id, INTERNAL_ERROR, f"refused by mcpspec run: {exc}; the request was not completed")
+            return
+        except ValueError:  # a pydantic ValidationError too
             self.audit.write("message_refused", direction="server", reason=f"not a {pending.method} result", method=pending.method)
             if pending.method == "tools/call":
                 self.audit_call(pending.decision, pending.started, "malformed", 0)
@@ -555,12 +613,21 @@ class Relay:
                 self.audit_call(pending.decision, pending.started, "error" if result.get("isError") else "ok", len(json.dumps(result)))
         await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
 
-    @staticmethod
-    def check_call_result(result: dict[str, Any]) -> None:
-        extra = set(result) - _CALL_KEYS
-        if extra:
-            raise ValueError(f"keys a call result does not have: {sorted(extra)[:5]}")
-        CallToolResult.model_validate(result)
+    async def pass_error(self, pending: Pending, error: Any) -> None:
+        """A server's error, as its code and message only: its ``data`` may carry anything (URLs to open
+        for an elicitation, -32042, among others), so it never reaches the client."""
+        assert pending.client_id is not None
+        try:
+            data = ErrorData.model_validate(error)
+        except ValidationError:
+            data = ErrorData(code=INTERNAL_ERROR, message="the server sent a malformed reply")
+        if data.data is not None or data.code == URL_ELICITATION_REQUIRED:
+            self.audit.write("message_refused", direction="server", reason="error data not relayed", method=pending.method, code=data.code)
+        if data.code == URL_ELICITATION_REQUIRED:
+            data = ErrorData(code=INTERNAL_ERROR, message="refused by mcpspec run: the server asked the client to open a URL (elicitation)")
+        if pending.method == "tools/call":
+            self.audit_call(pending.decision, pending.started, "error", 0)
+        await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=pending.client_id, error=ErrorData(code=data.code, message=data.message))))
 
     async def server_initiated(self, message: dict[str, Any]) -> None:
         method = str(message.get("method"))[:100]
@@ -568,9 +635,14 @@ class Relay:
             if method not in SERVER_NOTIFICATIONS:
                 self.audit.write("message_refused", direction="server", reason="notification not relayed", method=method)
                 return
+            params = message.get("params")
+            carried = carried_request(params)
+            if carried is not None:
+                self.audit.write("message_refused", direction="server", reason=f"the notification asks the client for input ({carried})", method=method)
+                self.note(f"refused the server's {method}: it asks the client for input ({carried})")
+                return
             if method == "notifications/tools/list_changed":
                 self.policy.forget()
-            params = message.get("params")
             await self.client.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=method, params=params if isinstance(params, dict) else None)))
             return
         request_id = message["id"]
@@ -579,8 +651,9 @@ class Relay:
         if method == "ping":
             await self.server.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=request_id, result={})))
             return
-        # sampling, elicitation, roots: the server would reach the model, the user or the host's paths.
+        # sampling, elicitation, roots (and anything else): the server would reach the model, the user or the host's paths.
         self.audit.write("message_refused", direction="server", reason="server request not relayed", method=method)
+        self.note(f"refused the server's request {method!r}: a server may ask the client nothing")
         reply = JSONRPCError(jsonrpc="2.0", id=request_id, error=ErrorData(code=METHOD_NOT_FOUND, message=f"refused by mcpspec run: {method!r} is not relayed"))
         await self.server.send(_wire(reply))
 

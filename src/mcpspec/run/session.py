@@ -24,7 +24,7 @@ from typing import Any
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.run import watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
-from mcpspec.run.audit import AuditError, AuditLog, Masker
+from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
 from mcpspec.run.launch import LaunchError, PreparedLauncher, prepared_launcher
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
@@ -137,10 +137,11 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
     run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
-    masker = Masker.for_sandbox(sandbox, shapes=sandbox.logging.redact)
+    secrets = secret_values(sandbox)  # read once, as the launcher reads them; they stay in this process
+    masker = Masker([value for _, value in secrets], shapes=sandbox.logging.redact)
     log = AuditLog(sandbox.logging.sink, masker) if sandbox.logging.audit else None
     audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
-    approvals = Approvals(approver, approver_timeout, masker, plan.approvals.show_arguments)
+    approvals = Approvals(approver, approver_timeout, secrets, plan.approvals.show_arguments)
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
     try:
         client_in, client_out = await _client_streams()
@@ -195,7 +196,7 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
         _say(f"{sandbox.name}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandbox was stopped with it")
     elif policy.refused_pins:
         names = clean(", ".join(sorted(policy.refused_pins)), masker)  # the server named them
-        _say(f"{sandbox.name}: refused tools that are new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+        _say(f"{sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code

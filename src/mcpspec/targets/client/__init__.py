@@ -20,6 +20,8 @@ from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Level, 
 from mcpspec.targets.client.formats import CLIENTS, Client, Entry, rule_tool, valid_server_name
 
 _RUN = "tests/test_run_relay_real.py::"
+_CARRIERS = "tests/test_run_carriers.py::"
+_LOCK = "tests/test_lock_everything.py::"
 
 USAGE = """
 ## Running the output
@@ -89,10 +91,21 @@ CAPABILITIES: dict[str, Capability] = {
 CAPABILITIES["call-policy"] = Capability(
     "full",
     "`mcpspec run` relays MCP between the client and the sandbox: it hides and refuses unlisted tools, holds calls that need "
-    "approval for its approver (denied without one), and enforces rate limits and call timeouts",
+    "approval for its approver (denied without one), who is shown the exact arguments the server will get (only the spec's own "
+    "secrets masked, by name; everything escaped to printable ASCII; nothing cut), and enforces rate limits and call timeouts. "
+    "A server may ask the client nothing: roots, elicitation and sampling requests are refused wherever they are carried "
+    "(a request, an input_required result of any method, a tasks result, a notification, a batch, _meta, an error's data). "
+    "With mcp-sandbox.lock, whatever differs from it (initialize instructions and serverInfo, every field of every tool, "
+    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped",
     (_RUN + "test_allowlist_filters_the_listing_and_refuses_unlisted_calls_before_the_server",
      _RUN + "test_approval_command_allows_or_denies_and_a_denied_call_never_arrives",
-     _RUN + "test_rate_limit_refuses_the_call_over_the_rate", _RUN + "test_call_timeout_answers_the_client_and_cancels_at_the_server"),
+     _RUN + "test_rate_limit_refuses_the_call_over_the_rate", _RUN + "test_call_timeout_answers_the_client_and_cancels_at_the_server",
+     _CARRIERS + "test_a_request_for_input_inside_a_result_is_refused",
+     _CARRIERS + "test_a_request_for_input_in_a_notification_a_batch_or_a_request_never_reaches_the_client",
+     _CARRIERS + "test_the_sdk_client_never_answers_a_request_hidden_in_a_result",
+     "tests/test_run_approvals_view.py::test_the_approver_sees_exactly_what_the_server_gets_but_the_specs_secret",
+     _LOCK + "test_a_change_after_locking_is_shown_by_check_and_refused_by_run",
+     _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client"),
 )
 
 
