@@ -20,7 +20,7 @@ from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.spec.models import MINIMAL_ENV as MINIMAL_ENV
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
-from mcpspec.targets.common import header, header_text
+from mcpspec.targets.common import embedded_source, header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
 
@@ -196,8 +196,8 @@ class BwrapTarget:
         launcher = f"{sandbox.name}.py"
         emitted = Emitted({launcher: _launcher(plan, sandbox, egress, _runtime_text())}, {launcher})
         if egress.mode == "proxy":
-            text = header_text(plan, f"egress allowlist of server {sandbox.name}; the launcher adds the port and file lines")
-            emitted.files[f"{sandbox.name}.squid.conf"] = squid_config(egress, text, [])
+            text = header_text(plan, f"egress allowlist of server {sandbox.name}; the launcher adds the port and file lines and the ACL of the host's own addresses")
+            emitted.files[f"{sandbox.name}.squid.conf"] = squid_config(egress, text, [], host_addresses=True)
         return emitted
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
@@ -206,7 +206,9 @@ class BwrapTarget:
 
 @functools.cache
 def _runtime_text() -> str:
-    return resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
+    """The launcher's constant part: the reader of the host's own addresses, then the runtime."""
+    runtime = resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
+    return embedded_source("mcpspec.targets", "own_addresses.py") + "\n\n" + runtime
 
 
 def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
