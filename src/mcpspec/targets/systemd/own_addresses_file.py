@@ -35,6 +35,6 @@ def write_own_addresses(path: str, networks: list[str]) -> None:
 
 if __name__ == "__main__":
     try:
-        write_own_addresses(sys.argv[1], globals()["own_networks"]())
+        write_own_addresses(sys.argv[-1], globals()["own_networks"]())  # argv: -c, a name for ps, FILE
     except (OSError, ValueError) as exc:
         raise SystemExit(f"the host's own addresses could not be written for squid: {exc}") from None
