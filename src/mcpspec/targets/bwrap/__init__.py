@@ -79,6 +79,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
+_PROXY = "tests/test_egress_proxy_attacks.py::"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
@@ -120,15 +121,23 @@ CAPABILITIES: dict[str, Capability] = {
     "egress-allowlist": Capability(
         "full",
         "no network but a unix socket bridged by socat to a per-launch squid that allows only the listed names and ports; the socket's "
-        "host path is removed once the sandbox has it mounted",
+        "host path is removed once the sandbox has it mounted; squid passes only http:// and https:// URLs and CONNECT: its manager "
+        "(cache_object://, /squid-internal-mgr/), its internal pages, TRACE and every other scheme are refused before any other rule, "
+        "and recorded as refused",
         (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist", _REAL + "test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not",
-         _ATTACKS + "test_no_other_sandbox_can_reach_the_egress_socket"),
+         _ATTACKS + "test_no_other_sandbox_can_reach_the_egress_socket", _PROXY + "test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses",
+         _PROXY + "test_squid_answers_nothing_itself_and_passes_only_http_and_connect", _PROXY + "test_connect_to_a_port_the_allowlist_does_not_name_is_refused"),
     ),
     "metadata-blocking": Capability(
         "full",
         "squid refuses metadata addresses and the special-purpose ranges of both families (mcpspec.addresses) after name resolution, "
-        "for literals, bracketed IPv6 and names alike",
+        "for literals, bracketed IPv6 and names alike; squid shares the host's network namespace, so the host's own addresses "
+        "(every local address and local route of both families, read from /proc/net at each launch) are refused like loopback, "
+        "and ahead of address entries when deny holds loopback (@private, @loopback); an address the host gains while a session runs is not",
         (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",
+         _PROXY + "test_the_hosts_own_addresses_are_refused_literal_bracketed_mapped_and_by_name",
+         _PROXY + "test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses",
+         _PROXY + "test_the_reader_finds_every_address_and_local_range_of_the_namespace",
          "tests/test_egress_special_ranges.py::test_squid_refuses_every_sample_literal_bracketed_and_by_name",
          "tests/test_egress_special_ranges.py::test_a_name_with_a_refused_address_among_its_addresses_is_refused",
          _ATTACKS + "test_the_unspecified_and_mapped_forms_of_loopback_do_not_reach_a_host_service"),
@@ -206,9 +215,13 @@ class BwrapTarget:
 
 @functools.cache
 def _runtime_text() -> str:
-    """The launcher's constant part: the reader of the host's own addresses, then the runtime."""
+    """The launcher's constant part: the runtime, with the reader of the host's own addresses ahead of its start."""
     runtime = resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
-    return embedded_source("mcpspec.targets", "own_addresses.py") + "\n\n" + runtime
+    body, start, call = runtime.rpartition('\n\nif __name__ == "__main__":\n')
+    if not start:
+        raise AssertionError("runtime.py ends without its start")
+    reader = "# ---- the host's own addresses (mcpspec.targets.own_addresses, without its docstring) ----\n" + embedded_source("mcpspec.targets", "own_addresses.py")
+    return body + "\n\n" + reader + start + call
 
 
 def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
