@@ -77,6 +77,28 @@ CLIENT = textwrap.dedent(
 )
 
 
+# Run by a sandboxed server: each request of argv[1] sent raw to the proxy its HTTP_PROXY names;
+# prints [status, which of the strings of argv[2] the answer's body holds] of each.
+PROXY_CLIENT = """
+import json, os, socket, sys
+host, port = os.environ["HTTP_PROXY"].removeprefix("http://").rsplit(":", 1)
+out = []
+for request in json.loads(sys.argv[1]):
+    with socket.create_connection((host, int(port)), 5) as s:
+        s.sendall(request.encode("latin-1"))
+        s.settimeout(5)
+        data = b""
+        try:
+            while len(data) < 65536 and (chunk := s.recv(4096)):
+                data += chunk
+        except OSError:
+            pass
+    head, _, body = data.decode("latin-1").partition("\\r\\n\\r\\n")
+    out.append([int(head.split()[1]) if head.startswith("HTTP/") else 0, [m for m in json.loads(sys.argv[2]) if m in body]])
+print(json.dumps(out))
+"""
+
+
 def own_networks_in(python: list[str]) -> list[str]:
     """What the launcher's reader finds where ``python`` runs (in a namespace: ``ip netns exec NS python``), from this source tree."""
     code = "from mcpspec.targets.own_addresses import own_networks; print(chr(10).join(own_networks()))"

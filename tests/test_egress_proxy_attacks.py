@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from egress_lab import ANYIP_V4, ANYIP_V6, FAR_V4, FAR_V6, HOST_V4, HOST_V6, LINK_V4, LINK_V6, PORT, PROXY, Lab, make_lab, status
+from egress_lab import ANYIP_V4, ANYIP_V6, FAR_V4, FAR_V6, HOST_V4, HOST_V6, LINK_V4, LINK_V6, PORT, PROXY, PROXY_CLIENT, Lab, make_lab, status
 from mcpspec.api import load_text
 from mcpspec.targets.build import build_plan
 from mcpspec.targets.egress import SQUID_ONLY_WEB
@@ -165,27 +165,6 @@ def test_the_reader_finds_every_address_and_local_range_of_the_namespace(lab: La
 
 # -- the bwrap launcher, started in the lab's host namespace and attacked from inside its sandbox
 
-# Run in the sandbox: each request of argv[1] sent to the proxy relay; prints [status, markers of argv[2] in the body] of each.
-RAW = """
-import json, socket, sys
-out = []
-for request in json.loads(sys.argv[1]):
-    with socket.create_connection(("127.0.0.1", 3128), 5) as s:
-        s.sendall(request.encode("latin-1"))
-        s.settimeout(5)
-        data = b""
-        try:
-            while len(data) < 65536 and (chunk := s.recv(4096)):
-                data += chunk
-        except OSError:
-            pass
-    head, _, body = data.decode("latin-1").partition("\\r\\n\\r\\n")
-    code = int(head.split()[1]) if head.startswith("HTTP/") else 0
-    out.append([code, [m for m in json.loads(sys.argv[2]) if m in body]])
-print(json.dumps(out))
-"""
-
-
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
     box = root_sandbox()
@@ -202,7 +181,7 @@ def test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses(lab: La
     wrapper.chmod(0o755)
     markers = [*LEAKS, str(lab.base), "far-service", "mcpspec-probe-proxy."]  # the last: the launcher's state directory
     urls = [f"http://far.test:{PORT}/", f"http://{HOST_V4}:{PORT}/", f"http://[{HOST_V6}]:{PORT}/", f"http://own.test:{PORT}/", f"http://own6.test:{PORT}/"]
-    got = call_tools(wrapper, [*(("http_get", {"url": url}) for url in urls), ("spawn", {"argv": ["/usr/bin/python3", "-c", RAW, json.dumps(ITSELF), json.dumps(markers)]})],
+    got = call_tools(wrapper, [*(("http_get", {"url": url}) for url in urls), ("spawn", {"argv": ["/usr/bin/python3", "-c", PROXY_CLIENT, json.dumps(ITSELF), json.dumps(markers)]})],
                      {"MCPSPEC_RUN_ID": "proxy", "MCPSPEC_EGRESS_HOSTS_FILE": str(lab.base / "hosts")})
     assert got[0]["ok"] is True and got[0]["status"] == 200 and got[0]["body"] == "far-service"
     assert [g["status"] for g in got[1:5]] == [403] * 4
@@ -214,3 +193,62 @@ def test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses(lab: La
     assert allowed == [("far.test", PORT)], record["egress_log"]
     refused = {e["host"] for e in record["egress_log"] if e["result"] == "refused"}
     assert {HOST_V4, "own.test", "own6.test", "far.test", "127.0.0.1"} <= refused
+
+
+def test_an_address_entry_naming_a_hosts_own_address_opens_it_unless_deny_holds_loopback(lab: Lab) -> None:
+    """Like 127.0.0.1, a host address the spec lists as an address entry is reachable by that literal
+    (its name still is not); with @private denied as well, the deny wins."""
+    requests = [_request(f"GET http://{HOST_V4}:{PORT}/", f"{HOST_V4}:{PORT}"), _request(f"GET http://own.test:{PORT}/", f"own.test:{PORT}")]
+    listed = lab.answers(lab.squid_conf(_rules(f'{{allow: ["{HOST_V4}:{PORT}"]}}'), lab.own_networks()), requests)
+    assert [status(a) for a in listed] == [200, 403] and "host-service" in listed[0]
+    denied = lab.answers(lab.squid_conf(_rules(f'{{allow: ["{HOST_V4}:{PORT}"], deny: ["@private"]}}'), lab.own_networks()), requests)
+    assert [status(a) for a in denied] == [403, 403]
+
+
+FIB_TRIE = """Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+     |-- 198.51.100.0
+        /24 link UNICAST
+Local:
+  +-- 0.0.0.0/0 3 0 5
+     +-- 127.0.0.0/8 2 0 2
+        +-- 127.0.0.0/31 1 0 0
+           |-- 127.0.0.0
+              /8 host LOCAL
+           |-- 127.0.0.1
+              /32 host LOCAL
+        |-- 127.255.255.255
+           /32 link BROADCAST
+     |-- 198.51.100.7
+        /32 host LOCAL
+     |-- 203.0.113.0
+        /24 host LOCAL
+     |-- 198.51.100.255
+        /32 link BROADCAST
+"""
+IF_INET6 = "00000000000000000000000000000001 01 80 10 80       lo\n20010db8000000000000000000000007 02 40 00 80     eth0\n"
+IPV6_ROUTE = (
+    "20010db8000000000000000000000000 40 00000000000000000000000000000000 00 00000000000000000000000000000000 00000100 00000001 00000000 00000001     eth0\n"
+    "20010db8000100000000000000000000 30 00000000000000000000000000000000 00 00000000000000000000000000000000 00000000 00000001 00000000 80200001       lo\n"
+)
+
+
+def test_the_reader_takes_local_addresses_and_local_routes_and_nothing_routed() -> None:
+    from mcpspec.targets.own_addresses import own_networks_from
+
+    got = own_networks_from(FIB_TRIE, IF_INET6, IPV6_ROUTE)
+    assert got == ["0.0.0.0/32", "127.0.0.0/8", "198.51.100.7/32", "203.0.113.0/24", "::/127", "2001:db8::7/128", "2001:db8:1::/48"]
+
+
+def test_the_systemd_proxy_conf_reads_back_as_narrow_as_without_its_host_address_file() -> None:
+    """The ACL file (unknown at build time) neither widens an allow nor counts as a named deny."""
+    from mcpspec.targets.squid_reader import read_squid
+
+    plan = load_text('version: 1\nproject: lab\nservers:\n  probe:\n    command: [probe]\n    egress: {allow: ["far.test:8080"]}\n', "lab.yaml")
+    conf = build_plan(plan, "systemd").files["probe.squid.conf"]
+    assert 'acl host_addresses dst "/run/mcp-lab_probe_squid/host-addresses"' in conf
+    without = "".join(line + "\n" for line in conf.splitlines() if "host_addresses" not in line)
+    assert read_squid(conf) == read_squid(without)
+    assert read_squid(conf).default == "deny"
