@@ -183,7 +183,8 @@ class Lab:
     def squid_conf(self, rules: str, host_networks: list[str]) -> str:
         """A generated squid.conf's rules with the lines the bwrap launcher adds (``host_networks``: its host ACL)."""
         runtime = [f"http_port 127.0.0.1:{PROXY}", f"pid_filename {self.base}/squid.pid", f"cache_log {self.base}/cache.log",
-                   f"hosts_file {self.base}/hosts", f"coredump_dir {self.base}", *(f"acl host_addresses dst {n}" for n in host_networks)]
+                   f"hosts_file {self.base}/hosts", f"coredump_dir {self.base}", *(f"acl host_addresses dst {n}" for n in host_networks),
+                   f"acl proxy_port port {PROXY}"]
         return "\n".join(runtime) + "\n" + rules + f"access_log stdio:{self.base}/access.log mcpspec\n"
 
     def answers(self, conf: str, requests: list[str]) -> list[str]:

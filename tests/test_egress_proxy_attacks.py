@@ -46,7 +46,8 @@ def _rules(egress: str) -> str:
 
 def _unguarded(rules: str) -> str:
     """The rules as they were before issue 25: no rule 0, no refusal of the host's own addresses."""
-    dropped = {*SQUID_ONLY_WEB, "http_access deny host_addresses", "cachemgr_passwd disable all", "global_internal_static off"}
+    dropped = {*SQUID_ONLY_WEB, "http_access deny host_addresses", "http_access deny host_addresses proxy_port", "cachemgr_passwd disable all",
+               "global_internal_static off"}
     return "".join(line + "\n" for line in rules.splitlines() if line not in dropped)
 
 
@@ -193,6 +194,20 @@ def test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses(lab: La
     assert allowed == [("far.test", PORT)], record["egress_log"]
     refused = {e["host"] for e in record["egress_log"] if e["result"] == "refused"}
     assert {HOST_V4, "own.test", "own6.test", "far.test", "127.0.0.1"} <= refused
+    schemes = {e["scheme"] for e in record["egress_log"] if e["result"] == "refused"}
+    assert {"cache_object", "ftp", "whois", "wais", "urn", "http"} <= schemes, schemes  # the audit names what was tried
+
+
+def test_a_request_to_squids_own_port_is_refused_even_where_an_address_entry_covers_it(lab: Lab) -> None:
+    """An address entry covering loopback and the host's addresses on every port would otherwise
+    let a request through to squid itself (squid forwards it to its own port)."""
+    egress = f'{{allow: ["127.0.0.0/8", "{HOST_V4}/32", "{HOST_V6}/128", "far.test:{PORT}"]}}'
+    selves = [f"127.0.0.1:{PROXY}", f"{HOST_V4}:{PROXY}", f"[{HOST_V6}]:{PROXY}"]
+    requests = [_request(f"GET http://{HOST_V4}:{PORT}/", f"{HOST_V4}:{PORT}"),
+                *(r for authority in selves for r in (_request(f"GET http://{authority}/", authority), _request(f"CONNECT {authority}", authority)))]
+    answers = lab.answers(lab.squid_conf(_rules(egress), lab.own_networks()), requests)
+    assert status(answers[0]) == 200 and "host-service" in answers[0]  # the entry opens the host's service
+    assert [status(a) for a in answers[1:]] == [403] * (len(answers) - 1)
 
 
 def test_an_address_entry_naming_a_hosts_own_address_opens_it_unless_deny_holds_loopback(lab: Lab) -> None:

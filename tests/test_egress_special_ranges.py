@@ -164,7 +164,7 @@ class Lab:
         policy = built.files["probe.squid.conf"]
         runtime = [f"http_port 127.0.0.1:{PROXY}", f"pid_filename {self.base}/squid.pid", f"cache_log {self.base}/cache.log",
                    f"hosts_file {self.base}/hosts", "dns_nameservers 127.0.0.1", f"coredump_dir {self.base}", "cache_dir null /tmp",
-                   *(f"acl host_addresses dst {network}" for network in self.host_networks())]
+                   *(f"acl host_addresses dst {network}" for network in self.host_networks()), f"acl proxy_port port {PROXY}"]
         return "\n".join(runtime) + "\n" + policy + f"access_log stdio:{self.base}/access.log mcpspec\n"
 
     def host_networks(self) -> list[str]:

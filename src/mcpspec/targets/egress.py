@@ -113,19 +113,23 @@ SQUID_ONLY_WEB = (
     "http_access deny trace_method",
 )
 # The ACL of the host's own addresses: defined by the launcher (bwrap) or read from a file
-# written at start (systemd), never in the generated rules, which hold only its use.
+# written at start (systemd), never in the generated rules, which hold only its use. Beside
+# it, PORT_ACL holds squid's own port (the launcher's choice, or the unit's), so a request
+# addressed to squid itself is refused whatever address entry covers the host.
 HOST_ACL = "host_addresses"
+PORT_ACL = "proxy_port"
 
 
 def squid_rules(plan: EgressPlan, host_addresses: bool = False) -> list[str]:
     """The ACL and http_access lines (the part of squid.conf that is policy).
 
     With ``host_addresses`` the rules refuse the ACL of that name (the proxy runs in the
-    host's network namespace; whoever starts it defines the ACL from the host's addresses).
+    host's network namespace; whoever starts it defines the ACL from the host's addresses,
+    and PORT_ACL from squid's port).
     """
     names = [d for d in plan.allow if d.kind != "cidr"]
     addresses = [d for d in plan.allow if d.kind == "cidr"]
-    lines = [*SQUID_ONLY_WEB, "acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
+    lines = [*SQUID_ONLY_WEB, *([f"http_access deny {HOST_ACL} {PORT_ACL}"] if host_addresses else []), "acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
     if plan.default == "deny":
         listed = []
         for index, destination in enumerate(names, 1):
@@ -195,7 +199,7 @@ SQUID_BASE = (
     "httpd_suppress_version_string on",
     "cachemgr_passwd disable all",
     "global_internal_static off",
-    "logformat mcpspec %ts %Ss/%03>Hs %rm %#>rd %>rP",
+    "logformat mcpspec %ts %Ss/%03>Hs %rm %#>rd %>rP %>rs",
 )
 
 

@@ -672,7 +672,7 @@ class Launcher:
             port = free_port()
             conf = (f"http_port 127.0.0.1:{port}\npid_filename {self.state}/squid/squid.pid\n"
                     f"cache_log {self.state}/squid/cache.log\ncoredump_dir {self.state}/squid\nhosts_file {hosts}\n"
-                    f"{host_acl}{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
+                    f"{host_acl}acl proxy_port port {port}\n{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
             with open(f"{self.state}/squid.conf", "w", encoding="utf-8") as handle:
                 handle.write(conf)
             os.chmod(f"{self.state}/squid.conf", 0o644)
@@ -939,9 +939,11 @@ class Launcher:
                 continue
             code = fields[1].partition("/")[2]
             port = fields[4]
+            scheme = fields[5] if len(fields) > 5 and fields[5] != "-" else None
             out.append({"result": "refused" if "DENIED" in fields[1] else "allowed", "method": re.sub(r"[^A-Z]", "", fields[2]),
                         "host": re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3]), "port": int(port) if port.isdigit() else None,
-                        "status": int(code) if code.isdigit() else None})
+                        "status": int(code) if code.isdigit() else None,
+                        "scheme": None if scheme is None else re.sub(r"[^a-z0-9_+.-]", "?", scheme.lower())[:32]})
         return out
 
     def write_audit(self) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.common import embedded_source, header_text
-from mcpspec.targets.egress import HOST_ACL, METADATA_RANGES, EgressPlan, squid_config
+from mcpspec.targets.egress import HOST_ACL, METADATA_RANGES, PORT_ACL, EgressPlan, squid_config
 from mcpspec.targets.systemd.directive import Directive, Fixed, UnitArg, UnitInt, UnitName, UnitNetwork, UnitPath, UnitText, directive, fixed, joined
 from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names
 from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, hardening, render, shell_template
@@ -55,6 +55,7 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
         f"cache_log /var/log/{names.squid_dir}/cache.log",
         "hosts_file /etc/hosts",
         f'acl {HOST_ACL} dst "{own_addresses_path(names)}"',
+        f"acl {PORT_ACL} port {names.squid_port}",
         "logfile_rotate 0",
         "netdb_filename none",
     ]
