@@ -141,6 +141,11 @@ class Lab:
     def inside(self, namespace: str | None = None) -> list[str]:
         return [self.ip, "netns", "exec", namespace or self.host]
 
+    def enter(self) -> list[str]:
+        """A command prefix that runs in ``host``'s network namespace and nothing else: ``ip netns exec``
+        also mounts a sysfs of its own, without the cgroup hierarchies a bwrap launcher makes its cgroup in."""
+        return [require_tool("nsenter"), f"--net=/run/netns/{self.host}"]
+
     def setup(self) -> None:
         run = lambda *argv: subprocess.run(list(argv), check=True)  # noqa: E731
         run(self.ip, "netns", "add", self.host)

@@ -7,6 +7,8 @@ import contextlib
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,7 +36,7 @@ def test_build_writes_launchers_and_manifest_and_is_deterministic(tmp_path: Path
         assert str(REPO).encode() not in data and str(tmp_path).encode() not in data, f"{name} names a path of the build machine"
     manifest = json.loads((first / ".mcpspec-build.json").read_text())
     assert manifest["target"] == "bwrap" and manifest["servers"]["repo"]["controls"]["egress-allowlist"] == "full"
-    assert {f["rule"] for f in manifest["findings"]} == {"TG002", "TG003"}
+    assert {f["rule"] for f in manifest["findings"]} == {"TG003"}  # every boundary full for bwrap; policies partial
     again = run_cli("build", CODING, "--target", "bwrap", "--out", str(first))
     assert "(0 changed)" in again.stderr
 
@@ -119,7 +121,7 @@ def test_unenforceable_spec_fails_closed_and_writes_nothing(tmp_path: Path) -> N
 
 
 def test_fail_on_medium_stops_on_partial_enforcement(tmp_path: Path) -> None:
-    result = run_cli("build", CODING, "--target", "bwrap", "--out", str(tmp_path / "o"), "--fail-on", "medium")
+    result = run_cli("build", CODING, "--target", "systemd", "--out", str(tmp_path / "o"), "--fail-on", "medium")
     assert result.returncode == 1 and "TG002" in result.stderr and not (tmp_path / "o").exists()
 
 
@@ -428,3 +430,45 @@ def test_every_name_the_other_targets_write_is_one_a_rebuild_may_clean() -> None
     from mcpspec.targets.writer import _OWN_NAME
 
     assert [name for name in names if not _OWN_NAME.fullmatch(name)] == []
+
+
+def _build_under_umask(umask: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mcpspec build ARGS` in a process whose umask is ``umask`` from its first instruction on."""
+    return subprocess.run([sys.executable, "-m", "mcpspec", "build", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          check=False, preexec_fn=lambda: os.umask(umask))
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o077])
+def test_the_build_makes_no_directory_or_file_wider_than_0755_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    """Under umask 000 the output was made 0777: another local user could swap a unit or launcher
+    in it before it was installed. Every directory the build makes is at most 0755, every file at
+    most 0644 (a launcher 0755), and a directory that was there keeps its own, tighter mode."""
+    tight = tmp_path / "tight"
+    tight.mkdir(0o700)
+    tight.chmod(0o700)
+    outputs = {
+        "bwrap": (tight / "new" / "deeper" / "bwrap", ["--target", "bwrap"]),
+        "client": (tmp_path / "fresh" / "client", ["--target", "client", "--client", "vscode", "--via", "podman-compose",
+                                                  "--proxy-image", "localhost/squid@sha256:" + "c" * 64]),
+        "systemd": (tight, ["--target", "systemd"]),
+    }
+    for name, (out, args) in outputs.items():
+        spec = str(REPO / "examples" / ("package-analysis.yaml" if name == "client" else "coding-agent.yaml"))
+        result = _build_under_umask(umask, spec, *args, "--out", str(out))
+        assert result.returncode == 0, (name, result.stderr)
+    assert stat.S_IMODE(tight.stat().st_mode) == 0o700, "a directory that was there is not chmodded"
+    seen_dirs = seen_files = 0
+    for path in tmp_path.rglob("*"):
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        if path.is_dir():
+            seen_dirs += 1
+            assert mode & ~0o755 == 0, f"{path.relative_to(tmp_path)} is {oct(mode)} under umask {oct(umask)}"
+        else:
+            seen_files += 1
+            widest = 0o755 if path.suffix == ".py" else 0o644
+            assert mode & ~widest == 0, f"{path.relative_to(tmp_path)} is {oct(mode)} under umask {oct(umask)}"
+    made = [tmp_path / "tight" / "new", tmp_path / "tight" / "new" / "deeper", tmp_path / "fresh", tmp_path / "fresh" / "client" / "compose"]
+    assert all(path.is_dir() for path in made) and seen_dirs >= 6 and seen_files >= 8
+    if umask == 0o000:  # exactly what was asked for: the umask takes nothing away
+        assert {oct(stat.S_IMODE(path.stat().st_mode)) for path in made} == {"0o755"}
+        assert stat.S_IMODE((tight / "new" / "deeper" / "bwrap" / "repo.py").stat().st_mode) == 0o755

@@ -178,7 +178,7 @@ def test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses(lab: La
     spec = sandbox.spec("proxy", f"    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    logging: {{audit: true, sink: {audit}}}\n    egress: {PRIVATE_DENIED}")
     launcher = sandbox.build(spec, accept=("NW002",))  # default allow with a private-reading tool, on purpose
     wrapper = sandbox.base / "in-lab.sh"
-    wrapper.write_text(f"#!/bin/sh\nexec {lab.ip} netns exec {lab.host} {launcher}\n", encoding="utf-8")
+    wrapper.write_text(f"#!/bin/sh\nexec {' '.join(lab.enter())} {launcher}\n", encoding="utf-8")
     wrapper.chmod(0o755)
     markers = [*LEAKS, str(lab.base), "far-service", "mcpspec-probe-proxy."]  # the last: the launcher's state directory
     urls = [f"http://far.test:{PORT}/", f"http://{HOST_V4}:{PORT}/", f"http://[{HOST_V6}]:{PORT}/", f"http://own.test:{PORT}/", f"http://own6.test:{PORT}/"]

@@ -301,7 +301,9 @@ def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: 
         spec = sandbox.spec("named", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["docs.example.org:{PORT}"]}}')
         launcher = sandbox.build(spec)
         wrapper = sandbox.base / "in-namespace.sh"
-        wrapper.write_text(f"#!/bin/sh\nexec {lab.ip} netns exec {lab.host} {launcher}\n", encoding="utf-8")
+        # nsenter enters the network namespace alone: `ip netns exec` also mounts a sysfs of its own, without
+        # the cgroup hierarchies the launcher makes the sandbox's cgroup in.
+        wrapper.write_text(f"#!/bin/sh\nexec {' '.join(lab.enter())} {launcher}\n", encoding="utf-8")
         wrapper.chmod(0o755)
         got = call_tools(
             wrapper,

@@ -314,10 +314,13 @@ def test_via_compose_each_entry_runs_its_service_of_the_compose_build_beside_it(
     for name, server in servers.items():
         assert server["command"] == command
         assert server["args"] == [*head, "--project-name", f"mcpspec-acme-coder-{client}", "--file", "/srv/build/client/compose/compose.yaml", "run", "--rm", "-T", name]
-        # compose reads the whole file, whose workspace volume needs the run directory: every entry sets it
-        assert server["env"] == {"MCPSPEC_RUN_DIR": f"/srv/ws/coder/{client}"}
+        # compose reads the whole file, whose workspace volume needs the run directory: every entry sets it;
+        # podman-compose reads the seccomp profiles from its working directory, which COMPOSE_PROJECT_DIR sets
+        project_dir = {"COMPOSE_PROJECT_DIR": "/srv/build/client/compose"} if via == "podman-compose" else {}
+        assert server["env"] == {"MCPSPEC_RUN_DIR": f"/srv/ws/coder/{client}", **project_dir}
+    assert {"compose/net.seccomp.json", "compose/repo.seccomp.json", "compose/mcpspec-helpers.seccomp.json"} <= set(build.files)
     compose = build.files["compose/compose.yaml"]
-    assert "${MCPSPEC_RUN_DIR:?" in compose and "mcpspec-egress" in compose
+    assert "${MCPSPEC_RUN_DIR:?" in compose and "net_egress:" in compose and "network_mode: service:net_link" in compose
     for name, text in build.files.items():
         if not name.startswith(("compose/", MANIFEST)):
             assert "canary" not in text and "/srv/canary-secret-file" not in text, name

@@ -109,9 +109,9 @@ def setup() -> Iterator[Setup]:
         (run_dir / sub).mkdir(parents=True)
         (run_dir / sub).chmod(0o777)
     outer = f"{project}_fetch_out"
-    env = {**podman_env(), "MCPSPEC_RUN_DIR": str(run_dir)}
+    env = {**podman_env(), **entries["probe"]["env"]}
     # The entries fix the project's name: clear what an interrupted run of this test may have left.
-    _run(compose, "--project-name", project, "--file", compose_file, "down", "-t", "0", env=env, check=False, timeout=180)
+    _run(compose, "--project-name", project, "--file", compose_file, "down", "-v", "-t", "0", env=env, check=False, timeout=180)
     _run(podman, "rm", "-f", "-t", "0", f"{project}-allowed", check=False)
     _run(podman, "network", "rm", "-f", outer, check=False)
     target_ip = _create_internal_network(podman, outer)
@@ -120,7 +120,7 @@ def setup() -> Iterator[Setup]:
         start_test_host(podman, image, host, outer, target_ip)
         yield Setup(base, entries, target_ip, f"{Path(compose).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}")
     finally:
-        _run(compose, "--project-name", project, "--file", compose_file, "down", "-t", "0", env=env, check=False, timeout=180)
+        _run(compose, "--project-name", project, "--file", compose_file, "down", "-v", "-t", "0", env=env, check=False, timeout=180)
         _run(podman, "rm", "-f", "-t", "0", host, check=False)
         _run(podman, "network", "rm", "-f", outer, check=False)
         if not os.environ.get("MCPSPEC_KEEP_COMPOSE_RUN"):

@@ -20,6 +20,8 @@ from mcpspec.api import SpecError, load, load_text
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
 from mcpspec.targets.compose.reader import read_build
+from mcpspec.targets.seccomp import oci_profile, syscall_policy
+from mcpspec.targets.seccomp.policy import policy_for_families
 
 SCHEMA = json.loads((REPO / "tests" / "data" / "compose-spec.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.validators.validator_for(SCHEMA)(SCHEMA)
@@ -97,7 +99,12 @@ def test_service_hardening() -> None:
     document = _valid(build.files["compose.yaml"])
     alpha = document["services"]["alpha"]
     assert alpha["user"] == "1000:1000" and alpha["read_only"] is True and alpha["cap_drop"] == ["ALL"]
-    assert alpha["security_opt"] == ["no-new-privileges:true"] and alpha["network_mode"] == "none"
+    assert alpha["security_opt"] == ["no-new-privileges:true", "seccomp=./alpha.seccomp.json"] and alpha["network_mode"] == "none"
+    profile = json.loads(build.files["alpha.seccomp.json"])
+    assert (profile["defaultAction"], profile["defaultErrnoRet"]) == ("SCMP_ACT_ERRNO", 1)
+    assert profile == oci_profile(syscall_policy(load_text(dump(spec), "mcp-sandbox.yaml").servers["alpha"]))  # the project's one policy
+    socket_rules = [rule for rule in profile["syscalls"] if rule["names"] == ["socket"]]
+    assert [rule["args"][0]["valueTwo"] for rule in socket_rules] == [1]  # AF_UNIX only: no egress, no HTTP
     assert (alpha["mem_limit"], alpha["cpus"], alpha["pids_limit"]) == (256 * 2**20, 0.5, 32)
     assert alpha["labels"] == {"mcpspec.project": "acme", "mcpspec.server": "alpha", "mcpspec.agents": ""}
     volumes = {v["target"]: v for v in alpha["volumes"]}
@@ -108,14 +115,25 @@ def test_service_hardening() -> None:
     assert document["secrets"] == {"tok": {"file": "/etc/mcp/tok"}, "gh": {"file": "${HOME:?HOME must be set}/gh"}}
     assert alpha["entrypoint"][:5] == ["/bin/sh", "/mcpspec/entrypoint.sh", "GH_TOKEN=/run/secrets/mcpspec-env/GH_TOKEN", "--", "/srv"]
     assert "environment" not in alpha  # a secret is never an environment: value
-    web = document["services"]["web"]
-    assert web["networks"] == ["web_net"] and document["networks"]["web_net"] == {"internal": True}
+    # No server joins a network: each lives in its link's namespace (loopback only), the helpers hold the sockets.
+    web, web_link, web_port = (document["services"][name] for name in ("web", "web_link", "web_port"))
+    assert web["network_mode"] == "service:web_link" and "networks" not in web and web["depends_on"] == ["web_link", "web_port"]
+    assert web_link["network_mode"] == "none" and web_link["entrypoint"][-1] == "exec /usr/bin/socat UNIX-LISTEN:/mcpspec/link/http.sock,fork,unlink-early TCP4:127.0.0.1:8100"
+    assert web_port["ports"] == ["127.0.0.1:8100:8000"] and web_port["networks"] == ["web_pub"] and document["networks"]["web_pub"] == {}
     assert web["healthcheck"]["test"][-1] == "http://127.0.0.1:8100/"
     fetch, proxy = document["services"]["fetch"], document["services"]["fetch_egress"]
-    assert fetch["networks"] == ["fetch_net"] and fetch["depends_on"] == ["fetch_egress"]
-    assert "HTTPS_PROXY=http://mcpspec-egress:3128" in fetch["environment"]
-    assert proxy["image"] == PROXY.proxy_image and proxy["networks"]["fetch_net"] == {"aliases": ["mcpspec-egress"]}
+    assert fetch["network_mode"] == "service:fetch_link" and fetch["depends_on"] == ["fetch_link", "fetch_egress"]
+    assert "HTTPS_PROXY=http://127.0.0.1:3128" in fetch["environment"]
+    assert proxy["image"] == PROXY.proxy_image and proxy["networks"] == ["fetch_out"]
     assert document["networks"]["fetch_out"] == {} and "fetch.squid.conf" in build.files
+    for helper in ("web_link", "web_port", "fetch_link", "fetch_egress"):
+        svc = document["services"][helper]
+        assert (svc["user"], svc["read_only"], svc["cap_drop"]) == ("65532:65532", True, ["ALL"])
+        assert svc["security_opt"] == ["no-new-privileges:true", "seccomp=./mcpspec-helpers.seccomp.json"]
+    assert json.loads(build.files["mcpspec-helpers.seccomp.json"]) == oci_profile(policy_for_families(("AF_INET", "AF_INET6", "AF_UNIX")))
+    assert document["services"]["fetch"]["security_opt"][1] == "seccomp=./fetch.seccomp.json" and "fetch.seccomp.json" in build.files
+    assert all("mcpspec/link" not in str(v) for name in ("web", "fetch") for v in document["services"][name]["volumes"])
+    assert document["volumes"]["fetch_sockets"]["driver_opts"]["type"] == "tmpfs"
     assert "acl listed_1 dstdomain -n pypi.mirror.acme.example" in build.files["fetch.squid.conf"]
 
 
@@ -175,3 +193,31 @@ def test_a_file_secret_another_server_can_write_is_refused(source: str, mode: st
                         "reader": {"image": IMAGE, "command": ["/srv"], "secrets": [{"use": "t", "as": {"file": "/run/secrets/t"}}]}}}
     found = [r for r in _build(dump(spec)).results if r.code == "TG001" and "a server of this spec can write" in r.message]
     assert bool(found) == refused, [r.message for r in found]
+
+
+def test_the_reader_follows_a_server_into_its_links_namespace_and_out_only_through_its_proxy() -> None:
+    spec = {"version": 1, "project": "acme", "servers": {
+        "web": {"image": IMAGE, "command": ["/srv"], "transport": {"type": "http", "port": 8100}},
+        "fetch": {"image": IMAGE, "command": ["/srv"], "egress": {"allow": ["pypi.mirror.acme.example:443"]}}}}
+    build = _build(dump(spec))
+    grants = read_build(build.files)
+    assert sorted(grants) == ["fetch", "web"]  # helpers are read as their server's way out, not as servers
+    assert grants["web"].egress.mode == "none" and grants["fetch"].egress.mode == "proxy"
+    document = yaml.safe_load(build.files["compose.yaml"])
+    # Anything else that can reach the sockets of the link's namespace is a way out to everything.
+    labels = {"mcpspec.role": "intruder"}
+    for intruder in ({"image": IMAGE, "labels": labels, "networks": ["fetch_out"], "volumes": [{"type": "volume", "source": "fetch_sockets", "target": "/s"}]},
+                     {"image": IMAGE, "labels": labels, "network_mode": "service:web_link", "volumes": [{"type": "volume", "source": "other", "target": "/s"}]}):
+        relay = {"image": IMAGE, "labels": labels, "networks": ["fetch_out"], "volumes": [{"type": "volume", "source": "other", "target": "/s"}]}
+        tampered = dict(document, services={**document["services"], "intruder": intruder, "relay": relay})
+        files = {**build.files, "compose.yaml": yaml.safe_dump(tampered)}
+        read = read_build(files)
+        assert "direct" in (read["fetch"].egress.mode, read["web"].egress.mode), intruder
+
+
+def test_an_http_server_without_its_port_service_stays_off_every_network_and_says_so() -> None:
+    spec = {"version": 1, "project": "acme", "servers": {"web": {"image": IMAGE, "command": ["/srv"], "transport": {"type": "http", "port": 8100}}}}
+    build = _build(dump(spec), options=None)
+    document = _valid(build.files["compose.yaml"])
+    assert document["services"]["web"]["network_mode"] == "none" and "networks" not in document and sorted(document["services"]) == ["web"]
+    assert any(r.code == "TG002" and "unreachable" in r.message for r in build.results), [r.message for r in build.results]

@@ -16,10 +16,13 @@ import json
 import os
 import random
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,8 +40,10 @@ from podman_images import Recipe, pinned, podman_env
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
 from harness import call_tools, copy_mcp_closure, sandbox_python_matches
 
-IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid"))
+IMAGE = Recipe("mcpspec-compose-test", ("python3", "squid", "socat"))
 PROBE = Path(__file__).parent / "probe" / "probe_server.py"
+NET_PROBE = Path(__file__).parent / "probe" / "net_probe.py"
+SYSCALL_PROBE = Path(__file__).parent / "probe" / "syscall_probe.py"
 # The test host's network: internal (no packet leaves it) and in public address space, because the
 # proxy refuses private ranges by default. The third octet is drawn per run and retried when a
 # subnet is taken (by the host, or by a network an interrupted run left behind).
@@ -88,6 +93,13 @@ servers:
       - {{from: {base}/site, to: /opt/site}}
       - {{from: {base}/probe, to: /opt/probe}}
     lifecycle: {{max_lifetime: 4s}}
+  web:
+    image: {image}
+    command: [/usr/bin/python3, /opt/probe/net_probe.py, serve, "{port}"]
+    # mcpspec: ignore[TS002] reason: the test's own probe, reached only by the test through 127.0.0.1
+    transport: {{type: http, port: {port}}}
+    mounts:
+      - {{from: {base}/probe, to: /opt/probe}}
 """
 
 
@@ -105,6 +117,8 @@ class Stack:
         self.podman, self.compose, self.base = podman, compose, base
         self.project = f"creal{uuid.uuid4().hex[:8]}"
         self.target_ip = ""
+        self.web_port = 0
+        self.image = ""
         self.dir = base / "build"
         self.dir.mkdir()
         for name, text in files.items():
@@ -116,23 +130,24 @@ class Stack:
         (self.run_dir / "input" / "data.txt").write_text("input\n")
 
     def env(self) -> dict[str, str]:
-        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir)}
+        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir), "COMPOSE_PROJECT_DIR": str(self.dir)}
 
     def args(self, *rest: str) -> list[str]:
         return ["-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
 
-    def up(self, service: str) -> None:
-        _run(self.compose, *self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
+    def up(self, *services: str) -> None:
+        for service in services:
+            _run(self.compose, *self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
 
     def call(self, service: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         launcher = self.base / f"{service}.sh"
-        words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", "--no-deps", service)])
+        words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", service)])
         launcher.write_text(f"#!/bin/sh\nexec {words} 2>>{self.base}/compose-stderr.log\n")
         launcher.chmod(0o755)
-        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "HOME", "PATH")}, timeout=120)
+        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "COMPOSE_PROJECT_DIR", "HOME", "PATH")}, timeout=120)
 
     def down(self) -> None:
-        _run(self.compose, *self.args("down", "-t", "0"), env=self.env(), check=False, timeout=180)
+        _run(self.compose, *self.args("down", "-v", "-t", "0"), env=self.env(), check=False, timeout=180)
 
 
 def _create_internal_network(podman: str, name: str) -> str:
@@ -147,6 +162,56 @@ def _create_internal_network(podman: str, name: str) -> str:
             raise AssertionError(f"podman network create {subnet} {name} failed:\n{done.stderr[-3000:]}")
         taken.append(subnet)
     raise AssertionError(f"no free subnet for the test network; taken: {taken}")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class HostService:
+    """A service of the test machine listening on every address (:: with IPv4 mapped, like 0.0.0.0): records who connects."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("::", 0))
+        self.sock.listen(64)
+        self.port: int = self.sock.getsockname()[1]
+        self.peers: list[str] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return
+            self.peers.append(str(peer[0]))
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def host_addresses(podman: str) -> list[str]:
+    """Every address of this machine a container could aim at: each podman network's gateways, the
+    link-local addresses of their bridges (as seen through a container's eth0), and the machine's own
+    global addresses. All of them are the test machine's: no packet sent to them leaves it."""
+    addresses: list[str] = []
+    names = _run(podman, "network", "ls", "--format", "{{.Name}}").stdout.split()
+    for network in json.loads(_run(podman, "network", "inspect", *names).stdout):
+        addresses += [subnet["gateway"] for subnet in network.get("subnets") or [] if subnet.get("gateway")]
+        bridge = network.get("network_interface")
+        shown = subprocess.run(["ip", "-j", "-6", "addr", "show", "dev", bridge], capture_output=True, text=True, check=False) if bridge else None
+        if shown is not None and shown.returncode == 0 and shown.stdout.strip():
+            addresses += [f"{a['local']}%eth0" for link in json.loads(shown.stdout) for a in link.get("addr_info", []) if a.get("scope") == "link"]
+    for link in json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True, check=True).stdout):
+        addresses += [a["local"] for a in link.get("addr_info", []) if a.get("scope") == "global"]
+    return sorted(set(addresses))
 
 
 def compose_tools() -> tuple[str, str, str]:
@@ -166,6 +231,8 @@ def probe_base(prefix: str) -> Path:
     copy_mcp_closure(base / "site")
     (base / "probe").mkdir()
     shutil.copy(PROBE, base / "probe" / "probe_server.py")
+    shutil.copy(NET_PROBE, base / "probe" / "net_probe.py")
+    shutil.copy(SYSCALL_PROBE, base / "probe" / "syscall_probe.py")
     for path in (base / "site", base / "probe"):
         for sub in [path, *path.rglob("*")]:
             sub.chmod(0o755 if sub.is_dir() else 0o644)
@@ -184,10 +251,12 @@ def stack() -> Iterator[Stack]:
     base = probe_base("mcpspec-compose-")
     (base / "token").write_text(TOKEN + "\n")
     (base / "gh").write_text(ENV_TOKEN + "\n")
-    plan = load_text(SPEC.format(image=image, base=base), "mcp-sandbox.yaml")
+    web_port = _free_port()
+    plan = load_text(SPEC.format(image=image, base=base, port=web_port), "mcp-sandbox.yaml")
     build = build_plan(plan, "compose", options=BuildOptions(proxy_image=image))
     assert not build.blocked, [r.message for r in build.active]
     box = Stack(podman, compose, base, {k: v for k, v in build.files.items() if not k.startswith(".")})
+    box.web_port, box.image = web_port, image
     # The proxy's outer network, made before compose so compose uses it: internal, own subnet, one test host on it.
     outer = f"{box.project}_fetch_out"
     box.target_ip = _create_internal_network(podman, outer)
@@ -239,14 +308,16 @@ def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:
         ("connect", {"host": "127.0.0.2", "port": 80}), ("connect", {"host": stack.target_ip, "port": 80}), ("listen", {"port": 8080}),
         ("read_path", {"path": "/proc/net/dev"})])
     assert not loopback["ok"] and not test_host["ok"]
-    assert test_host["errno"] in (101, 113)  # ENETUNREACH, EHOSTUNREACH: network_mode none has no route at all
-    assert listen["ok"]  # a listener, but in a namespace whose only interface is its own loopback: nothing can reach it
+    # EPERM: the syscall filter of a server without egress or HTTP refuses AF_INET sockets; were one made,
+    # network_mode none has no route at all (ENETUNREACH, EHOSTUNREACH) and no interface but its own loopback
+    assert test_host["errno"] == 1 and loopback["errno"] == 1, (test_host, loopback)
+    assert not listen["ok"]
     devices = [line.split(":")[0].strip() for line in interfaces["data"].splitlines()[2:]]
     assert devices == ["lo"], devices
 
 
 def test_only_the_allowlisted_name_goes_through_the_proxy(stack: Stack) -> None:
-    stack.up("fetch_egress")
+    stack.up("fetch_link", "fetch_egress")
     allowed, denied, metadata, unlisted_literal, direct = stack.call("fetch", [
         ("http_get", {"url": "http://allowed.test/"}), ("http_get", {"url": "http://denied.test/"}),
         ("http_get", {"url": "http://169.254.169.254/latest/meta-data/"}), ("http_get", {"url": f"http://{stack.target_ip}/"}),
@@ -289,3 +360,109 @@ def test_limits_hold(stack: Stack) -> None:
     with pytest.raises(AssertionError):  # the shim ends the server at max_lifetime, mid-call
         stack.call("brief", [("pause", {"seconds": 30})])
     assert time.monotonic() - started < 25
+
+
+def _post(url: str, request: dict[str, Any], seconds: float = 60) -> dict[str, Any]:
+    """POST to the HTTP server through its published port, retrying while the stack starts."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, json.dumps(request).encode(), method="POST"), timeout=60) as response:
+                answer: dict[str, Any] = json.loads(response.read())
+                return answer
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+
+
+def _held(result: dict[str, Any], service: HostService) -> None:
+    """Nothing of the host was in reach: no interface but loopback, no gateway, no connection, no DNS answer."""
+    assert result["devices"] == ["lo"] and result["gateways"] == [], result
+    assert not [t for t, r in result["connect"].items() if r == "connected"], result["connect"]
+    assert not [q for q, r in result["dns"].items() if r == "answered"], result["dns"]
+    assert all(not r.startswith("resolved") for r in result["resolve"].values()), result["resolve"]
+    assert service.peers == []
+
+
+def test_no_host_address_or_resolver_in_reach_of_a_networked_server(stack: Stack) -> None:
+    """Issue 25 items 12-13: a server on a bridge (even an internal one) reaches every host service on
+    0.0.0.0/:: through the bridge's gateway, and its DNS server forwards any name to the host's resolvers.
+    The HTTP server (egress denied, port published) and the allowlisted server attack every host address,
+    both families, and every resolver in sight; a server placed the old way (on an internal network) is
+    the control that shows the attack reaches the host there."""
+    service = HostService()
+    control = f"{stack.project}-control"
+    try:
+        stack.up("web_link", "web_port", "web", "fetch_link", "fetch_egress")
+        targets = [[address, service.port] for address in host_addresses(stack.podman)]
+        request = {"targets": targets, "names": [control], "port": service.port}
+        web = _post(f"http://127.0.0.1:{stack.web_port}/", request)  # through the published port: the layout works
+        _held(web, service)
+        fetched, = stack.call("fetch", [("spawn", {"argv": ["/usr/bin/python3", "/opt/probe/net_probe.py", "attack", json.dumps(request)]})])
+        assert fetched["status"] == 0, fetched
+        _held(json.loads(fetched["stdout"]), service)
+        ipv4 = [address for address, _ in targets if ":" not in address]
+        through_proxy = stack.call("fetch", [("http_get", {"url": f"http://{address}:{service.port}/"}) for address in ipv4])
+        assert all(answer["status"] == 403 for answer in through_proxy), through_proxy
+        assert service.peers == []
+        # The control: the old layout (an internal network of its own) reaches the host and a resolver.
+        network = f"{stack.project}_control"
+        _run(stack.podman, "network", "create", "--internal", network)
+        targets = [[address, service.port] for address in host_addresses(stack.podman)]
+        done = _run(stack.podman, "run", "--rm", "--name", control, "--network", network, "--user", "65532:65532", "--cap-drop", "ALL",
+                    "-v", f"{stack.base}/probe:/opt/probe:ro", stack.image, "/usr/bin/python3", "/opt/probe/net_probe.py", "attack",
+                    json.dumps({"targets": targets, "names": [control], "port": service.port}))
+        old = json.loads(done.stdout)
+        assert "eth0" in old["devices"] and old["gateways"], old
+        assert [t for t, r in old["connect"].items() if r == "connected"] and service.peers, old["connect"]
+        assert [q for q, r in old["dns"].items() if r == "answered"], old["dns"]
+    finally:
+        service.close()
+        _run(stack.podman, "rm", "-f", "-t", "0", control, check=False)
+        _run(stack.podman, "network", "rm", "-f", f"{stack.project}_control", check=False)
+
+
+# What the project's policy refuses for every server and helper (issue 25 item 2); the probe makes each call raw.
+REFUSED = (
+    "io_uring_setup", "keyctl_session_keyring_id", "keyctl_read_session_keyring", "add_key", "request_key", "userfaultfd",
+    "perf_event_open", "bpf", "ptrace_attach_child", "ptrace_traceme", "process_vm_readv_child", "unshare_user", "unshare_mount",
+    "unshare_net", "clone_newuser", "clone3_newuser", "setns", "mount_tmpfs", "kexec_load", "init_module", "ioctl_tiocsti",
+    "ioctl_tiocsti_upper_bits", "personality_no_randomize", "socket_vsock", "socket_netlink", "socket_packet",
+)
+NEEDED = ("clone_plain", "personality_query", "socketpair_unix", "socket_unix")
+SYSCALL_PROBE_ARGV = ["/usr/bin/python3", "/opt/probe/syscall_probe.py"]
+
+
+def _refused_as_the_policy_says(answers: dict[str, str], inet: bool, where: str) -> None:
+    assert not [name for name in REFUSED if answers[name] not in ("EPERM", "ENOSYS")], (where, {n: answers[n] for n in REFUSED})
+    assert all(answers[name] == "ok" for name in NEEDED), (where, answers)
+    assert (answers["socket_inet"], answers["socket_inet6"]) == (("ok", "ok") if inet else ("EPERM", "EPERM")), (where, answers)
+
+
+def _exec_probe(stack: Stack, service: str) -> dict[str, str]:
+    """The probe in a running service's container, read from stdin (helpers mount no probe): podman exec
+    runs it under the container's seccomp profile."""
+    done = subprocess.run([stack.podman, "exec", "-i", "--user", "65532:65532", f"{stack.project}_{service}_1", "/usr/bin/python3", "-"],
+                          input=SYSCALL_PROBE.read_text(encoding="utf-8"), capture_output=True, text=True, timeout=120, env=podman_env(), check=False)
+    assert done.returncode == 0, (service, done.stderr[-2000:])
+    answers: dict[str, str] = json.loads(done.stdout)
+    return answers
+
+
+def test_syscall_filter_refuses_what_the_policy_refuses(stack: Stack) -> None:
+    """Every service runs under the generated seccomp profile: io_uring, keyrings, bpf, perf, userfaultfd,
+    ptrace, new namespaces, AF_VSOCK and AF_NETLINK sockets are refused inside each, with the server's
+    socket families from its egress. The control is podman's default profile on the same image, which
+    allows AF_VSOCK, AF_NETLINK, keyctl and new user namespaces here."""
+    stack.up("web_link", "web_port", "web", "fetch_link", "fetch_egress")
+    probe, = stack.call("probe", [("spawn", {"argv": SYSCALL_PROBE_ARGV})])
+    _refused_as_the_policy_says(json.loads(probe["stdout"]), inet=False, where="probe (stdio, egress denied)")
+    fetch, = stack.call("fetch", [("spawn", {"argv": SYSCALL_PROBE_ARGV})])
+    _refused_as_the_policy_says(json.loads(fetch["stdout"]), inet=True, where="fetch (allowlist)")
+    _refused_as_the_policy_says(_exec_probe(stack, "web"), inet=True, where="web (HTTP)")
+    for helper in ("web_link", "web_port", "fetch_link", "fetch_egress"):
+        _refused_as_the_policy_says(_exec_probe(stack, helper), inet=True, where=helper)
+    default = json.loads(_run(stack.podman, "run", "--rm", "--network", "none", "--user", "65532:65532", "--cap-drop", "ALL",
+                              "--security-opt", "no-new-privileges", "-v", f"{stack.base}/probe:/opt/probe:ro", stack.image, *SYSCALL_PROBE_ARGV).stdout)
+    assert [name for name in REFUSED if default[name] not in ("EPERM", "ENOSYS")], default

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import errno
 import json
 import os
 import re
@@ -23,11 +24,14 @@ from mcpspec.targets.build import MANIFEST, Build, file_digest
 # A name a target writes: a file, or a file in one of the directories of the output that targets
 # write in (a client's `.vscode/mcp.json`, the compose build under `compose/`). Each part may start
 # with one dot, never two, so no part is `.` or `..`; no other directory (`.git/`) is ever touched.
-OUTPUT_SUBDIRS = (".claude", ".codex", ".cursor", ".vscode", "compose")
+OUTPUT_SUBDIRS = (".claude", ".codex", ".cursor", ".vscode", "compose", "seccomp")
 _PART = r"\.?[A-Za-z0-9][A-Za-z0-9._@-]*"
 _OWN_NAME = re.compile(rf"^(?:(?:{'|'.join(re.escape(name) for name in OUTPUT_SUBDIRS)})/)?{_PART}$")
 # A manifest or a stale file larger than this was not written by a build: it is not read.
 _READ_LIMIT = 256 << 20
+# Every directory a build creates: mkdir's mode is masked by the umask, so this is the widest it gets
+# (umask 000 must not leave the output 0777, where another user could swap units before they are installed).
+DIR_MODE = 0o755
 
 
 class OutputError(Exception):
@@ -52,6 +56,18 @@ def _regular_file(path: Path) -> int | None:
     return fd
 
 
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file of sane size (not a link, FIFO or device); None otherwise."""
+    fd = _regular_file(path)
+    if fd is None:
+        return None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read(_READ_LIMIT + 1)[:_READ_LIMIT]
+    except OSError:
+        return None
+
+
 def _previous_files(out: Path) -> dict[str, str | None]:
     """The files the last build's manifest lists, each with the digest it was written with (None: not recorded)."""
     fd = _regular_file(out / MANIFEST)
@@ -70,6 +86,21 @@ def _previous_files(out: Path) -> dict[str, str | None]:
         digests = {}
     # Only plain names this generator could have written: a tampered manifest cannot reach outside.
     return {name: digest if isinstance(digest := digests.get(name), str) else None for name in listed if isinstance(name, str) and _OWN_NAME.fullmatch(name)}
+
+
+def make_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents, each at most DIR_MODE whatever the umask (Path.mkdir's
+    ``parents`` makes them with the umask alone); a directory already there keeps its mode."""
+    missing: list[Path] = []
+    place = path
+    while not place.exists() and not place.is_symlink() and place != place.parent:
+        missing.append(place)
+        place = place.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(DIR_MODE)
+    if not path.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
 
 
 class Written(NamedTuple):
@@ -104,7 +135,7 @@ def write_build(out: Path, build: Build) -> Written:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} exists and is not a directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
+        make_dirs(out)
     except OSError as exc:
         raise OutputError(f"cannot create {out}: {exc.strerror}") from None
     previous = _previous_files(out)
@@ -182,7 +213,7 @@ class _Places:
         place = self.out / directory
         if create:
             with contextlib.suppress(FileExistsError):
-                place.mkdir(0o755)
+                place.mkdir(DIR_MODE)
         try:
             return os.open(place, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:

@@ -93,15 +93,12 @@ def rewrite(text: str, name: str, probe_source: str) -> str:
 
 
 @contextmanager
-def probe_launcher(launcher: Path, server: str) -> Iterator[ProbeLauncher]:
-    """Write the probe and the rewritten ``launcher`` (with its squid config) to fresh directories; remove them after.
+def probe_launcher(text: str, name: str, server: str, squid: str | None) -> Iterator[ProbeLauncher]:
+    """Write the probe and the rewritten launcher ``text`` (with its squid config) to fresh directories;
+    remove them after. ``text`` and ``squid`` are the bytes already checked: nothing is read again.
 
     The probe's directory is 0711 and the probe 0644, so the sandbox's uid (which bwrap resolves
     mounts as) reaches it; the launcher's is 0700."""
-    try:
-        text = launcher.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LauncherError(f"{launcher}: cannot read: {exc}") from None
     probe_dir = Path(tempfile.mkdtemp(prefix="mcpspec-verify-probe-", dir="/tmp"))  # not TMPDIR: the sandbox uid must reach it
     launch_dir = Path(tempfile.mkdtemp(prefix="mcpspec-verify-"))
     try:
@@ -110,12 +107,11 @@ def probe_launcher(launcher: Path, server: str) -> Iterator[ProbeLauncher]:
         probe.write_text(resources.files(__package__).joinpath("probe.py").read_text(encoding="utf-8"), encoding="utf-8")
         probe.chmod(0o644)
         rewritten = launch_dir / f"{server}.py"
-        rewritten.write_text(rewrite(text, str(launcher), str(probe)), encoding="utf-8")
+        rewritten.write_text(rewrite(text, name, str(probe)), encoding="utf-8")
         rewritten.chmod(0o700)
-        squid = launcher.with_name(f"{server}.squid.conf")
-        if squid.exists():
-            shutil.copyfile(squid, launch_dir / squid.name)
-        yield ProbeLauncher(rewritten, read_config(text, str(launcher)))
+        if squid is not None:
+            (launch_dir / f"{server}.squid.conf").write_text(squid, encoding="utf-8")
+        yield ProbeLauncher(rewritten, read_config(text, name))
     finally:
         shutil.rmtree(launch_dir, ignore_errors=True)
         shutil.rmtree(probe_dir, ignore_errors=True)

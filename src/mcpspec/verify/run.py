@@ -1,7 +1,8 @@
 """Run the probe through each server's launcher and judge what it saw.
 
 By default the spec is built for bwrap as `mcpspec build` builds it; with a build directory, the
-launchers found there (the ones a user deploys) are used, so an edited launcher is caught.
+launchers found there (the ones a user deploys) are first checked byte for byte against their
+manifest's digests and a fresh build, and an edited one is refused before anything runs.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from mcpspec.ir.plan import Plan
-from mcpspec.run.launch import LaunchError, check_server, written
+from mcpspec.run.launch import LaunchError, check_server
 from mcpspec.settings import Settings
+from mcpspec.verify.builddir import BuildDirError, ServerFiles, server_files
 from mcpspec.verify.checks import Destination, Judge, Options, Row, request
 from mcpspec.verify.launcher import PROBE_INSIDE, LauncherError, ProbeLauncher, probe_launcher
 
@@ -145,12 +147,12 @@ def remove_run_dir(config: dict[str, Any], env: dict[str, str]) -> None:
         shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def verify_server(plan: Plan, server: str, launcher: Path, spec: Path, options: Options, extra_hidden: Sequence[str] = ()) -> list[Row]:
+def verify_server(plan: Plan, server: str, files: ServerFiles, spec: Path, options: Options, extra_hidden: Sequence[str] = ()) -> list[Row]:
     """Every row of one server: launch the probe in its sandbox and judge the report."""
     sandbox = plan.servers[server]
     run_id = f"verify-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{os.getpid()}"
     try:
-        with probe_launcher(launcher, server) as probe, listeners() as opened:
+        with probe_launcher(files.launcher, f"{server}.py", server, files.squid) as probe, listeners() as opened:
             env = run_environment(probe, run_id)
             targets = [*BASE_BINDS, PROBE_INSIDE]
             req = request(sandbox, spec, options, tuple(item.destination for item in opened), targets, extra_hidden)
@@ -195,19 +197,23 @@ def verify_file(spec: Path, servers: Sequence[str], options: Options, build_dir:
     if outcome.plan is None:
         raise VerifyError(build_summary.render(outcome).rstrip("\n"))
     plan = outcome.plan
+    if outcome.build is None or outcome.stopped:
+        raise VerifyError(build_summary.render(outcome).rstrip("\n"))
+    fresh = outcome.build
     rows: list[Row] = []
     if build_dir is not None:
         if not build_dir.is_dir():
             raise VerifyError(f"{build_dir}: no such build directory")
-        available = {path.stem for path in build_dir.glob("*.py")}
-        for server in chosen_servers(plan, servers, available):
-            rows += verify_server(plan, server, build_dir / f"{server}.py", spec, options, [str(build_dir.resolve())])
-        return rows
-    if outcome.build is None or outcome.stopped:
-        raise VerifyError(build_summary.render(outcome).rstrip("\n"))
-    available = {name[:-3] for name in outcome.build.files if name.endswith(".py")}
-    chosen = chosen_servers(plan, servers, available)
-    with written(plan, chosen[0], outcome.build) as prepared:
+        chosen = chosen_servers(plan, servers, {path.stem for path in build_dir.glob("*.py")})
+        try:  # every file of every chosen server, before any of them runs
+            checked = server_files(build_dir, spec, fresh, chosen)
+        except BuildDirError as exc:
+            raise VerifyError(str(exc)) from None
         for server in chosen:
-            rows += verify_server(plan, server, prepared.directory / f"{server}.py", spec, options)
+            rows += verify_server(plan, server, checked[server], spec, options, [str(build_dir.resolve())])
+        return rows
+    chosen = chosen_servers(plan, servers, {name[:-3] for name in fresh.files if name.endswith(".py")})
+    for server in chosen:
+        squid = fresh.files.get(f"{server}.squid.conf")
+        rows += verify_server(plan, server, ServerFiles(fresh.files[f"{server}.py"], squid), spec, options)
     return rows

@@ -40,9 +40,12 @@ CONFIG = {
     'audit_egress': {'mode': 'proxy', 'default': 'deny', 'allow': ['docs.python.org:443', 'docs.pytest.org:443', 'packaging.python.org:443'], 'deny': []},
     'command': ['mcp-server-fetch'],
     'workdir': None,
+    'seccomp': {'x86_64': '2000000004000000150001003e0000c0060000000000008020000000000000004500000100000040060000000000008035005d00f8000000350037008c0000003500210065000000350011002a00000035000800110000003500010010000000060000000000ff7f20000000180000001500020012540000150001001c54000005000000010000000600000001000500060000000000ff7f3500010029000000060000000000ff7f20000000100000001500030002000000150002000a00000015000100010000000600000001000500060000000000ff7f35000600360000003500010035000000060000000000ff7f200000001000000015000100010000000600000001000500060000000000ff7f3500010038000000060000000000ff7f35000400390000002000000010000000450000010000027e0600000001000500060000000000ff7f060000000000ff7f3500070086000000350003006700000035000100660000000600000001000500060000000000ff7f35000100680000000600000001000500060000000000ff7f3500070088000000350001008700000006000000010005002000000010000000150002000000000015000100ffffffff0600000001000500060000000000ff7f35000100890000000600000001000500350001008b000000060000000000ff7f060000000100050035001100d400000035000700a0000000350003009d0000003500010099000000060000000000ff7f0600000001000500350001009f000000060000000000ff7f060000000100050035000300a200000035000100a1000000060000000000ff7f060000000100050035000100a3000000060000000000ff7f35000100ba0000000600000001000500060000000000ff7f35000900e400000035000300d600000035000100d50000000600000001000500060000000000ff7f35000100d8000000060000000100050035000100e3000000060000000000ff7f060000000100050035000300ef00000035000100ec000000060000000000ff7f060000000100050035000100f6000000060000000000ff7f35000100f70000000600000001000500060000000000ff7f3500250042010000350011002b0100003500070010010000350003000001000035000100fb0000000600000001000500060000000000ff7f35000100010100000600000001000500060000000000ff7f350003001701000035000100110100000600000001000500060000000000ff7f35000100180100000600000001000500350001002a010000060000000000ff7f06000000010005003500090034010000350003002e010000350001002c010000060000000000ff7f0600000001000500350001002f010000060000000000ff7f35000100320100000600000001000500060000000000ff7f350003003601000035000100350100000600000001000500060000000000ff7f350001003a01000006000000010005003500010040010000060000000000ff7f060000000100050035001100b601000035000700a801000035000300440100003500010043010000060000000000ff7f0600000001000500350001004f010000060000000000ff7f060000002600050035000300b201000035000100a9010000060000000000ff7f060000000100050035000100b3010000060000000000ff7f35000100b40100000600000026000500060000000000ff7f35000900bc01000035000300b801000035000100b70100000600000001000500060000000000ff7f35000100b9010000060000000100050035000100ba010000060000000000ff7f060000000100050035000300c101000035000100bf010000060000000000ff7f060000000100050035000100c2010000060000000000ff7f35000100c301000006000000010005000600000026000500', 'aarch64': '200000000400000015000100b70000c00600000000000080200000000000000035005d00e000000035002c0062000000350016003a00000035000c001e00000035000300130000003500010012000000060000000000ff7f0600000001000500350001001d000000060000000000ff7f20000000180000001500020012540000150001001c54000005000000010000000600000001000500060000000000ff7f350003002b0000003500010027000000060000000000ff7f06000000010005003500010033000000060000000000ff7f35000100340000000600000001000500060000000000ff7f3500070059000000350003003c000000350001003b0000000600000001000500060000000000ff7f350001003d0000000600000001000500060000000000ff7f350003005c000000350001005a0000000600000001000500060000000000ff7f350005005d0000002000000010000000150002000000000015000100ffffffff0600000001000500060000000000ff7f3500010061000000060000000000ff7f060000000100050035001100a10000003500070071000000350003006b0000003500010068000000060000000000ff7f06000000010005003500010070000000060000000000ff7f060000000100050035000300760000003500010074000000060000000000ff7f0600000001000500350001008e000000060000000000ff7f350001008f0000000600000001000500060000000000ff7f35000e00c700000035000300aa00000035000100a30000000600000001000500060000000000ff7f35000100ac000000060000000100050035000100c6000000060000000000ff7f20000000100000001500030002000000150002000a00000015000100010000000600000001000500060000000000ff7f35000600d900000035000400c8000000200000001000000015000100010000000600000001000500060000000000ff7f060000000000ff7f35000100dc000000060000000100050035000400dd0000002000000010000000450000010000027e0600000001000500060000000000ff7f060000000000ff7f350023001a010000350011000401000035000700ed00000035000300eb00000035000100e20000000600000001000500060000000000ff7f35000100ec0000000600000001000500060000000000ff7f35000300f100000035000100f00000000600000001000500060000000000ff7f35000100f2000000060000000100050035000100f4000000060000000000ff7f0600000026000500350007000d010000350003000b0100003500010006010000060000000000ff7f0600000001000500350001000c010000060000000000ff7f06000000010005003500030012010000350001000e010000060000000000ff7f06000000010005003500010018010000060000000000ff7f35000100190100000600000001000500060000000000ff7f35001100b601000035000700a80100003500030026010000350001001b0100000600000001000500060000000000ff7f35000100270100000600000001000500060000002600050035000300b201000035000100a9010000060000000000ff7f060000000100050035000100b3010000060000000000ff7f35000100b40100000600000026000500060000000000ff7f35000900bc01000035000300b801000035000100b70100000600000001000500060000000000ff7f35000100b9010000060000000100050035000100ba010000060000000000ff7f060000000100050035000300c101000035000100bf010000060000000000ff7f060000000100050035000100c2010000060000000000ff7f35000100c301000006000000010005000600000026000500'},
+    'keyctl': {'x86_64': 250, 'aarch64': 219},
     'mounts': [],
     'secrets': [],
     'masks': [],
+    'cpu_millis': 1000,
 }
 
 # ---- mcpspec bwrap launcher runtime (constant; the per-server CONFIG is above) ----
@@ -104,6 +107,7 @@ PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+KEYCTL_JOIN_SESSION_KEYRING = 1
 
 
 class Refusal(Exception):
@@ -156,9 +160,12 @@ class Config:
     audit_egress: dict[str, Any]
     command: list[str]
     workdir: str | None
+    seccomp: dict[str, str]  # the syscall filter per machine architecture, as hex of struct sock_filter[]
+    keyctl: dict[str, int]  # keyctl's syscall number per machine architecture
     mounts: list[Mount] = field(default_factory=list)
     secrets: list[Secret] = field(default_factory=list)
     masks: list[str] = field(default_factory=list)
+    cpu_millis: int = 0  # runtime.cpus in thousandths: the cgroup's CPU rate
 
     @classmethod
     def load(cls, raw: dict[str, Any]) -> "Config":
@@ -189,18 +196,28 @@ def close_inherited_fds() -> None:
 
 
 def child_setup(
-    parent: int, identity: tuple[int, int, list[int]] | None, limits: list[tuple[int, int]], no_new_privs: bool, announce: int = -1
+    parent: int, identity: tuple[int, int, list[int]] | None, limits: list[tuple[int, int]], no_new_privs: bool, announce: int = -1,
+    cgroup_procs: tuple[int, ...] = (),
 ) -> Callable[[], None]:
     """A preexec function: limits, the identity change, then a parent-death signal checked against
     a parent that may already be gone (an identity change clears the signal, so it comes last).
 
     With ``announce`` (the guardian's control pipe), the child instead tells the guardian its pid
     before it runs anything, and gets no parent-death signal: the guardian, which then always
-    knows it, stops it and its children when the launcher dies (see ``guard``)."""
+    knows it, stops it and its children when the launcher dies (see ``guard``).
+
+    ``cgroup_procs`` (the sandbox's cgroup.procs files, opened by the launcher) are joined first,
+    while still root and before anything of the sandbox's runs: a child that cannot join ends."""
 
     def setup() -> None:
         import resource
 
+        for fd in cgroup_procs:
+            try:
+                os.write(fd, f"{os.getpid()}\n".encode())
+            except OSError:
+                os.write(2, b"mcpspec: bwrap could not join the sandbox's cgroup\n")
+                os._exit(REFUSED)
         for which, value in limits:
             resource.setrlimit(which, (value, value))
         if identity is not None:
@@ -221,6 +238,28 @@ def child_setup(
             os._exit(REFUSED)
 
     return setup
+
+
+def join_fresh_session_keyring(numbers: dict[str, int]) -> None:
+    """Leave the session keyring the launcher was started with (a login session's, root's) for a
+    new empty one, so that no process started from here possesses a key of it."""
+    number = numbers.get(os.uname().machine)
+    if number is None:
+        raise Refusal(f"no keyctl syscall number for this machine ({os.uname().machine})")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(ctypes.c_long(number), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None) == -1:
+        code = ctypes.get_errno()
+        if code != errno.ENOSYS:  # ENOSYS: a kernel without keyrings, so none to leave
+            raise Refusal(f"cannot leave the inherited session keyring: {os.strerror(code)}")
+
+
+def syscall_filter(programs: dict[str, str]) -> bytes:
+    """The filter bwrap loads for this machine's architecture (built by mcpspec, only chosen here)."""
+    machine = os.uname().machine
+    if machine not in programs:
+        raise Refusal(f"no syscall filter for this machine's architecture {machine} (the launcher has {', '.join(sorted(programs))})")
+    return bytes.fromhex(programs[machine])
 
 
 # ---------------------------------------------------------------- paths root may touch
@@ -388,6 +427,245 @@ def memfd(name: str, data: bytes) -> int:
     return fd
 
 
+# ---------------------------------------------------------------- the sandbox's cgroup
+#
+# RLIMIT_AS does not count memfd or shared-memory pages, RLIMIT_NPROC is shared by every process
+# of a uid, and RLIMIT_CPU is per process: a cgroup per launch makes the spec's memory (swap
+# included), pids and cpus limits real for everything the sandbox runs. The leaf is made below
+# the launcher's own cgroup (so whatever bounds the launcher bounds the sandbox too), or, in
+# cgroup v2 when that cgroup holds processes and so cannot enable controllers for children, beside
+# it. bwrap joins the leaf in its preexec step, before it runs anything of the sandbox's.
+
+CGROUP_MOUNTS = "/sys/fs/cgroup"
+CPU_PERIOD_US = 100000
+CGROUP_LEAF = re.compile(r"^mcpspec-[a-z0-9-]{1,40}-[0-9a-f]{16}$")
+CGROUP_PATH = re.compile(r"^(?!(.*/)?\.\.?(/|$))/[A-Za-z0-9/._:@+-]*$")  # no "." or ".." part, nothing to quote
+
+
+@dataclass(frozen=True)
+class CgroupLimits:
+    memory_bytes: int
+    pids: int
+    cpu_millis: int
+
+    def cpu_quota_us(self) -> int:
+        return max(1000, self.cpu_millis * CPU_PERIOD_US // 1000)  # the kernel's least quota is 1 ms a period
+
+    def controllers(self) -> list[str]:
+        return [name for name, value in (("memory", self.memory_bytes), ("pids", self.pids), ("cpu", self.cpu_millis)) if value]
+
+
+class SandboxCgroup:
+    """The leaves one launch made (one per cgroup v1 hierarchy, or the one v2 leaf) and their
+    cgroup.procs descriptors, which bwrap's preexec step writes its own pid to."""
+
+    def __init__(self, version: int, leaves: list[str]) -> None:
+        self.version = version
+        self.leaves = leaves
+        self.procs = [os.open(f"{leaf}/cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for leaf in leaves]
+
+    def close(self) -> None:
+        for fd in self.procs:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.procs = []
+
+    def remove(self) -> None:
+        """Kill whatever is still in the leaves, then remove them."""
+        self.close()
+        for leaf in self.leaves:
+            remove_cgroup(leaf)
+        self.leaves = []
+
+
+def cgroup_mounts() -> tuple[str, dict[str, str]]:
+    """(the cgroup2 mount point or "", {v1 controller: its hierarchy's mount point}), from mounts
+    under /sys/fs/cgroup whose root is the hierarchy's own."""
+    v2, v1 = "", dict[str, str]()
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(fields) < 5 or len(tail) < 3 or fields[3] != "/" or not fields[4].startswith(CGROUP_MOUNTS):
+                continue
+            if tail[0] == "cgroup2" and not v2:
+                v2 = fields[4]
+            elif tail[0] == "cgroup":
+                for option in tail[2].split(","):
+                    v1.setdefault(option, fields[4])
+    return v2, v1
+
+
+def own_cgroups() -> dict[str, str]:
+    """The launcher's cgroup path per v1 controller, and under "" its cgroup v2 path."""
+    found: dict[str, str] = {}
+    with open("/proc/self/cgroup", encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            _, _, rest = line.rstrip("\n").partition(":")
+            controllers, _, path = rest.partition(":")
+            if not CGROUP_PATH.fullmatch(path):
+                continue
+            for name in controllers.split(",") if controllers else [""]:
+                found.setdefault(name.removeprefix("name="), path)
+    return found
+
+
+def write_cgroup_file(directory: str, name: str, value: str) -> None:
+    fd = os.open(f"{directory}/{name}", os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def read_cgroup_file(directory: str, name: str) -> str:
+    with open(f"{directory}/{name}", encoding="ascii", errors="replace") as handle:
+        return handle.read()
+
+
+def make_leaf(parent: str, name: str) -> str:
+    """Create leaf ``name`` in cgroup directory ``parent`` (0755: root's alone to change)."""
+    if not CGROUP_LEAF.fullmatch(name) or not os.path.isabs(parent):
+        raise OSError(errno.EINVAL, "bad cgroup name", name)
+    os.mkdir(name, 0o755, dir_fd=(fd := os.open(parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)))
+    os.close(fd)
+    return f"{parent}/{name}"
+
+
+def remove_cgroup(leaf: str) -> None:
+    """Kill every process in ``leaf`` (the sandbox is gone by now: this is for what is left), then rmdir it."""
+    if not CGROUP_LEAF.fullmatch(os.path.basename(leaf)):
+        return
+    deadline = time.monotonic() + 5
+    while True:
+        with contextlib.suppress(OSError):
+            write_cgroup_file(leaf, "cgroup.kill", "1")  # cgroup v2 (Linux 5.14): every process at once
+        try:
+            pids = [int(word) for word in read_cgroup_file(leaf, "cgroup.procs").split()]
+        except (OSError, ValueError):
+            pids = []
+        for pid in pids:
+            kill_if_in(pid, leaf)
+        try:
+            os.rmdir(leaf)
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.02)
+
+
+def kill_if_in(pid: int, leaf: str) -> None:
+    """SIGKILL ``pid`` if it is still the process in ``leaf`` (a pidfd pins it; a number reused since names another)."""
+    pidfd = pidfd_of(pid)
+    if pidfd < 0:
+        return
+    try:
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as handle:
+            inside = any(line.rstrip("\n").endswith("/" + os.path.basename(leaf)) for line in handle)
+        signal.pidfd_send_signal(pidfd, 0)  # still alive after the read: the read was of this process
+        if inside:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+    except OSError:
+        pass
+    finally:
+        os.close(pidfd)
+
+
+def sandbox_cgroup(server: str, limits: CgroupLimits, root: bool) -> tuple[SandboxCgroup | None, str]:
+    """A cgroup for one launch holding ``limits``, or None and why none could be had."""
+    wanted = limits.controllers()
+    if not wanted:
+        return None, ""
+    name = f"mcpspec-{server if NAME.fullmatch(server) else 'sandbox'}-{secrets.token_hex(8)}"
+    try:
+        v2, v1 = cgroup_mounts()
+        own = own_cgroups()
+    except OSError as exc:
+        return None, f"cannot read the launcher's cgroups: {exc.strerror}"
+    reasons = []
+    if v2 and "" in own:
+        made, why = v2_leaf(os.path.normpath(v2 + own[""]), name, wanted, limits)
+        if made is not None:
+            return made, ""
+        reasons.append(f"cgroup v2: {why}")
+    else:
+        reasons.append("cgroup v2: " + ("not mounted" if not v2 else "the launcher's cgroup path is not one it can use"))
+    if root and all(c in v1 and c in own for c in wanted):
+        made, why = v1_leaves(v1, own, name, wanted, limits)
+        if made is not None:
+            return made, ""
+        reasons.append(f"cgroup v1: {why}")
+    elif v1:
+        reasons.append("cgroup v1: " + ("only root may make its cgroups" if not root else f"no {', '.join(c for c in wanted if c not in v1 or c not in own)} hierarchy"))
+    return None, "; ".join(reasons)
+
+
+def v2_leaf(base: str, name: str, wanted: list[str], limits: CgroupLimits) -> tuple[SandboxCgroup | None, str]:
+    """A v2 leaf below the launcher's cgroup ``base`` (its controllers enabled there), or beside it
+    when ``base`` holds processes (then its parent must delegate them)."""
+    reasons: list[str] = []
+    for parent in (base, os.path.dirname(base)):
+        try:
+            available = read_cgroup_file(parent, "cgroup.controllers").split()
+        except OSError as exc:
+            reasons.append(f"{parent}: {exc.strerror}")
+            break  # above the mount, or gone: its parent is no cgroup either
+        missing = [c for c in wanted if c not in available]
+        if missing:
+            reasons.append(f"{parent} offers no {' or '.join(missing)} controller")
+            break  # a parent offers its children no more than it has
+        try:
+            enabled = read_cgroup_file(parent, "cgroup.subtree_control").split()
+            if any(c not in enabled for c in wanted):
+                write_cgroup_file(parent, "cgroup.subtree_control", " ".join(f"+{c}" for c in wanted if c not in enabled))
+            leaf = make_leaf(parent, name)
+        except OSError as exc:
+            reasons.append(f"{parent}: {exc.strerror}")
+            continue
+        try:
+            if limits.memory_bytes:
+                write_cgroup_file(leaf, "memory.max", str(limits.memory_bytes))
+                with contextlib.suppress(FileNotFoundError):  # no swap accounting: nothing to swap to either
+                    write_cgroup_file(leaf, "memory.swap.max", "0")
+            if limits.pids:
+                write_cgroup_file(leaf, "pids.max", str(limits.pids))
+            if limits.cpu_millis:
+                write_cgroup_file(leaf, "cpu.max", f"{limits.cpu_quota_us()} {CPU_PERIOD_US}")
+            return SandboxCgroup(2, [leaf]), ""
+        except OSError as exc:
+            remove_cgroup(leaf)
+            return None, f"{leaf}: {exc.strerror}"
+    return None, "; ".join(reasons)
+
+
+def v1_leaves(mounts: dict[str, str], own: dict[str, str], name: str, wanted: list[str], limits: CgroupLimits) -> tuple[SandboxCgroup | None, str]:
+    """One leaf per v1 hierarchy (memory, pids, cpu), each below the launcher's cgroup in it."""
+    leaves: list[str] = []
+    try:
+        for controller in wanted:
+            leaf = make_leaf(os.path.normpath(mounts[controller] + own[controller]), name)
+            leaves.append(leaf)
+            if controller == "memory":
+                write_cgroup_file(leaf, "memory.limit_in_bytes", str(limits.memory_bytes))
+                if os.path.exists(f"{leaf}/memory.memsw.limit_in_bytes"):  # memory and swap together
+                    write_cgroup_file(leaf, "memory.memsw.limit_in_bytes", str(limits.memory_bytes))
+                else:
+                    write_cgroup_file(leaf, "memory.swappiness", "0")
+            elif controller == "pids":
+                write_cgroup_file(leaf, "pids.max", str(limits.pids))
+            else:
+                write_cgroup_file(leaf, "cpu.cfs_period_us", str(CPU_PERIOD_US))
+                write_cgroup_file(leaf, "cpu.cfs_quota_us", str(limits.cpu_quota_us()))
+        return SandboxCgroup(1, leaves), ""
+    except OSError as exc:
+        for leaf in leaves:
+            remove_cgroup(leaf)
+        return None, f"{exc.filename or ''}: {exc.strerror}"
+
+
 # ---------------------------------------------------------------- the launcher
 
 
@@ -412,6 +690,8 @@ class Launcher:
         self.squid_service = f"mcpspec{secrets.token_hex(8)}"
         self.proxy_processes: list[subprocess.Popen[bytes]] = []
         self.sandbox: subprocess.Popen[bytes] | None = None
+        self.cgroup: SandboxCgroup | None = None
+        self.cgroup_version = ""  # what held the limits: "v1" or "v2" ("" none: rlimits alone, or no limit)
         self.audit_fd = -1
         self.tools: dict[str, str] = {}
         self.guardian = self.guardian_control = self.guardian_report = self.info_w = 0
@@ -435,10 +715,12 @@ class Launcher:
         if early_signals and not self.stop_signal:  # one that came before these handlers were in place
             self.stop_signal = early_signals[0]
         try:
+            join_fresh_session_keyring(self.c.keyctl)
             self.prepare()
             if self.stop_signal:
                 raise Stopped()
             self.info_w = self.keep(self.start_guardian())
+            self.make_cgroup()
             if self.c.proxy:
                 self.start_proxy()
             self.launch()
@@ -512,6 +794,7 @@ class Launcher:
                 "--cap-drop", "ALL", "--uid", str(c.uid), "--gid", str(c.gid), "--hostname", f"mcp-{c.server}"]
         if c.share_net:
             args.append("--share-net")
+        args += ["--seccomp", str(self.keep(memfd("seccomp", syscall_filter(c.seccomp))))]
         args += ["--ro-bind", "/usr", "/usr"]
         for top in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
             path = f"/{top}"
@@ -643,6 +926,34 @@ class Launcher:
             if os.path.lexists(f"{directory}/{command}"):
                 self.args += ["--ro-bind", "/dev/null", f"{directory}/{command}"]
 
+    # -- the cgroup that makes memory, pids and cpus real
+    def make_cgroup(self) -> None:
+        """The sandbox's cgroup; without one, refuse, unless MCPSPEC_CGROUP=optional (use one when it can be had)
+        or off (never) accepts the rlimits alone."""
+        c = self.c
+        policy = os.environ.get("MCPSPEC_CGROUP") or "required"
+        if policy not in ("required", "optional", "off"):
+            raise Refusal("MCPSPEC_CGROUP must be required, optional or off")
+        limits = CgroupLimits(c.memory_bytes, c.pids, c.cpu_millis)
+        if policy == "off":
+            self.cgroup, why = None, "MCPSPEC_CGROUP=off" if limits.controllers() else ""
+        else:
+            self.cgroup, why = sandbox_cgroup(c.server, limits, self.root)
+        if self.cgroup is not None:
+            self.cgroup_version = f"v{self.cgroup.version}"
+            os.write(self.guardian_control, "".join(f"cgroup {leaf}\n" for leaf in self.cgroup.leaves).encode())
+            return
+        if not why:
+            return  # no limit to hold
+        if policy == "required":
+            raise Refusal(f"no cgroup can hold this server's memory, pids and cpus limits ({why}); run the launcher as root or "
+                          "in a cgroup v2 subtree delegated to its user, or set MCPSPEC_CGROUP=optional to accept rlimits alone "
+                          "(RLIMIT_AS does not count memfd or shared memory)")
+        cpu = "by a budget of cpus x max_lifetime" if c.cpu_seconds else "not at all (no max_lifetime for a budget)"
+        sys.stderr.write(f"mcpspec {c.server}: no cgroup ({why}): memory is bounded by RLIMIT_AS alone, which does not count memfd "
+                         f"or shared memory; processes by RLIMIT_NPROC of the whole uid; CPU {cpu}\n")
+        sys.stderr.flush()
+
     # -- the egress proxy: squid behind a unix socket only this sandbox is given
     def start_proxy(self) -> None:
         self.state = tempfile.mkdtemp(prefix=f"mcpspec-{self.c.server}-{self.run_id}.", dir="/tmp")
@@ -765,7 +1076,8 @@ class Launcher:
 
         if c.memory_bytes:
             limits.append((resource.RLIMIT_AS, c.memory_bytes))
-        if c.pids:
+        cgroup = self.cgroup
+        if c.pids and (cgroup is None or not cgroup.leaves):  # the cgroup's pids.max is the sandbox's own, not the whole uid's
             limits.append((resource.RLIMIT_NPROC, c.pids))
         if c.cpu_seconds:
             limits.append((resource.RLIMIT_CPU, c.cpu_seconds))
@@ -778,7 +1090,10 @@ class Launcher:
             [self.tools["bwrap"], "--info-fd", str(info_w), "--args", str(args_fd), "--", *inner],
             stdin=subprocess.PIPE if relay else None, stdout=subprocess.PIPE if relay else None,
             env={"PATH": SAFE_PATH}, pass_fds=self.fds,
-            preexec_fn=child_setup(os.getpid(), identity, limits, False, announce=self.guardian_control))
+            preexec_fn=child_setup(os.getpid(), identity, limits, False, announce=self.guardian_control,
+                                   cgroup_procs=tuple(cgroup.procs) if cgroup is not None else ()))
+        if cgroup is not None:
+            cgroup.close()
         for fd in self.fds:
             os.close(fd)
         self.fds = []
@@ -910,6 +1225,8 @@ class Launcher:
         if self.sandbox is not None and self.sandbox.poll() is None:
             self.sandbox.kill()
             self.sandbox.wait()
+        if self.cgroup is not None:
+            self.cgroup.remove()
         self.release_guardian()
         for process in self.proxy_processes:
             with contextlib.suppress(ProcessLookupError):
@@ -954,6 +1271,7 @@ class Launcher:
             "ended_by": self.ended_by or ("refused" if self.status == REFUSED and self.error else "exit"),
             "error": self.error or None, "run_dir": self.run_dir or None,
             "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": self.egress_log(),
+            "cgroup": self.cgroup_version or None,
         }
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"
         if self.audit_fd >= 0:
@@ -1215,6 +1533,8 @@ def guard(info_r: int, control_r: int, report_w: int) -> None:
             shutil.rmtree(value, ignore_errors=True)
         elif kind == "shm" and re.fullmatch(r"mcpspec[0-9a-f]{16}-", value):
             remove_shared_memory(value)
+        elif kind == "cgroup" and value.startswith(CGROUP_MOUNTS + "/") and CGROUP_PATH.fullmatch(value):
+            remove_cgroup(value)  # the sandbox's pid 1 is dead: this kills what is left and removes the leaf
 
 
 def stopped_children(pid: int, pidfd: int) -> list[int]:

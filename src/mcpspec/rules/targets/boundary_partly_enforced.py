@@ -1,19 +1,20 @@
 """
 ## What it does
 Reported by `mcpspec build` when the target enforces only part of a boundary
-control the spec asks for, and says which part: for example bubblewrap's
-memory limit is an address-space limit, not a limit on resident memory.
+control the spec asks for, and says which part: for example podman-compose
+ignores `memswap_limit`, so a compose service's memory limit lets it swap as
+much again.
 The build still writes its files (fail the build with `--fail-on medium`).
 
 ## Why is this risky
 A partial limit behaves differently from what the spec's reader expects: a
-process limit shared with other sandboxes of the same uid, or a CPU budget
-instead of a CPU rate. Knowing the difference is what lets a reviewer decide
-whether the target is good enough for this server.
+memory limit the server can double by swapping, or a process limit the
+cluster's nodes set rather than the spec. Knowing the difference is what lets
+a reviewer decide whether the target is good enough for this server.
 
 ## Example
 ```yaml
-# target: bwrap
+# target: compose
 version: 1
 project: demo
 servers:
@@ -26,7 +27,7 @@ servers:
 
 ## Use instead
 ```yaml
-# target: bwrap
+# target: compose
 version: 1
 project: demo
 servers:
@@ -38,14 +39,15 @@ servers:
 waivers:
   - rule: TG002
     at: servers.scan.runtime
-    reason: an address-space limit is enough for this scanner
+    reason: docker compose runs it, which applies memswap_limit
     expires: 2099-01-01
 ```
-Or build for the systemd target, which enforces memory, tasks and CPU with
-cgroups (MemoryMax=, TasksMax=, CPUQuota=).
+Or build for the systemd or bwrap target, which hold memory, tasks and CPU
+with a cgroup (systemd: MemoryMax=, MemorySwapMax=, TasksMax=, CPUQuota=; the
+bwrap launcher: a cgroup of its own per launch).
 
 ## References
-- setrlimit(2): RLIMIT_AS, RLIMIT_NPROC, RLIMIT_CPU.
+- docker-compose and podman-compose: mem_limit, memswap_limit.
 - systemd.resource-control(5).
 """
 

@@ -23,6 +23,8 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import embedded_source, header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
+from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
+from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
 USAGE = """
 ## Running the output
@@ -45,6 +47,7 @@ What the launcher reads from its environment:
 | `MCPSPEC_RUN_ID` | the run id, `[A-Za-z0-9][A-Za-z0-9._-]{0,63}` (default: a UTC timestamp and the pid) |
 | the secrets' `env` refs, `HOME`, `CREDENTIALS_DIRECTORY` | where secrets and `~/` mounts are read at launch |
 | `MCPSPEC_EGRESS_HOSTS_FILE` | a hosts file for the proxy's name resolution (pinning; default /etc/hosts) |
+| `MCPSPEC_CGROUP` | `required` (default), `optional` or `off`: whether the limits need a cgroup (below) |
 
 Started as root, the launcher runs bwrap as the spec's `runtime.user` and group (uid or gid 0
 becomes 65532 on the host, so root inside the sandbox is never root outside), with an empty
@@ -56,8 +59,50 @@ anyone but root planted. Started by another user, the sandbox runs as that user.
 Inside, the server is the sandbox's pid 1 and sees `/usr` (read-only, with the `/bin` and `/lib`
 links), the dynamic-linker, TLS and timezone files of `/etc`, a generated `/etc/passwd`,
 `/proc`, a minimal `/dev`, a 64 MiB `/tmp`, a 16 MiB `/dev/shm` and the spec's mounts on a
-read-only root: nothing else of the host. No descriptor of the launcher's reaches it, and no
+read-only root: nothing else of the host. Every process inside runs under the project's syscall
+filter (`docs/seccomp.md`; x86_64 and aarch64 only), and the launcher leaves the session keyring it
+was started with for a fresh, empty one before it starts anything. No descriptor of the launcher's reaches it, and no
 value of the spec appears on a command line (bwrap reads its arguments from a memfd).
+
+### Limits and the sandbox's cgroup
+
+`runtime.memory`, `runtime.pids` and `runtime.cpus` are held by a cgroup the launcher makes for
+each launch (`mcpspec-<server>-<16 hex digits>`; the spec names nothing else of it) and removes
+when the launch ends, after killing anything left in it; the guardian removes it if the launcher
+is killed. bwrap joins it before it runs anything of the sandbox's, so every process of the
+sandbox is in it, and the sandbox cannot leave it: it has no `/sys`, no capability, its own cgroup
+namespace, and the files are root's. Where it is made:
+
+- cgroup v2: below the launcher's own cgroup (read from `/proc/self/cgroup`) when the launcher
+  may enable the `memory`, `pids` and `cpu` controllers in its `cgroup.subtree_control` (the root
+  of a cgroup namespace, or a delegated subtree); when that cgroup holds processes, so cannot,
+  beside it, in its parent, when the launcher may write there (root, or a subtree delegated to
+  its user, as systemd's `user@.service` is). The leaf gets `memory.max`, `memory.swap.max` 0,
+  `pids.max` and `cpu.max` (cpus x 100 ms per 100 ms).
+- A hybrid host (cgroup v1 hierarchies, a v2 `unified` mount without the memory controller):
+  run as root, the launcher makes the leaf below its own cgroup in each of the v1 `memory`, `pids`
+  and `cpu` hierarchies: `memory.limit_in_bytes` and `memory.memsw.limit_in_bytes` (swap counted;
+  without swap accounting, `memory.swappiness` 0), `pids.max`, `cpu.cfs_quota_us`.
+
+A client run by systemd should run with `Delegate=yes` in its unit: cgroups below a unit that
+does not delegate are systemd's, and systemd may move processes back into the unit's own cgroup
+(cgroup v1, on a reload), taking the sandbox out of its limits.
+
+Only the v1 path (a hybrid host, as root) runs in this project's tests, on the machines it is
+developed on; the v2 path follows the kernel's cgroup v2 interface but no test here runs it.
+
+The memory limit counts every page the sandbox charges: anonymous memory, memfd, shared memory
+and tmpfs; at the limit the kernel's OOM killer ends the process (the launcher exits 137 when it
+was the server). bwrap itself counts as one of `runtime.pids`. RLIMIT_AS (memory) and, with
+`max_lifetime`, a budget of cpus x max_lifetime CPU-seconds stay as well.
+
+When no cgroup can be had (a launcher that is not root and has no delegated subtree, or a host
+whose cgroups lack a controller) the launcher refuses to start a server that sets any of these
+limits (exit 125, naming what it tried). `MCPSPEC_CGROUP=optional` (a cgroup when one can be had)
+or `off` (never) accepts the rlimits instead, and the launcher then says on stderr, once per
+launch, that RLIMIT_AS does not count memfd or shared memory: the memory limit is then an
+address-space limit that a server can pass with memfd or shared memory, processes are bounded
+by RLIMIT_NPROC of the whole uid, and CPU only by the budget (none without max_lifetime).
 
 The launcher exits with the server's status, 128 + N when signal N stopped the session, or 125
 when it refuses to start (a tool missing, an unknown agent, a bad run id, a planted link, a
@@ -69,12 +114,13 @@ the proxy and writes one JSON audit line to the spec's sink:
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
  "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
- "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200,"scheme":null}]}
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200,"scheme":null}],"cgroup":"v2"}
 ```
 
-`ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`. In
-`egress_log`, `scheme` is the request URL's (`http`, `https`, or what was refused, such as
-`cache_object` or `ftp`); a `CONNECT` has none.
+`ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`;
+`cgroup` is `v1` or `v2` when a cgroup held the limits, null when none did (rlimits alone, or no
+limit asked for). In `egress_log`, `scheme` is the request URL's (`http`, `https`, or what was
+refused, such as `cache_object` or `ftp`); a `CONNECT` has none.
 """
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -82,6 +128,8 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
 _PROXY = "tests/test_egress_proxy_attacks.py::"
+_CGROUP = "tests/test_target_bwrap_cgroup.py::"
+_SECCOMP = "tests/test_seccomp_bwrap.py::"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
@@ -150,24 +198,48 @@ CAPABILITIES: dict[str, Capability] = {
         (_ATTACKS + "test_a_listener_inside_the_sandbox_is_unreachable_from_the_host",),
     ),
     "memory": Capability(
-        "partial",
-        "RLIMIT_AS (address space, not resident memory: programs that reserve large address ranges may fail early); tmpfs is "
-        "counted apart from it and bounded: /tmp 64 MiB, /dev/shm 16 MiB, and each tmpfs workspace dir at its declared size",
+        "full",
+        "a cgroup per launch holds every page the sandbox charges, memfd, shared memory and tmpfs included, with no swap (cgroup v2 "
+        "memory.max and memory.swap.max 0; on a hybrid host the v1 memory hierarchy, memory.limit_in_bytes and memsw, the path the "
+        "tests run): the OOM "
+        "killer ends it at the limit; RLIMIT_AS as well, and /tmp 64 MiB, /dev/shm 16 MiB, each tmpfs dir at its size. The launcher "
+        "refuses to start when it can make no cgroup (not root, no delegated v2 subtree), unless the client sets MCPSPEC_CGROUP=optional "
+        "or off: then RLIMIT_AS alone, which does not count memfd or shared memory, and the launcher says so on stderr",
+        (_CGROUP + "test_memfd_pages_count_against_the_memory_limit", _CGROUP + "test_system_v_shared_memory_counts_against_the_memory_limit",
+         _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do",
+         _ATTACKS + "test_the_root_and_every_tmpfs_are_bounded_and_read_only_means_read_only"),
     ),
-    "pids": Capability("partial", "RLIMIT_NPROC for the sandbox's host uid, shared by every process that runs as that uid"),
+    "pids": Capability(
+        "full",
+        "the cgroup's pids.max, the sandbox's own (bwrap counts as one); without a cgroup (MCPSPEC_CGROUP=optional or off), "
+        "RLIMIT_NPROC of the sandbox's host uid, shared by every process of that uid",
+        (_CGROUP + "test_a_fork_bomb_stops_at_the_sandboxs_own_pids_limit", _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do"),
+    ),
     "cpu": Capability(
-        "partial",
-        "a budget of cpus x max_lifetime CPU-seconds, checked every 0.5 s over the sandbox's live processes and the children they "
-        "waited for (children reaped unwaited, with SIGCHLD ignored, escape the sum), and RLIMIT_CPU per process: not a rate; "
-        "without max_lifetime, not enforced",
+        "full",
+        "the cgroup's CPU rate for every process of the sandbox (cpu.max, or cpu.cfs_quota_us on a hybrid host; at least 1 ms per "
+        "100 ms); with max_lifetime also a budget of cpus x max_lifetime CPU-seconds over its processes and RLIMIT_CPU per process, "
+        "which are all that hold without a cgroup (MCPSPEC_CGROUP=optional or off; children reaped unwaited escape the budget)",
+        (_CGROUP + "test_cpus_is_a_rate_for_every_process_of_the_sandbox", _ATTACKS + "test_the_cpu_budget_counts_every_process_of_the_sandbox"),
     ),
     "lifetime": Capability(
         "full",
         "the launcher stops the sandbox at max_lifetime (SIGTERM, SIGKILL 5 s later); the server is the sandbox's pid 1, so every "
-        "process it left goes with it, and killing the launcher at any moment ends them all",
+        "process it left goes with it, and killing the launcher at any moment ends them all (its guardian removes the sandbox's cgroup)",
         (_REAL + "test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing", _ATTACKS + "test_after_max_lifetime_nothing_holds_the_client_output",
          _ATTACKS + "test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_running",
-         _ATTACKS + "test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing"),
+         _ATTACKS + "test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing", _CGROUP + "test_a_killed_launcher_leaves_no_cgroup_behind"),
+    ),
+    "syscall-filter": Capability(
+        "full",
+        "bwrap --seccomp: the project's allow-list (docs/seccomp.md), built as classic BPF for x86_64 and aarch64 at build time (another "
+        "architecture is refused); refused calls fail with EPERM, clone3 with ENOSYS; socket families as the egress needs (AF_UNIX, and "
+        "AF_INET and AF_INET6 with any egress or process.listeners); the launcher first leaves its session keyring for a fresh one, so no key of the login "
+        "session is possessed inside",
+        (_SECCOMP + "test_a_server_without_egress_gets_every_dangerous_syscall_refused_and_only_unix_sockets",
+         _SECCOMP + "test_a_server_with_an_egress_allowlist_gets_inet_sockets_and_nothing_more",
+         _SECCOMP + "test_a_key_in_the_launchers_session_keyring_is_out_of_the_sandboxs_reach",
+         "tests/test_seccomp_policy.py::test_the_kernel_answers_a_sample_as_the_interpreter_does"),
     ),
     "idle-timeout": Capability(
         "full",
@@ -246,8 +318,6 @@ def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:
             overrides["egress-allowlist"] = ("none", detail)
         if not sandbox.process.listeners:
             overrides["listeners"] = ("none", "the host network is shared, so a listener is reachable from the host")
-    if sandbox.resources.cpus is not None and sandbox.lifecycle.max_lifetime is None:
-        overrides["cpu"] = ("none", "a CPU-time budget needs max_lifetime; bwrap has no CPU rate limit")
     if sandbox.identity.uid == 0:
         overrides["identity"] = ("partial", "runtime.user is 0: the sandbox runs as root inside its user namespace (capabilities are still dropped)")
     return gaps, overrides
@@ -326,14 +396,27 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         audit_egress=_audit_egress(egress),
         command=list(sandbox.command),
         workdir=sandbox.workdir,
+        seccomp=_seccomp_programs(sandbox),
+        keyctl={arch: SYSCALLS[arch]["keyctl"] for arch in ARCHES},
         mounts=[_mount(mount) for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target))],
         secrets=[secret for grant in sandbox.secrets if (secret := launcher_secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
+        cpu_millis=math.ceil(runtime.cpus * 1000) if runtime.cpus is not None else 0,
     )
     data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
     if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated
         raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
     return data
+
+
+def _seccomp_programs(sandbox: EffectiveSandbox) -> dict[str, str]:
+    """The server's syscall filter for each architecture; the launcher picks its machine's."""
+    return dict(_programs(syscall_policy(sandbox)))
+
+
+@functools.cache
+def _programs(policy: SyscallPolicy) -> dict[str, str]:
+    return {arch: bpf_program(policy, arch).hex() for arch in ARCHES}
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -80,11 +80,13 @@ def read_launcher(text: str, config: Mapping[str, Any], squid: str | None) -> Gr
     limits = Limits(
         memory=config["memory_bytes"] or None,
         pids=config["pids"] or None,
+        # The CPU rate of the launch's cgroup (cpus x 100 ms each 100 ms), when the runtime makes one.
+        cpu_percent=int(config.get("cpu_millis") or 0) / 10 or None if "cpu.cfs_quota_us" in runtime else None,
         cpu_seconds=config["cpu_seconds"] or None,
         lifetime=float(config["lifetime_seconds"]) or None,
         idle_timeout=float(config["idle_seconds"]) or None,
     )
-    for control, value in (("memory", limits.memory), ("pids", limits.pids), ("cpu", limits.cpu_seconds),
+    for control, value in (("memory", limits.memory), ("pids", limits.pids), ("cpu", limits.cpu_percent or limits.cpu_seconds),
                            ("lifetime", limits.lifetime), ("idle-timeout", limits.idle_timeout)):
         if value:
             enforced.add(control)

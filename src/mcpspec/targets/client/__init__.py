@@ -75,7 +75,8 @@ approval: call-policy partial; other clients: none, reported as TG003).
 
 Workspace dirs are subdirectories of one fixed run directory per client, the spec's workspace path
 with `{agent}` the agent and `{run_id}` the client's name (`/srv/mcp/workspaces/coder/vscode`).
-Every entry sets `MCPSPEC_RUN_DIR` to it, since compose reads the whole file at each run. Create
+Every entry sets `MCPSPEC_RUN_DIR` to it, since compose reads the whole file at each run (and, for
+podman-compose, `COMPOSE_PROJECT_DIR` to `OUT/compose`, where it finds the seccomp profiles). Create
 its subdirectories before the first run (`mkdir -p "$dir"/input "$dir"/output`): compose does not.
 Every session of the client shares them; empty them yourself between runs.
 """
@@ -230,7 +231,10 @@ def run_directory(sandbox: EffectiveSandbox, client: Client) -> str | None:
 def _compose_entry(plan: Plan, sandbox: EffectiveSandbox, compose_file: str, via: str, run_dir: str | None, client: Client) -> Entry:
     program, head = ENGINES[via]
     args = (*head, "--project-name", compose_project(plan, sandbox, client), "--file", compose_file, "run", "--rm", "-T", sandbox.name)
-    return _entry(plan, sandbox, program, args, (("MCPSPEC_RUN_DIR", run_dir),) if run_dir else ())
+    env: tuple[tuple[str, str], ...] = (("MCPSPEC_RUN_DIR", run_dir),) if run_dir else ()
+    if via == "podman-compose":  # it reads the services' seccomp profiles (./NAME.seccomp.json) from this directory
+        env += (("COMPOSE_PROJECT_DIR", compose_file.rsplit("/", 1)[0]),)
+    return _entry(plan, sandbox, program, args, env)
 
 
 TARGET = ClientTarget()

@@ -11,7 +11,7 @@ import yaml
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.common import header
-from mcpspec.targets.compose.service import delivered, has_proxy, names, networks, proxy_service, secret_declaration, service
+from mcpspec.targets.compose.service import delivered, helper_services, networks, secret_declaration, service, volumes
 from mcpspec.targets.yamlout import dump_all
 
 
@@ -19,17 +19,19 @@ def compose_file(plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOp
     services: dict[str, Any] = {}
     nets: dict[str, Any] = {}
     secrets: dict[str, Any] = {}
+    vols: dict[str, Any] = {}
     for sandbox in built:
         services[sandbox.name] = service(plan, sandbox, options)
-        if has_proxy(sandbox, options):
-            assert options.proxy_image is not None
-            services[names(sandbox.name).proxy] = proxy_service(plan, sandbox, options.proxy_image)
+        services.update(helper_services(plan, sandbox, options))
         nets.update(networks(sandbox, options))
+        vols.update(volumes(sandbox, options))
         for grant in delivered(sandbox):
             secrets[grant.name] = secret_declaration(grant)
     document: dict[str, Any] = {"services": services}
     if nets:
         document["networks"] = nets
+    if vols:
+        document["volumes"] = vols
     if secrets:
         document["secrets"] = secrets
     document["x-podman"] = {"in_pod": False}

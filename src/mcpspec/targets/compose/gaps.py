@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.base import BuildOptions, Gap, Overrides
 from mcpspec.targets.compose.service import PROVIDERS
 from mcpspec.targets.egress import egress_plan
@@ -23,6 +24,8 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) ->
         _proxy_gaps(sandbox, options, gaps, overrides)
     elif egress.mode == "direct-open":
         _direct_gaps(sandbox, overrides)
+    if egress.mode != "direct-open" and isinstance(sandbox.transport, HttpTransport):
+        _port_gaps(sandbox, options, gaps)
     for grant in sandbox.secrets:
         if grant.provider not in PROVIDERS:
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
@@ -44,6 +47,13 @@ def _proxy_gaps(sandbox: EffectiveSandbox, options: BuildOptions, gaps: list[Gap
         gaps.append(Gap("egress-allowlist", "none", sandbox.origin("egress.allow"), f"egress allowlist by name: {reason}"))
     elif _DIGEST not in options.proxy_image:
         overrides["egress-allowlist"] = ("partial", f"the egress proxy image {options.proxy_image} is not pinned by digest: what enforces the allowlist can change under it")
+
+
+def _port_gaps(sandbox: EffectiveSandbox, options: BuildOptions, gaps: list[Gap]) -> None:
+    """An HTTP server off every bridge is reached only through its port service, which runs the proxy image."""
+    if options.proxy_image is None:
+        gaps.append(Gap("listeners", "partial", (*sandbox.path, "transport"),
+                        "no --proxy-image: the port service that publishes the server's port runs that image (socat), so the server runs on loopback only (unreachable)"))
 
 
 def _direct_gaps(sandbox: EffectiveSandbox, overrides: Overrides) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from mcpspec.targets.compose.links import HTTP_SOCKET, SOCAT
 from mcpspec.targets.grants import ANY, EgressGrant, Grants, Identity, Limits, Mode, MountGrant, SecretLanding
 from mcpspec.targets.squid_reader import read_squid
 
@@ -32,7 +33,7 @@ def read_build(files: Mapping[str, str]) -> dict[str, Grants]:
     out: dict[str, Grants] = {}
     for svc in services.values():
         labels = svc.get("labels") or {}
-        if labels.get("mcpspec.role") == "egress-proxy":
+        if "mcpspec.role" in labels:  # a helper of a server (proxy, link, port service), read as part of its server's way out
             continue
         server = labels["mcpspec.server"]
         out[server] = read_service(svc, services, networks, secrets, files)
@@ -126,8 +127,16 @@ def _identity(svc: Mapping[str, Any]) -> Identity:
 
 
 def _egress(svc: Mapping[str, Any], services: Mapping[str, Any], networks: Mapping[str, Any], files: Mapping[str, str]) -> EgressGrant:
-    if svc.get("network_mode") == "none":
+    mode = svc.get("network_mode")
+    if mode == "none":
         return EgressGrant("none")
+    if isinstance(mode, str) and mode.startswith("service:"):
+        owner = services.get(mode.removeprefix("service:"))
+        if owner is None or owner is svc:
+            return EgressGrant("direct", "allow", frozenset({ANY}))
+        if owner.get("network_mode") == "none":
+            return _linked(owner, services, files)
+        return _egress(owner, services, networks, files)
     if "network_mode" in svc:
         return EgressGrant("direct", "allow", frozenset({ANY}), host_loopback=svc["network_mode"] == "host")
     joined = list(svc.get("networks") or ["default"])
@@ -142,9 +151,40 @@ def _egress(svc: Mapping[str, Any], services: Mapping[str, Any], networks: Mappi
             continue
         if (other.get("labels") or {}).get("mcpspec.role") != "egress-proxy":
             return EgressGrant("direct", "allow", frozenset({ANY}))
-        conf = next((str(v["source"]).removeprefix("./") for v in other.get("volumes") or [] if isinstance(v, dict) and str(v.get("target", "")).endswith("squid.conf")), None)
-        text = files.get(conf) if conf else None
-        if text is None:
-            return EgressGrant("direct", "allow", frozenset({ANY}))
-        return read_squid(text)
+        return _squid(other, files)
     return EgressGrant("none")
+
+
+def _squid(proxy: Mapping[str, Any], files: Mapping[str, str]) -> EgressGrant:
+    """What an egress proxy service lets through: its squid.conf's allowlist."""
+    conf = next((str(v["source"]).removeprefix("./") for v in proxy.get("volumes") or [] if isinstance(v, dict) and str(v.get("target", "")).endswith("squid.conf")), None)
+    text = files.get(conf) if conf else None
+    if text is None:
+        return EgressGrant("direct", "allow", frozenset({ANY}))
+    return read_squid(text)
+
+
+def _named_volumes(svc: Mapping[str, Any]) -> set[str]:
+    return {str(v.get("source")) for v in svc.get("volumes") or [] if isinstance(v, dict) and v.get("type") == "volume"}
+
+
+def _linked(owner: Mapping[str, Any], services: Mapping[str, Any], files: Mapping[str, str]) -> EgressGrant:
+    """A namespace with loopback only: the way out is whatever serves the sockets in the named volumes of
+    the services in it (the owner and every service that joins it).
+    A port service only connects to the server's socket; an egress proxy is its squid.conf; any other
+    service sharing a volume with them is read as a way out to everything."""
+    name = next((key for key, value in services.items() if value is owner), None)
+    members = [owner, *(other for other in services.values() if other.get("network_mode") == f"service:{name}")]
+    shared = {volume for member in members for volume in _named_volumes(member)}
+    ways: list[EgressGrant] = []
+    for other in services.values():
+        if any(other is member for member in members) or not shared & _named_volumes(other):
+            continue
+        role = (other.get("labels") or {}).get("mcpspec.role")
+        entrypoint = [str(a) for a in other.get("entrypoint") or []]
+        if role == "port-forward" and len(entrypoint) == 3 and entrypoint[0] == SOCAT and entrypoint[2] == f"UNIX-CONNECT:{HTTP_SOCKET}":
+            continue
+        ways.append(_squid(other, files) if role == "egress-proxy" else EgressGrant("direct", "allow", frozenset({ANY})))
+    if not ways:
+        return EgressGrant("none")
+    return ways[0] if len(ways) == 1 else EgressGrant("direct", "allow", frozenset({ANY}))

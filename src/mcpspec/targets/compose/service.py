@@ -16,6 +16,8 @@ from typing import Any
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.spec.models import IMAGE_ENV, MINIMAL_ENV, HttpTransport
 from mcpspec.targets.base import BuildOptions, Refused
+from mcpspec.targets.compose.links import PROXY_PORT, hardening, http_port, link_service, port_service, proxy_command, socket_volume, socket_volume_declaration
+from mcpspec.targets.compose.syscalls import seccomp_opt, server_file
 from mcpspec.targets.egress import egress_plan
 
 RUN_DIR = "${MCPSPEC_RUN_DIR:?set MCPSPEC_RUN_DIR to the run's directory}"
@@ -23,9 +25,7 @@ HOME = "${HOME:?HOME must be set}"
 SHIM_FILE = "mcpspec-entrypoint.sh"
 SHIM_TARGET = "/mcpspec/entrypoint.sh"
 ENV_SECRET_DIR = "/run/secrets/mcpspec-env"
-PROXY_ALIAS = "mcpspec-egress"
-PROXY_PORT = 3128
-PROXY_URL = f"http://{PROXY_ALIAS}:{PROXY_PORT}"
+PROXY_URL = f"http://127.0.0.1:{PROXY_PORT}"  # the link's port in the server's own namespace
 PROXY_ENV = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
 SQUID_CONF = "/etc/mcpspec/squid.conf"
 SCRATCH = "/tmp"
@@ -68,17 +68,35 @@ class Names:
 
     service: str
     proxy: str
-    inner: str  # the server's own network (internal)
+    link: str  # owns the server's network namespace (loopback only)
+    port: str  # publishes an HTTP server's port
+    sockets: str  # the helpers' socket volume
+    public: str  # the port service's network
     outer: str  # the network that reaches out (the proxy's, or a direct server's)
     squid_file: str
 
 
 def names(server: str) -> Names:
-    return Names(server, f"{server}_egress", f"{server}_net", f"{server}_out", f"{server}.squid.conf")
+    return Names(server, f"{server}_egress", f"{server}_link", f"{server}_port", f"{server}_sockets", f"{server}_pub", f"{server}_out", f"{server}.squid.conf")
 
 
 def has_proxy(sandbox: EffectiveSandbox, options: BuildOptions) -> bool:
     return egress_plan(sandbox).mode == "proxy" and options.proxy_image is not None
+
+
+def publishes(sandbox: EffectiveSandbox, options: BuildOptions) -> bool:
+    """Whether an HTTP server with egress denied or an allowlist gets its port published through the link."""
+    return egress_plan(sandbox).mode != "direct-open" and http_port(sandbox) is not None and options.proxy_image is not None
+
+
+def linked(sandbox: EffectiveSandbox, options: BuildOptions) -> bool:
+    """Whether the server lives in its link's network namespace (else: network_mode none, or direct)."""
+    return has_proxy(sandbox, options) or publishes(sandbox, options)
+
+
+def security_opt(sandbox: EffectiveSandbox) -> list[str]:
+    """The server's: no new privileges, and its syscall filter."""
+    return ["no-new-privileges:true", seccomp_opt(server_file(sandbox.name))]
 
 
 def shim_args(sandbox: EffectiveSandbox) -> list[str]:
@@ -121,7 +139,7 @@ def service(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> dic
     svc["user"] = f"{identity.uid}:{identity.gid}"
     svc["read_only"] = sandbox.read_only_root
     svc["cap_drop"] = ["ALL"]
-    svc["security_opt"] = ["no-new-privileges:true"]
+    svc["security_opt"] = security_opt(sandbox)
     resources = sandbox.resources
     if resources.memory is not None:
         svc["mem_limit"] = resources.memory
@@ -205,11 +223,14 @@ def _network(svc: dict[str, Any], sandbox: EffectiveSandbox, own: Names, options
         port = sandbox.transport.port if isinstance(sandbox.transport, HttpTransport) else None
         if port is not None:
             svc["ports"] = [f"127.0.0.1:{port}:{port}"]
-    elif has_proxy(sandbox, options):
-        svc["networks"] = [own.inner]
-        svc["depends_on"] = [own.proxy]
-    elif http:
-        svc["networks"] = [own.inner]
+    elif linked(sandbox, options):
+        svc["network_mode"] = f"service:{own.link}"
+        helpers = [own.link]
+        if has_proxy(sandbox, options):
+            helpers.append(own.proxy)
+        if publishes(sandbox, options):
+            helpers.append(own.port)
+        svc["depends_on"] = helpers
     else:
         svc["network_mode"] = "none"
     if http and isinstance(sandbox.transport, HttpTransport) and sandbox.transport.port is not None:
@@ -221,36 +242,47 @@ def networks(sandbox: EffectiveSandbox, options: BuildOptions) -> dict[str, dict
     """The networks this server's services use."""
     own = names(sandbox.name)
     egress = egress_plan(sandbox)
-    if egress.mode == "direct-open":
-        return {own.outer: {}}
+    nets: dict[str, dict[str, Any]] = {}
+    if egress.mode == "direct-open" or has_proxy(sandbox, options):
+        nets[own.outer] = {}
+    if publishes(sandbox, options):
+        nets[own.public] = {}
+    return nets
+
+
+def volumes(sandbox: EffectiveSandbox, options: BuildOptions) -> dict[str, dict[str, Any]]:
+    """The top-level volumes this server's services use: its helpers' socket directory."""
+    return {names(sandbox.name).sockets: socket_volume_declaration()} if linked(sandbox, options) else {}
+
+
+def helper_services(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> dict[str, dict[str, Any]]:
+    """The server's helper services: its link, its port service and its egress proxy, as it needs them."""
+    if not linked(sandbox, options):
+        return {}
+    image = options.proxy_image
+    assert image is not None
+    own = names(sandbox.name)
+    helpers = {own.link: link_service(plan, sandbox, image, own.sockets, has_proxy(sandbox, options))}
+    if publishes(sandbox, options):
+        helpers[own.port] = port_service(plan, sandbox, image, own.sockets, own.public, own.link)
     if has_proxy(sandbox, options):
-        return {own.inner: {"internal": True}, own.outer: {}}
-    if isinstance(sandbox.transport, HttpTransport):
-        return {own.inner: {"internal": True}}
-    return {}
+        helpers[own.proxy] = proxy_service(plan, sandbox, image)
+    return helpers
 
 
 def proxy_service(plan: Plan, sandbox: EffectiveSandbox, image: str) -> dict[str, Any]:
-    """The squid that enforces the server's allowlist: the only other member of its internal network."""
+    """The squid that enforces the server's allowlist: the only service on its network; the server reaches
+    it through its link's socket."""
     own = names(sandbox.name)
-    return {
-        "image": image,
-        "entrypoint": ["/usr/sbin/squid", "-N", "-f", SQUID_CONF],
-        "user": "65532:65532",
-        "read_only": True,
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges:true"],
-        "mem_limit": 128 * 2**20,
-        "memswap_limit": 128 * 2**20,
-        "pids_limit": 64,
-        "restart": "no",
-        "labels": {"mcpspec.project": plan.project, "mcpspec.server": sandbox.name, "mcpspec.role": "egress-proxy"},
-        "volumes": [
-            {"type": "bind", "source": f"./{own.squid_file}", "target": SQUID_CONF, "read_only": True},
-            {"type": "tmpfs", "target": SCRATCH, "tmpfs": {"size": SCRATCH_SIZE}},
-        ],
-        "networks": {own.inner: {"aliases": [PROXY_ALIAS]}, own.outer: {}},
-    }
+    svc: dict[str, Any] = {"image": image, "entrypoint": proxy_command(SQUID_CONF)}
+    svc.update(hardening(plan, sandbox, "egress-proxy"))
+    svc["volumes"] = [
+        {"type": "bind", "source": f"./{own.squid_file}", "target": SQUID_CONF, "read_only": True},
+        {"type": "tmpfs", "target": SCRATCH, "tmpfs": {"size": SCRATCH_SIZE}},
+        socket_volume(own.sockets),
+    ]
+    svc["networks"] = [own.outer]
+    return svc
 
 
 # access_log names the logformat that the base of the configuration defines, so it comes last.
@@ -260,7 +292,7 @@ SQUID_LOG = "access_log stdio:/dev/stdout mcpspec\n"
 def squid_runtime() -> list[str]:
     """The lines of the proxy's squid.conf that place it in its container."""
     return [
-        f"http_port {PROXY_PORT}",
+        f"http_port 127.0.0.1:{PROXY_PORT}",
         "pid_filename none",
         "cache_log stdio:/dev/stderr",
         "coredump_dir /tmp",

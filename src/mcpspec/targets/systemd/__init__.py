@@ -55,6 +55,8 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability("full", "TasksMax= on the instance's cgroup", (_REAL + "test_limits_hold",)),
     "cpu": Capability("partial", "CPUQuota= of cpus x 100% on the instance's cgroup; no real test measures the throttling"),
     "lifetime": Capability("full", "RuntimeMaxSec=: systemd stops the instance at max_lifetime (SIGTERM, SIGKILL 5 s later)", (_REAL + "test_limits_hold",)),
+    # Issue 25 item 2 replaces this with the project's policy (mcpspec.targets.seccomp).
+    "syscall-filter": Capability("partial", "SystemCallFilter=@system-service minus a deny list, SystemCallArchitectures=native, RestrictAddressFamilies: @system-service keeps @aio, whose io_uring runs socket, connect and open operations that RestrictAddressFamilies does not see; not the project's policy yet"),
     "idle-timeout": Capability("none", "systemd cannot tell an idle MCP session from a slow one; the client or an orchestrator must stop idle instances"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("partial", "denied command names are made inaccessible in /usr/local/bin, /usr/local/sbin, /usr/bin, /usr/sbin, /bin and /sbin (InaccessiblePaths=); the allow list, background and per-command limits are not enforced"),
