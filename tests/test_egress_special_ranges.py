@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
+from egress_lab import LISTENER, own_networks_in, squid_running
 from mcpspec.addresses import SPECIAL_RANGES, SpecialRange
 from mcpspec.api import load_text
 from mcpspec.targets.build import build_plan
@@ -123,23 +124,6 @@ CLIENT = textwrap.dedent(
     """
 )
 
-LISTENER = textwrap.dedent(
-    f"""
-    import http.server, socket
-    class Server(http.server.ThreadingHTTPServer):
-        address_family = socket.AF_INET6
-        def server_bind(self):
-            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-            super().server_bind()
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
-        def log_message(self, *args): pass
-    Server(("::", {PORT}), Handler).serve_forever()
-    """
-)
-
-
 # A DNS server for the namespace: answers A and AAAA from a fixed table (TTL 0), nothing else.
 DNS = textwrap.dedent(
     """
@@ -179,31 +163,25 @@ class Lab:
         built = build_plan(plan, "bwrap")
         policy = built.files["probe.squid.conf"]
         runtime = [f"http_port 127.0.0.1:{PROXY}", f"pid_filename {self.base}/squid.pid", f"cache_log {self.base}/cache.log",
-                   f"hosts_file {self.base}/hosts", "dns_nameservers 127.0.0.1", f"coredump_dir {self.base}", "cache_dir null /tmp"]
+                   f"hosts_file {self.base}/hosts", "dns_nameservers 127.0.0.1", f"coredump_dir {self.base}", "cache_dir null /tmp",
+                   *(f"acl host_addresses dst {network}" for network in self.host_networks()), f"acl proxy_port port {PROXY}"]
         return "\n".join(runtime) + "\n" + policy + f"access_log stdio:{self.base}/access.log mcpspec\n"
+
+    def host_networks(self) -> list[str]:
+        """The launcher's ACL of the host's own addresses, read in the namespace, without PUBLIC_V4 and
+        PUBLIC_V6: they play far destinations here, on this namespace's loopback only for brevity
+        (test_egress_host_addresses.py attacks that ACL with destinations in a namespace of their own)."""
+        public = {f"{PUBLIC_V4}/32", f"{PUBLIC_V6}/128"}
+        return [network for network in own_networks_in([*self.inside, sys.executable]) if network not in public]
 
     def statuses(self, conf: str, requests: list[tuple[str, str]]) -> list[int]:
         path = self.base / "squid.conf"
         path.write_text(conf, encoding="utf-8")
-        proxy = subprocess.Popen([*self.inside, self.squid, "-N", "-f", str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 20
-            probe = f"import socket; socket.create_connection(('127.0.0.1', {PROXY}), 1)"
-            while subprocess.run([*self.inside, sys.executable, "-c", probe], capture_output=True).returncode:
-                assert proxy.poll() is None, f"squid exited: {proxy.stderr.read().decode() if proxy.stderr else ''}"
-                assert time.monotonic() < deadline, "squid did not start"
-                time.sleep(0.1)
+        with squid_running(self.inside, self.squid, path):
             lines = "".join(f"{method} {authority}\n" for method, authority in requests)
             done = subprocess.run([*self.inside, sys.executable, "-c", CLIENT], input=lines, capture_output=True, text=True, timeout=300, check=True)
-            result: list[int] = json.loads(done.stdout)
-            return result
-        finally:
-            proxy.terminate()
-            try:
-                proxy.wait(10)
-            except subprocess.TimeoutExpired:
-                proxy.kill()
-                proxy.wait()
+        result: list[int] = json.loads(done.stdout)
+        return result
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +207,7 @@ def lab() -> Iterator[Lab]:
         names = [f"{s.address} {_name(i)}\n" for i, s in enumerate(SAMPLES)]
         (base / "hosts").write_text("".join([*names, f"{PUBLIC_V4} public4.test\n", f"{PUBLIC_V6} public6.test\n"]), encoding="utf-8")
         (base / "hosts").chmod(0o644)
-        listener = subprocess.Popen([*inside, sys.executable, "-c", LISTENER])
+        listener = subprocess.Popen([*inside, sys.executable, "-c", LISTENER, "sample", str(PORT)])
         records = [f"{name}={address}" for name, addresses in RECORDS.items() for address in addresses]
         resolver = subprocess.Popen([*inside, sys.executable, "-c", DNS, *records])
         deadline = time.monotonic() + 10

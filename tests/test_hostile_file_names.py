@@ -96,8 +96,10 @@ def test_python_and_squid_read_exactly_the_generated_lines(target: str, tmp_path
 
 
 def _parseable(text: str) -> str:
-    """A squid.conf squid -k parse accepts as it is: the bwrap launcher adds the port, systemd's names its own."""
-    return text if "http_port" in text else "http_port 127.0.0.1:3128\n" + text
+    """A squid.conf squid -k parse accepts as it is: the bwrap launcher adds the port and the ACL of the
+    host's addresses, systemd's names its own port (and reads that ACL from a file, absent here: squid
+    reports it and parses on)."""
+    return text if "http_port" in text else "http_port 127.0.0.1:3128\nacl host_addresses dst 0.0.0.0/32\nacl proxy_port port 3128\n" + text
 
 
 def _squid_directives(squid: str, text: str, tmp_path: Path) -> list[str]:

@@ -25,7 +25,7 @@ from conftest import require_tool
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
 import contextlib
 
-from harness import Listener, Sandbox, call_tools, leftovers, sandbox_python_matches, wait_gone
+from harness import Listener, Sandbox, call_tools, leftovers, root_sandbox, wait_gone
 
 SECRET_ENV_VALUE = "tok-attack-51c9e0"
 SECRET_FILE_VALUE = "file-attack-2be7d4"
@@ -35,15 +35,7 @@ EACCES, ENOENT, EROFS, ENOSPC = 13, 2, 30, 28
 
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
-    for tool in ("bwrap", "socat", "squid"):
-        require_tool(tool)
-    if os.geteuid() != 0:
-        if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
-            pytest.fail("the launcher's attacks are run as root, as MCP clients on servers run launchers (MCPSPEC_REQUIRE_REAL_TOOLS=1)")
-        pytest.skip("the launcher's attacks are run as root")
-    if not sandbox_python_matches():
-        pytest.fail("/usr/bin/python3 must be the same minor version as the test interpreter (the probe server runs on it)")
-    box = Sandbox()
+    box = root_sandbox()
     yield box
     box.cleanup()
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
+from egress_lab import FAR_V4, PORT, make_lab
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
 from harness import Listener as _Listener
@@ -288,47 +289,30 @@ def test_an_idle_session_ends_after_idle_timeout(sandbox: Sandbox) -> None:
 
 
 def test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not(sandbox: Sandbox) -> None:
-    """The positive path of the name allowlist needs a public-looking address: a network
-    namespace made for the test holds 100.128.0.7 (public space just past the shared 100.64.0.0/10; documentation ranges are refused like private ones) on its own loopback, with
-    the listener, the proxy and the sandbox inside it. No packet leaves the namespace."""
-    ip = require_tool("ip")
-    if os.geteuid() != 0:
-        if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
-            pytest.fail("creating a network namespace needs root (MCPSPEC_REQUIRE_REAL_TOOLS=1)")
-        pytest.skip("creating a network namespace needs root")
-    namespace = f"mcpspec-e2e-{os.getpid()}"
-    subprocess.run([ip, "netns", "add", namespace], check=True)
-    listener = None
+    """The positive path of the name allowlist needs a public-looking address that is not the
+    host's own (both are refused): two network namespaces made for the test (egress_lab.py), the
+    launcher in one, the listener at 100.128.0.7 (public space just past the shared 100.64.0.0/10;
+    documentation ranges are refused like private ones) in the other. No packet leaves them."""
+    lab = make_lab()
     try:
-        inside = [ip, "netns", "exec", namespace]
-        subprocess.run([*inside, "ip", "link", "set", "lo", "up"], check=True)
-        subprocess.run([*inside, "ip", "addr", "add", "100.128.0.7/32", "dev", "lo"], check=True)
-        port = 18443
-        listener = subprocess.Popen([*inside, sys.executable, "-m", "http.server", str(port), "--bind", "100.128.0.7"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         hosts = sandbox.base / "hosts-public"
-        hosts.write_text("100.128.0.7 docs.example.org\n", encoding="utf-8")
-        spec = sandbox.spec("named", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["docs.example.org:{port}"]}}')
+        hosts.write_text(f"{FAR_V4} docs.example.org\n", encoding="utf-8")
+        hosts.chmod(0o644)
+        spec = sandbox.spec("named", f'    env: {{set: {{PYTHONPATH: /opt/site}}}}\n    egress: {{allow: ["docs.example.org:{PORT}"]}}')
         launcher = sandbox.build(spec)
         wrapper = sandbox.base / "in-namespace.sh"
         # nsenter enters the network namespace alone: `ip netns exec` also mounts a sysfs of its own, without
         # the cgroup hierarchies the launcher makes the sandbox's cgroup in.
-        nsenter = require_tool("nsenter")
-        wrapper.write_text(f'#!/bin/sh\nexec {nsenter} --net=/run/netns/{namespace} {launcher}\n', encoding="utf-8")
+        wrapper.write_text(f"#!/bin/sh\nexec {' '.join(lab.enter())} {launcher}\n", encoding="utf-8")
         wrapper.chmod(0o755)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and subprocess.run([*inside, sys.executable, "-c", f"import socket; socket.create_connection(('100.128.0.7', {port}), 1)"], capture_output=True).returncode:
-            time.sleep(0.1)
         got = call_tools(
             wrapper,
-            [("http_get", {"url": f"http://docs.example.org:{port}/"}), ("http_get", {"url": f"http://100.128.0.7:{port}/"}), ("http_get", {"url": f"http://docs.example.org:{port + 1}/"})],
+            [("http_get", {"url": f"http://docs.example.org:{PORT}/"}), ("http_get", {"url": f"http://{FAR_V4}:{PORT}/"}), ("http_get", {"url": f"http://docs.example.org:{PORT + 1}/"})],
             {"MCPSPEC_RUN_ID": "named", "MCPSPEC_EGRESS_HOSTS_FILE": str(hosts)},
         )
-        assert got[0]["ok"] is True and got[0]["status"] == 200
+        assert got[0]["ok"] is True and got[0]["status"] == 200 and got[0]["body"] == "far-service"
         assert got[1]["status"] == 403  # the address is not what the spec lists
         assert got[2]["status"] == 403  # the name on a port the spec does not list
     finally:
-        if listener is not None:
-            listener.kill()
-            listener.wait()
-        subprocess.run([ip, "netns", "del", namespace], check=False)
+        lab.close()
     assert _wait_gone(sandbox.base.name) == []

@@ -31,6 +31,7 @@ from typing import Any
 import pytest
 
 from conftest import require_tool
+from egress_lab import PROXY_CLIENT
 from mcpspec.api import load_text
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
@@ -327,6 +328,29 @@ def test_only_the_allowlisted_name_goes_through_the_proxy(stack: Stack) -> None:
     assert not direct["ok"]  # without the proxy the internal network leads nowhere
     log = _run(stack.podman, "logs", f"{stack.project}_fetch_egress_1", check=False)
     assert "denied.test" in log.stdout + log.stderr or "TCP_DENIED" in log.stdout + log.stderr
+
+
+def test_the_proxy_answers_nothing_itself_and_passes_only_http(stack: Stack) -> None:
+    """Issue 25 item 3 on compose (the proxy image runs the shared squid rules): squid's manager
+    (cache_object:// and /squid-internal-mgr/ on the allowed host, on its own address and name),
+    its internal pages, TRACE and other schemes are refused, and nothing of its host leaks."""
+    stack.up("fetch_egress")
+    close = "Connection: close\r\n\r\n"
+    requests = [
+        f"GET cache_object://allowed.test:80/info HTTP/1.1\r\nHost: allowed.test:80\r\n{close}",
+        f"GET cache_object://mcpspec-egress:3128/info HTTP/1.1\r\nHost: mcpspec-egress:3128\r\n{close}",
+        f"GET /squid-internal-mgr/info HTTP/1.1\r\nHost: mcpspec-egress:3128\r\n{close}",
+        f"GET http://allowed.test/squid-internal-mgr/menu HTTP/1.1\r\nHost: allowed.test\r\n{close}",
+        f"GET /squid-internal-static/icons/SN.png HTTP/1.1\r\nHost: mcpspec-egress:3128\r\n{close}",
+        f"TRACE http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nMax-Forwards: 0\r\n{close}",
+        f"GET ftp://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n{close}",
+        f"GET whois://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n{close}",
+    ]
+    markers = ["Squid Object Cache", "Build Info", "squid.pid", "cache.log", "/etc/", "/var/", "/run/", "/tmp/", "reached"]
+    (answer,) = stack.call("fetch", [("spawn", {"argv": ["/usr/bin/python3", "-c", PROXY_CLIENT, json.dumps(requests), json.dumps(markers)]})])
+    assert answer["ok"] and answer["status"] == 0, answer
+    got = json.loads(answer["stdout"])
+    assert [(code, leaked) for code, leaked in got if code != 403 or leaked] == [], got
 
 
 def test_limits_hold(stack: Stack) -> None:

@@ -265,7 +265,12 @@ def test_example_squid_configs_parse(tmp_path: Path) -> None:
             if not name.endswith(".squid.conf"):
                 continue
             conf = tmp_path / f"{example.stem}-{name}"
-            conf.write_text(text)
+            # The unit's ExecStartPre=+ writes the host's addresses to its runtime directory; here, to a file of the test's.
+            addresses = tmp_path / f"{example.stem}-{name}.host-addresses"
+            addresses.write_text("0.0.0.0/32\n127.0.0.0/8\n::/127\n", encoding="utf-8")
+            written, count = re.subn(r'^acl host_addresses dst "/run/[^"]+"$', f'acl host_addresses dst "{addresses}"', text, flags=re.M)
+            assert count == 1, f"{example.stem}/{name}: no ACL of the host's own addresses"
+            conf.write_text(written)
             result = subprocess.run([squid, "-k", "parse", "-f", str(conf)], capture_output=True, text=True, timeout=60, check=False)
             bad = [line for line in (result.stdout + result.stderr).splitlines() if re.search(r"FATAL|ERROR|Bungled|unrecognized|Unknown", line, re.I)]
             assert result.returncode == 0 and not bad, f"{example.stem}/{name}: {bad or result.stderr[-2000:]}"

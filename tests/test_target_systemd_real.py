@@ -64,6 +64,12 @@ servers:
     mounts:
       - {from: /opt/sdreal, to: /probe}
     egress: {allow: ["allowed.test:80"]}
+  open:
+    command: [/usr/bin/python3, /probe/probe.py]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    egress: {default: allow, deny: ["@private", "@metadata"]}
+    logging: {audit: false}
   limits:
     command: [/usr/bin/python3, /probe/probe.py]
     mounts:
@@ -199,7 +205,7 @@ def _install(box: Container) -> None:
         f"printf '{VICTIM}' > /etc/sdreal/victim; chmod 0755 /opt/sdreal; chmod 0777 /var/log/sdreal; chmod 0644 /opt/sdreal/*.py; "
         "echo '127.0.0.1 allowed.test denied.test' >> /etc/hosts; "
         "systemctl daemon-reload && systemctl start "
-        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_limits.socket"
+        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_open.socket mcp-sdreal_limits.socket"
     )
 
 
@@ -299,6 +305,55 @@ def test_with_an_allowlist_only_the_egress_socket_is_reachable(container: Contai
     assert allowed_loopback["ok"] and " 403 " in allowed_loopback["status"]  # allowed name, but it resolves to loopback
     log = container.sh("cat /var/log/mcp-sdreal_fetch_squid/access.log")
     assert "denied.test" in log and "169.254.169.254" in log and "TCP_DENIED/403" in log
+
+
+OWN_V4, OWN_V6 = "100.128.1.9", "2001:200:1::9"  # the host's own "public" addresses, on the container's loopback
+# What squid would answer itself or fetch by another protocol: cache_object://, its manager and internal pages, TRACE, ftp.
+SQUID_ITSELF = [
+    "GET cache_object://own.test:8080/info HTTP/1.1\r\nHost: own.test:8080\r\n",
+    "GET cache_object://127.0.0.1:3128/info HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n",
+    "GET /squid-internal-mgr/info HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n",
+    "GET http://localhost:3128/squid-internal-mgr/menu HTTP/1.1\r\nHost: localhost:3128\r\n",
+    "GET /squid-internal-static/icons/SN.png HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n",
+    "TRACE http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nMax-Forwards: 0\r\n",
+    "GET ftp://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n",
+]
+OWN_REQUESTS = [
+    f"GET http://{OWN_V4}:8080/ HTTP/1.1\r\nHost: {OWN_V4}:8080\r\n", f"GET http://[{OWN_V6}]:8080/ HTTP/1.1\r\nHost: [{OWN_V6}]:8080\r\n",
+    "GET http://own.test:8080/ HTTP/1.1\r\nHost: own.test:8080\r\n", "GET http://own6.test:8080/ HTTP/1.1\r\nHost: own6.test:8080\r\n",
+    f"CONNECT {OWN_V4}:8080 HTTP/1.1\r\nHost: {OWN_V4}:8080\r\n", "CONNECT own6.test:8080 HTTP/1.1\r\nHost: own6.test:8080\r\n",
+    f"GET http://[::ffff:{OWN_V4}]:8080/ HTTP/1.1\r\nHost: [::ffff:{OWN_V4}]:8080\r\n",
+]
+
+
+def test_squid_refuses_the_hosts_own_addresses_and_answers_nothing_itself(container: Container, client: Client) -> None:
+    """Issue 25 items 3 and 4 on the systemd target: the squid unit shares the host's network namespace.
+    The host gains public-looking addresses (added from outside, on the container's loopback), a host
+    service listens on them, and the squid unit (restarted: its ExecStartPre=+ reads the addresses at
+    each start) must refuse them by literal, bracketed, IPv4-mapped and name, by GET and CONNECT; and
+    squid's manager, internal pages, TRACE and ftp:// must be refused without a word of squid's host."""
+    podman_pid = subprocess.run([container.podman, "inspect", "-f", "{{.State.Pid}}", container.name], capture_output=True, text=True,
+                                env=podman_env(), check=True).stdout.strip()
+    enter = [require_tool("nsenter"), "-t", podman_pid, "-n", require_tool("ip")]
+    subprocess.run([*enter, "addr", "add", f"{OWN_V4}/32", "dev", "lo"], check=True)
+    subprocess.run([*enter, "-6", "addr", "add", f"{OWN_V6}/128", "dev", "lo", "nodad"], check=True)
+    container.sh(f"printf '%s\\n' '{OWN_V4} own.test' '{OWN_V6} own6.test' >> /etc/hosts")
+    container.sh("cd /tmp && (setsid /usr/bin/python3 -m http.server 8080 --bind :: >/dev/null 2>&1 &)")
+    reach = f"import socket, time\nfor _ in range(50):\n try: socket.create_connection(('{OWN_V4}', 8080), 1); break\n except OSError: time.sleep(0.1)\nelse: raise SystemExit(1)"
+    container.run("/usr/bin/python3", "-c", reach)  # the host service answers on the host's own address
+    container.run("systemctl", "restart", "mcp-sdreal_open_squid.service", timeout=90)
+    written = container.sh("cat /run/mcp-sdreal_open_squid/host-addresses").split()
+    assert {f"{OWN_V4}/32", f"{OWN_V6}/128", "0.0.0.0/32"} <= set(written), written
+    client.open("o", "open")
+    close = "Connection: close\r\n\r\n"
+    got = client.ask("o", "proxy_all", requests=[r + close for r in [*OWN_REQUESTS, *SQUID_ITSELF]])
+    assert got["ok"], got
+    statuses = [a.split("\r\n", 1)[0] for a in got["answers"]]
+    assert [s for s in statuses if " 403 " not in s] == [], statuses
+    leaks = ("Squid Object Cache", "Directory listing", "Build Info", "/run/", "/var/", "/etc/", "squid.pid", "cache.log")
+    assert [(r, m) for r, a in zip([*OWN_REQUESTS, *SQUID_ITSELF], got["answers"], strict=True) for m in leaks if m in a.partition("\r\n\r\n")[2]] == []
+    log = container.sh("cat /var/log/mcp-sdreal_open_squid/access.log")
+    assert "TCP_DENIED/403" in log and "TCP_MISS" not in log and "TCP_TUNNEL" not in log, log
 
 
 def test_secrets_reach_only_their_server_and_never_a_command_line_or_the_journal(container: Container, client: Client) -> None:

@@ -1,9 +1,11 @@
 """`mcpspec verify` with real bwrap, squid and the real probe.
 
-Network: every run of verify happens inside a network namespace this test creates, with only its
-loopback up. The spec's allowed names resolve (through the launcher's hosts file) to 100.128.0.7,
-an address on that loopback where a listener plays the allowed destination; 127.0.0.2 stands in
-for a denied address; nothing can leave the namespace, so squid's name lookups go nowhere either.
+Network: every run of verify happens inside a network namespace this test creates (egress_lab.py),
+linked only to a second one of the test's. The spec's allowed names resolve (through the launcher's
+hosts file) to 100.128.0.7, an address of that second namespace where a listener plays the allowed
+destination (not the first namespace's own: the proxy refuses the host's own addresses); 127.0.0.2
+stands in for a denied address; nothing can leave the two namespaces, so squid's name lookups go
+nowhere either.
 
 The examples are copied with three host locations moved into the test's directory (the workspace
 root, the audit sink and the browser example's secret file): where the launcher keeps a run's
@@ -25,39 +27,36 @@ from pathlib import Path
 import pytest
 
 from conftest import require_tool
+from egress_lab import FAR_V4, Lab, make_lab
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 BUILDABLE = ("browser-agent", "coding-agent", "package-analysis")
 UNBUILDABLE = ("data-connector", "deploy-tool", "risky")
-ALLOWED_ADDRESS = "100.128.0.7"
+ALLOWED_ADDRESS = FAR_V4
 CANARY = "canary-value-5e0d1b"
 SECRET_VALUE = '{"cookies": "qa-shopper-test-only-8c1f"}'
 
 
 class Namespace:
-    def __init__(self, base: Path) -> None:
-        self.ip = require_tool("ip")
-        self.name = f"mcpspec-verify-{os.getpid()}"
-        self.base = base
-        self.listener: subprocess.Popen[bytes] | None = None
+    """The lab of egress_lab.py: verify runs in its host namespace, the allowed destination
+    (ALLOWED_ADDRESS:443, accepting and closing) is in the far one: the proxy refuses the
+    host's own addresses, so the destination cannot be one of them."""
+
+    def __init__(self) -> None:
+        self.lab: Lab | None = None
 
     def __enter__(self) -> Namespace:
-        subprocess.run([self.ip, "netns", "add", self.name], check=True)
-        self.exec(["ip", "link", "set", "lo", "up"])
-        self.exec(["ip", "addr", "add", f"{ALLOWED_ADDRESS}/32", "dev", "lo"])
+        self.lab = make_lab()
+        self.ip, self.name = self.lab.ip, self.lab.host
         serve = f"import socket\ns = socket.create_server(('{ALLOWED_ADDRESS}', 443))\nwhile True:\n    c, _ = s.accept()\n    c.close()\n"
-        self.listener = subprocess.Popen([self.ip, "netns", "exec", self.name, sys.executable, "-c", serve])
+        self.lab.processes.append(subprocess.Popen([*self.lab.inside(self.lab.far), sys.executable, "-c", serve]))
+        self.lab.wait_connect(ALLOWED_ADDRESS, 443)
         return self
 
-    def exec(self, argv: list[str]) -> None:
-        subprocess.run([self.ip, "netns", "exec", self.name, *argv], check=True)
-
     def __exit__(self, *exc: object) -> None:
-        if self.listener is not None:
-            self.listener.kill()
-            self.listener.wait()
-        subprocess.run([self.ip, "netns", "del", self.name], check=False)
+        if self.lab is not None:
+            self.lab.close()
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +67,7 @@ def netns(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Namespace]:
         if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
             pytest.fail("verify's test makes a network namespace, which needs root (MCPSPEC_REQUIRE_REAL_TOOLS=1)")
         pytest.skip("verify's test makes a network namespace, which needs root")
-    with Namespace(tmp_path_factory.mktemp("netns")) as made:
+    with Namespace() as made:
         yield made
 
 

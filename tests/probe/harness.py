@@ -169,6 +169,23 @@ def call_tools(launcher: Path, calls: list[tuple[str, dict[str, Any]]], env: dic
         raise AssertionError(f"the session through {launcher.name} failed; the launcher said:\n{said}") from exc
 
 
+def root_sandbox() -> Sandbox:
+    """A Sandbox for attacks on launchers run as root (as MCP clients on servers run them); skips or fails otherwise."""
+    import pytest
+
+    from conftest import require_tool
+
+    for tool in ("bwrap", "socat", "squid"):
+        require_tool(tool)
+    if os.geteuid() != 0:
+        if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
+            pytest.fail("the launcher's attacks are run as root, as MCP clients on servers run launchers (MCPSPEC_REQUIRE_REAL_TOOLS=1)")
+        pytest.skip("the launcher's attacks are run as root")
+    if not sandbox_python_matches():
+        pytest.fail("/usr/bin/python3 must be the same minor version as the test interpreter (the probe server runs on it)")
+    return Sandbox()
+
+
 def sandbox_python_matches() -> bool:
     """Compiled SDK dependencies need the sandbox's python to be the same minor version."""
     if not Path(SANDBOX_PYTHON).exists():

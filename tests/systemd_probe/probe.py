@@ -90,6 +90,22 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             sock.sendall(request["request"].encode())
             answer = sock.recv(4096).decode(errors="replace")
         return {"ok": True, "status": answer.split("\r\n", 1)[0]}
+    if op == "proxy_all":
+        # Each request (with Connection: close) through the proxy; returns each whole answer (64 KiB at most).
+        proxy = os.environ["HTTP_PROXY"].removeprefix("http://")
+        host, port = proxy.rsplit(":", 1)
+        answers = []
+        for text in request["requests"]:
+            with socket.create_connection((host, int(port)), timeout=10) as sock:
+                sock.sendall(text.encode())
+                data = b""
+                try:
+                    while len(data) < 65536 and (chunk := sock.recv(4096)):
+                        data += chunk
+                except OSError:
+                    pass
+            answers.append(data.decode(errors="replace"))
+        return {"ok": True, "answers": answers}
     if op == "fork":
         children, failures = [], 0
         for _ in range(int(request["count"])):

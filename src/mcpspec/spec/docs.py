@@ -75,6 +75,13 @@ def _presets_section() -> str:
         "for `@metadata` and NW003 for `@private`: they check exactly these lists. `mcpspec explain @metadata`",
         "prints one, `mcpspec explain @` all of them. An unknown name is an error that suggests the closest one.",
         "",
+        "The host's own addresses (a public IPv4 or global IPv6 address, any address or local route it holds) are",
+        "known only on the machine, when the proxy starts: the bwrap launcher and the systemd squid unit, whose",
+        "squid shares the host's network namespace, read them then and refuse them like loopback (an address entry",
+        "that lists one opens it, as one listing 127.0.0.1 does, unless `deny` holds `@private` or `@loopback`).",
+        "Through the proxy, only `http://` and `https://` URLs and `CONNECT` pass: squid's manager, its internal",
+        "pages and other schemes (ftp, gopher, whois...) are refused on every target.",
+        "",
     ]
     for preset in PRESETS.values():
         out += [f"### {preset.ref}", "", f"{preset.summary[0].upper()}{preset.summary[1:]}.", "", listing(preset)]

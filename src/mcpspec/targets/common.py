@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from importlib import resources
 from typing import Any
 
 from mcpspec import __version__
@@ -36,3 +38,14 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
+
+
+def embedded_source(package: str, name: str) -> str:
+    """A shipped standard-library-only Python file as an artifact carries it: without its module docstring."""
+    source = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        lines = source.splitlines()
+        source = "\n".join(lines[:first.lineno - 1] + lines[first.end_lineno or first.lineno:]).lstrip("\n") + "\n"
+    return source

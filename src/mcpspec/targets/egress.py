@@ -3,6 +3,11 @@ configuration that enforces an allowlist.
 
 Squid is the filtering proxy (Debian's package). Its rules, in order:
 
+0. only http:// and https:// URLs and CONNECT pass: squid's manager (``cache_object://``
+   and ``/squid-internal-mgr/``), its internal pages (``/squid-internal-*``, on any
+   host), TRACE (which squid answers itself) and every other scheme (ftp, gopher,
+   wais, whois, urn...) are refused before anything else, and the manager's actions
+   are disabled besides;
 1. a request for a name the spec does not list is refused before any DNS lookup;
 2. metadata names and the addresses no spec may reach (``never`` in
    ``mcpspec.addresses``: metadata, "this host" ``0.0.0.0/8`` and ``::``, the
@@ -12,7 +17,10 @@ Squid is the filtering proxy (Debian's package). Its rules, in order:
 4. the spec's address entries (CIDR, IP:port) are allowed on their ports, for
    requests that name the address (a name that resolves to it goes on to 5);
 5. the other special-purpose ranges (loopback, private, link-local, documentation...)
-   are refused after resolution;
+   and, where the proxy shares the host's network namespace, the host's own
+   addresses (ACL ``host_addresses``, which the launcher or unit defines at start)
+   are refused after resolution; with ``deny`` holding loopback (``@private``,
+   ``@loopback``), the host's own addresses are refused at 3 already;
 6. the spec's names are allowed on their ports (``*.example.com`` matches
    subdomains only, never the apex);
 7. everything else is refused, unless the spec's default is ``allow``.
@@ -92,11 +100,36 @@ def _cidr(destination: Destination) -> str:
     return str(ipaddress.ip_network(destination.host, strict=False))
 
 
-def squid_rules(plan: EgressPlan) -> list[str]:
-    """The ACL and http_access lines (the part of squid.conf that is policy)."""
+# Rule 0: what squid would answer itself, or fetch by a protocol other than HTTP.
+# ``manager`` and ``CONNECT`` are squid's predefined ACLs; CONNECT carries no URL scheme.
+SQUID_ONLY_WEB = (
+    "http_access deny manager",
+    "acl squid_internal urlpath_regex ^/squid-internal-",
+    "http_access deny squid_internal",
+    "acl web_scheme proto HTTP HTTPS",
+    "http_access deny !web_scheme !CONNECT",
+    # squid answers a TRACE with Max-Forwards: 0 itself, echoing the request.
+    "acl trace_method method TRACE",
+    "http_access deny trace_method",
+)
+# The ACL of the host's own addresses: defined by the launcher (bwrap) or read from a file
+# written at start (systemd), never in the generated rules, which hold only its use. Beside
+# it, PORT_ACL holds squid's own port (the launcher's choice, or the unit's), so a request
+# addressed to squid itself is refused whatever address entry covers the host.
+HOST_ACL = "host_addresses"
+PORT_ACL = "proxy_port"
+
+
+def squid_rules(plan: EgressPlan, host_addresses: bool = False) -> list[str]:
+    """The ACL and http_access lines (the part of squid.conf that is policy).
+
+    With ``host_addresses`` the rules refuse the ACL of that name (the proxy runs in the
+    host's network namespace; whoever starts it defines the ACL from the host's addresses,
+    and PORT_ACL from squid's port).
+    """
     names = [d for d in plan.allow if d.kind != "cidr"]
     addresses = [d for d in plan.allow if d.kind == "cidr"]
-    lines = ["acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
+    lines = [*SQUID_ONLY_WEB, *([f"http_access deny {HOST_ACL} {PORT_ACL}"] if host_addresses else []), "acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
     if plan.default == "deny":
         listed = []
         for index, destination in enumerate(names, 1):
@@ -114,6 +147,8 @@ def squid_rules(plan: EgressPlan) -> list[str]:
     if denied_addresses:
         lines.extend(_acl("spec_denied", "dst", denied_addresses))
         lines.append("http_access deny spec_denied")
+    if host_addresses and any(_denies_loopback(d) for d in plan.deny):
+        lines.append(f"http_access deny {HOST_ACL}")
     for index, destination in enumerate((d for d in plan.deny if d.kind != "cidr"), 1):
         kind, value = _domain_acl(destination)
         lines.append(f"acl spec_denied_name_{index} {kind} {value}")
@@ -126,12 +161,19 @@ def squid_rules(plan: EgressPlan) -> list[str]:
         lines.extend(_port_rule(f"address_{index}", destination.port, "allow", "ip_literal"))
     lines.extend(_acl("refused", "dst", SQUID_REFUSED))
     lines.append("http_access deny refused")
+    if host_addresses:
+        lines.append(f"http_access deny {HOST_ACL}")
     for index, destination in enumerate(names, 1):
         kind, value = _domain_acl(destination)
         lines.append(f"acl name_{index} {kind} {value}")
         lines.extend(_port_rule(f"name_{index}", destination.port, "allow"))
     lines.append("http_access allow all" if plan.default == "allow" else "http_access deny all")
     return lines
+
+
+def _denies_loopback(destination: Destination) -> bool:
+    """A deny entry that refuses the host's own services (``@private``, ``@loopback``, 127.0.0.0/8...)."""
+    return destination.kind == "cidr" and destination.port is None and ipaddress.ip_address("127.0.0.1") in ipaddress.ip_network(_cidr(destination))
 
 
 def _acl(name: str, kind: str, values: Iterable[str]) -> list[str]:
@@ -155,20 +197,22 @@ SQUID_BASE = (
     "visible_hostname mcpspec-egress",
     "forwarded_for delete",
     "httpd_suppress_version_string on",
-    "logformat mcpspec %ts %Ss/%03>Hs %rm %#>rd %>rP",
+    "cachemgr_passwd disable all",
+    "global_internal_static off",
+    "logformat mcpspec %ts %Ss/%03>Hs %rm %#>rd %>rP %>rs",
 )
 
 
-def squid_config(plan: EgressPlan, header: Iterable[str], runtime: Iterable[str]) -> str:
+def squid_config(plan: EgressPlan, header: Iterable[str], runtime: Iterable[str], host_addresses: bool = False) -> str:
     """A complete squid.conf: a comment header (plain text, written through comment_line),
-    runtime lines (port, files), the base and the rules.
+    runtime lines (port, files), the base and the rules (``host_addresses``: see squid_rules).
 
     Raises Unrepresentable for a line squid would split (only a runtime line can be that long).
     """
     lines = [comment for text in header for comment in _folded(comment_line(text))]
     lines.extend(runtime)
     lines.extend(SQUID_BASE)
-    lines.extend(squid_rules(plan))
+    lines.extend(squid_rules(plan, host_addresses))
     for line in lines:
         if len(line.encode()) > SQUID_LINE_MAX or "\n" in line or "\r" in line:
             raise Unrepresentable(f"squid cannot read a configuration line of {len(line.encode())} bytes safely: {line[:60]!r}...")

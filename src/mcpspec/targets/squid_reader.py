@@ -5,8 +5,8 @@ Squid checks ``http_access`` lines in order and acts on the first that matches; 
 line matches when every ACL on it does (``!`` negates one), an ACL when any of its
 values does. With no line matching, squid does the opposite of the last line. This
 reader follows those rules over the ACL types a generated file uses (``dstdomain``,
-``dstdom_regex`` in the one form the generator writes, ``dst``, ``port``) and reads
-anything else as a wildcard, so what it reports is never narrower than what squid does.
+``dstdom_regex`` in the one form the generator writes, ``dst``, ``port``; a ``dst``
+read from a file is unknown) and reads anything else as a wildcard, so what it reports is never narrower than what squid does.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from mcpspec.targets.grants import ANY, EgressGrant, Endpoint
 
 # ``*.example.com`` as the generator writes it: subdomains, never the apex.
+_QUOTED_FILE = re.compile(r'^"/[A-Za-z0-9_./-]+"$')
 _WILDCARD = re.compile(r"^\^\(\[a-z0-9-\]\+\\\.\)\+((?:[a-z0-9-]|\\\.)+)\$$")
 
 
@@ -42,10 +43,15 @@ def parse(text: str) -> tuple[dict[str, list[_Acl]], list[_Rule], bool]:
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
+        words = line.split()
+        if len(words) == 4 and words[0] == "acl" and words[2] == "dst" and _QUOTED_FILE.match(words[3]) and "${" not in line:
+            # Addresses read from a file at start (the host's own): unknown here, so wide in an
+            # allow rule and refusing nothing that can be named in a deny rule.
+            acls.setdefault(words[1], []).append(_Acl("dst", (words[3],)))
+            continue
         if '"' in line or "${" in line or line.startswith("include"):
             plain = False  # a quoted word names a file to include; ${...} expands
             continue
-        words = line.split()
         if words[0] == "acl" and len(words) >= 3:
             name, kind, *rest = words[1:]
             values = tuple(word for word in rest if not word.startswith("-"))

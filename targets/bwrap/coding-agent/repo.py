@@ -975,6 +975,7 @@ class Launcher:
             raise Refusal("MCPSPEC_EGRESS_HOSTS_FILE must be a readable absolute path")
         here = os.path.dirname(os.path.realpath(sys.argv[0]))
         rules = self.paths.read_file(os.path.join(here, f"{self.c.server}.squid.conf"), 1 << 22).decode()
+        host_acl = "".join(f"acl host_addresses dst {network}\n" for network in host_networks())
         log = os.open(f"{self.state}/proxy.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         port = 0
         squid: subprocess.Popen[bytes] | None = None
@@ -982,7 +983,7 @@ class Launcher:
             port = free_port()
             conf = (f"http_port 127.0.0.1:{port}\npid_filename {self.state}/squid/squid.pid\n"
                     f"cache_log {self.state}/squid/cache.log\ncoredump_dir {self.state}/squid\nhosts_file {hosts}\n"
-                    f"{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
+                    f"{host_acl}acl proxy_port port {port}\n{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
             with open(f"{self.state}/squid.conf", "w", encoding="utf-8") as handle:
                 handle.write(conf)
             os.chmod(f"{self.state}/squid.conf", 0o644)
@@ -1255,9 +1256,11 @@ class Launcher:
                 continue
             code = fields[1].partition("/")[2]
             port = fields[4]
+            scheme = fields[5] if len(fields) > 5 and fields[5] != "-" else None
             out.append({"result": "refused" if "DENIED" in fields[1] else "allowed", "method": re.sub(r"[^A-Z]", "", fields[2]),
                         "host": re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3]), "port": int(port) if port.isdigit() else None,
-                        "status": int(code) if code.isdigit() else None})
+                        "status": int(code) if code.isdigit() else None,
+                        "scheme": None if scheme is None else re.sub(r"[^a-z0-9_+.-]", "?", scheme.lower())[:32]})
         return out
 
     def write_audit(self) -> None:
@@ -1581,6 +1584,16 @@ def pidfd_of(pid: int) -> int:
         return -1
 
 
+def host_networks() -> list[str]:
+    """The host's own addresses, read now (the launcher carries own_networks ahead of this runtime):
+    squid shares the host's network namespace, so it would reach the host's services on each."""
+    try:
+        networks: list[str] = globals()["own_networks"]()
+    except (OSError, ValueError) as exc:
+        raise Refusal(f"the host's own addresses cannot be read, so the egress proxy cannot refuse them: {exc}") from None
+    return networks
+
+
 def remove_shared_memory(prefix: str) -> None:
     """Remove the shared-memory segments a killed squid left in /dev/shm (unlink follows no link)."""
     try:
@@ -1639,6 +1652,54 @@ def main(raw: dict[str, Any], early_signals: list[int]) -> NoReturn:
     close_inherited_fds()
     launcher = Launcher(Config.load(raw))
     sys.exit(launcher.run(early_signals))
+
+
+# ---- the host's own addresses (mcpspec.targets.own_addresses, without its docstring) ----
+import ipaddress
+import re
+
+OWN_ADDRESS_SOURCES = ("/proc/net/fib_trie", "/proc/net/if_inet6", "/proc/net/ipv6_route")
+_FIB_LEAF = re.compile(r"^[\s|+`-]*-- (\d+\.\d+\.\d+\.\d+)\s*$")
+_FIB_LOCAL = re.compile(r"^\s*/(\d+) \w+ LOCAL\s*$")
+_RTF_LOCAL = 0x80000000
+
+
+def _v6(hex_text: str, prefix: int) -> "ipaddress.IPv6Network":
+    return ipaddress.IPv6Network((int(hex_text, 16), prefix), strict=False)
+
+
+def own_networks_from(fib_trie: str, if_inet6: str, ipv6_route: str) -> list[str]:
+    """The local networks these /proc/net texts describe, collapsed, as squid ``dst`` values.
+
+    Raises ValueError where a text is not of the kernel's form (the caller then refuses to start)."""
+    v4: list[ipaddress.IPv4Network] = [ipaddress.IPv4Network("0.0.0.0/32")]
+    v6: list[ipaddress.IPv6Network] = [ipaddress.IPv6Network("::/128")]
+    leaf = ""
+    for line in fib_trie.splitlines():
+        if found := _FIB_LEAF.match(line):
+            leaf = found.group(1)
+        elif (local := _FIB_LOCAL.match(line)) and leaf:
+            v4.append(ipaddress.IPv4Network(f"{leaf}/{local.group(1)}", strict=False))
+    for line in if_inet6.splitlines():
+        words = line.split()
+        if words:
+            v6.append(_v6(words[0], 128))
+    for line in ipv6_route.splitlines():
+        words = line.split()
+        if len(words) >= 9 and int(words[8], 16) & _RTF_LOCAL:
+            v6.append(_v6(words[0], int(words[1], 16)))
+    return [str(n) for n in ipaddress.collapse_addresses(v4)] + [str(n) for n in ipaddress.collapse_addresses(v6)]
+
+
+def own_networks() -> list[str]:
+    """The local networks of this process's network namespace (raises OSError or ValueError)."""
+    texts = []
+    for path in OWN_ADDRESS_SOURCES:
+        with open(path, encoding="ascii") as handle:
+            texts.append(handle.read(1 << 24))
+    if "Local:" not in texts[0]:
+        raise ValueError("/proc/net/fib_trie has no local table")
+    return own_networks_from(*texts)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.spec.models import MINIMAL_ENV as MINIMAL_ENV
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
-from mcpspec.targets.common import header, header_text
+from mcpspec.targets.common import embedded_source, header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
 from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
@@ -114,18 +114,20 @@ the proxy and writes one JSON audit line to the spec's sink:
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
  "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
- "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200}],"cgroup":"v2"}
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200,"scheme":null}],"cgroup":"v2"}
 ```
 
 `ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`;
 `cgroup` is `v1` or `v2` when a cgroup held the limits, null when none did (rlimits alone, or no
-limit asked for).
+limit asked for). In `egress_log`, `scheme` is the request URL's (`http`, `https`, or what was
+refused, such as `cache_object` or `ftp`); a `CONNECT` has none.
 """
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
+_PROXY = "tests/test_egress_proxy_attacks.py::"
 _CGROUP = "tests/test_target_bwrap_cgroup.py::"
 _SECCOMP = "tests/test_seccomp_bwrap.py::"
 
@@ -169,15 +171,23 @@ CAPABILITIES: dict[str, Capability] = {
     "egress-allowlist": Capability(
         "full",
         "no network but a unix socket bridged by socat to a per-launch squid that allows only the listed names and ports; the socket's "
-        "host path is removed once the sandbox has it mounted",
+        "host path is removed once the sandbox has it mounted; squid passes only http:// and https:// URLs and CONNECT: its manager "
+        "(cache_object://, /squid-internal-mgr/), its internal pages, TRACE and every other scheme are refused before any other rule, "
+        "and recorded as refused",
         (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist", _REAL + "test_a_listed_name_is_allowed_by_name_and_its_address_alone_is_not",
-         _ATTACKS + "test_no_other_sandbox_can_reach_the_egress_socket"),
+         _ATTACKS + "test_no_other_sandbox_can_reach_the_egress_socket", _PROXY + "test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses",
+         _PROXY + "test_squid_answers_nothing_itself_and_passes_only_http_and_connect", _PROXY + "test_connect_to_a_port_the_allowlist_does_not_name_is_refused"),
     ),
     "metadata-blocking": Capability(
         "full",
         "squid refuses metadata addresses and the special-purpose ranges of both families (mcpspec.addresses) after name resolution, "
-        "for literals, bracketed IPv6 and names alike",
+        "for literals, bracketed IPv6 and names alike; squid shares the host's network namespace, so the host's own addresses "
+        "(every local address and local route of both families, read from /proc/net at each launch) are refused like loopback, "
+        "and ahead of address entries when deny holds loopback (@private, @loopback); an address the host gains while a session runs is not",
         (_REAL + "test_every_boundary_holds_for_a_server_with_an_egress_allowlist",
+         _PROXY + "test_the_hosts_own_addresses_are_refused_literal_bracketed_mapped_and_by_name",
+         _PROXY + "test_bwrap_launcher_refuses_squid_itself_and_the_hosts_own_addresses",
+         _PROXY + "test_the_reader_finds_every_address_and_local_range_of_the_namespace",
          "tests/test_egress_special_ranges.py::test_squid_refuses_every_sample_literal_bracketed_and_by_name",
          "tests/test_egress_special_ranges.py::test_a_name_with_a_refused_address_among_its_addresses_is_refused",
          _ATTACKS + "test_the_unspecified_and_mapped_forms_of_loopback_do_not_reach_a_host_service"),
@@ -269,8 +279,8 @@ class BwrapTarget:
         launcher = f"{sandbox.name}.py"
         emitted = Emitted({launcher: _launcher(plan, sandbox, egress, _runtime_text())}, {launcher})
         if egress.mode == "proxy":
-            text = header_text(plan, f"egress allowlist of server {sandbox.name}; the launcher adds the port and file lines")
-            emitted.files[f"{sandbox.name}.squid.conf"] = squid_config(egress, text, [])
+            text = header_text(plan, f"egress allowlist of server {sandbox.name}; the launcher adds the port and file lines and the ACL of the host's own addresses")
+            emitted.files[f"{sandbox.name}.squid.conf"] = squid_config(egress, text, [], host_addresses=True)
         return emitted
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
@@ -279,7 +289,13 @@ class BwrapTarget:
 
 @functools.cache
 def _runtime_text() -> str:
-    return resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
+    """The launcher's constant part: the runtime, with the reader of the host's own addresses ahead of its start."""
+    runtime = resources.files(__package__).joinpath("runtime.py").read_text(encoding="utf-8")
+    body, start, call = runtime.rpartition('\n\nif __name__ == "__main__":\n')
+    if not start:
+        raise AssertionError("runtime.py ends without its start")
+    reader = "# ---- the host's own addresses (mcpspec.targets.own_addresses, without its docstring) ----\n" + embedded_source("mcpspec.targets", "own_addresses.py")
+    return body + "\n\n" + reader + start + call
 
 
 def _server_gaps(sandbox: EffectiveSandbox) -> tuple[list[Gap], Overrides]:

@@ -925,6 +925,7 @@ class Launcher:
             raise Refusal("MCPSPEC_EGRESS_HOSTS_FILE must be a readable absolute path")
         here = os.path.dirname(os.path.realpath(sys.argv[0]))
         rules = self.paths.read_file(os.path.join(here, f"{self.c.server}.squid.conf"), 1 << 22).decode()
+        host_acl = "".join(f"acl host_addresses dst {network}\n" for network in host_networks())
         log = os.open(f"{self.state}/proxy.log", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         port = 0
         squid: subprocess.Popen[bytes] | None = None
@@ -932,7 +933,7 @@ class Launcher:
             port = free_port()
             conf = (f"http_port 127.0.0.1:{port}\npid_filename {self.state}/squid/squid.pid\n"
                     f"cache_log {self.state}/squid/cache.log\ncoredump_dir {self.state}/squid\nhosts_file {hosts}\n"
-                    f"{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
+                    f"{host_acl}acl proxy_port port {port}\n{rules}access_log stdio:{self.state}/squid/access.log mcpspec\n")
             with open(f"{self.state}/squid.conf", "w", encoding="utf-8") as handle:
                 handle.write(conf)
             os.chmod(f"{self.state}/squid.conf", 0o644)
@@ -1205,9 +1206,11 @@ class Launcher:
                 continue
             code = fields[1].partition("/")[2]
             port = fields[4]
+            scheme = fields[5] if len(fields) > 5 and fields[5] != "-" else None
             out.append({"result": "refused" if "DENIED" in fields[1] else "allowed", "method": re.sub(r"[^A-Z]", "", fields[2]),
                         "host": re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3]), "port": int(port) if port.isdigit() else None,
-                        "status": int(code) if code.isdigit() else None})
+                        "status": int(code) if code.isdigit() else None,
+                        "scheme": None if scheme is None else re.sub(r"[^a-z0-9_+.-]", "?", scheme.lower())[:32]})
         return out
 
     def write_audit(self) -> None:
@@ -1529,6 +1532,16 @@ def pidfd_of(pid: int) -> int:
         return os.pidfd_open(pid) if pid > 0 else -1
     except OSError:
         return -1
+
+
+def host_networks() -> list[str]:
+    """The host's own addresses, read now (the launcher carries own_networks ahead of this runtime):
+    squid shares the host's network namespace, so it would reach the host's services on each."""
+    try:
+        networks: list[str] = globals()["own_networks"]()
+    except (OSError, ValueError) as exc:
+        raise Refusal(f"the host's own addresses cannot be read, so the egress proxy cannot refuse them: {exc}") from None
+    return networks
 
 
 def remove_shared_memory(prefix: str) -> None:

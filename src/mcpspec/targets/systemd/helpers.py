@@ -5,14 +5,20 @@ from __future__ import annotations
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
-from mcpspec.targets.common import header_text
-from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, squid_config
+from mcpspec.targets.common import embedded_source, header_text
+from mcpspec.targets.egress import HOST_ACL, METADATA_RANGES, PORT_ACL, EgressPlan, squid_config
 from mcpspec.targets.systemd.directive import Directive, Fixed, UnitArg, UnitInt, UnitName, UnitNetwork, UnitPath, UnitText, directive, fixed, joined
 from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names
-from mcpspec.targets.systemd.unitfile import comments, confinement, describe, hardening, render, shell_template
+from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, hardening, render, shell_template
 
 SOCKET_PROXYD = "/usr/lib/systemd/systemd-socket-proxyd"
 SQUID = "/usr/sbin/squid"
+# Reads the host's addresses and writes squid's ACL file (run as root before each start of squid).
+OWN_ADDRESSES = embedded_source("mcpspec.targets", "own_addresses.py") + "\n" + embedded_python("own_addresses_file.py")
+
+
+def own_addresses_path(names: Names) -> str:
+    return f"/run/{names.squid_dir}/host-addresses"
 
 
 def helper_files(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> dict[str, str]:
@@ -48,10 +54,12 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
         f"coredump_dir /run/{names.squid_dir}",
         f"cache_log /var/log/{names.squid_dir}/cache.log",
         "hosts_file /etc/hosts",
+        f'acl {HOST_ACL} dst "{own_addresses_path(names)}"',
+        f"acl {PORT_ACL} port {names.squid_port}",
         "logfile_rotate 0",
         "netdb_filename none",
     ]
-    body = squid_config(egress, conf_header, runtime)
+    body = squid_config(egress, conf_header, runtime, host_addresses=True)
     # access_log names the logformat that the base of the configuration defines, so it comes last.
     return body + f"access_log stdio:/var/log/{names.squid_dir}/access.log mcpspec\n"
 
@@ -74,6 +82,9 @@ def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     service = [
         fixed("Type=simple"),
         directive("ExecStartPre", bash, UnitArg(shell_template("squid-log.sh", log=log))),
+        # squid shares the host's network namespace: the host's own addresses, read at each start, are refused like loopback.
+        directive("ExecStartPre", Fixed("+/usr/bin/env -i /usr/bin/python3 -I -S -c"), UnitArg(OWN_ADDRESSES), Fixed("mcpspec-own-addresses"),
+                  UnitPath(own_addresses_path(names))),
         directive("ExecStart", Fixed(SQUID), Fixed("-n"), UnitName(names.squid_name), Fixed("-N -f"), UnitPath(names.squid_conf_path)),
         directive("ExecStartPost", bash, UnitArg(shell_template("squid-ready.sh", log=log, port=port))),
         directive("RuntimeDirectory", UnitName(names.squid_dir)),

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 from collections.abc import Iterable, Sequence
 from importlib import resources
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.common import header
+from mcpspec.targets.common import embedded_source, header
 from mcpspec.targets.systemd.directive import Directive, Fixed, UnitBool, UnitText, UnitValue, directive, fixed, joined
 
 __all__ = ["comments", "confinement", "describe", "embedded_python", "embedded_shell", "hardening", "render", "shell_template"]
@@ -47,13 +46,7 @@ def shell_template(name: str, **values: str | int) -> str:
 
 def embedded_python(name: str) -> str:
     """A shipped Python helper as a unit carries it: without its module docstring."""
-    source = package_text(name)
-    tree = ast.parse(source)
-    first = tree.body[0] if tree.body else None
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-        lines = source.splitlines()
-        source = "\n".join(lines[:first.lineno - 1] + lines[first.end_lineno or first.lineno:]).lstrip("\n") + "\n"
-    return source
+    return embedded_source(__package__ or "mcpspec.targets.systemd", name)
 
 
 def comments(plan: Plan, what: str) -> list[str]:
