@@ -96,6 +96,7 @@ CPU_POLL_SECONDS = 0.5
 PROXY_PORT_INSIDE = 3128
 RELAY_BUFFER_BYTES = 1 << 20  # what the relay holds for a slow reader before it stops reading the writer
 SOCKET_INSIDE = "/run/mcpspec/egress.sock"
+BRIDGE_CHILDREN = 128  # the most connections the egress bridge relays at once (host processes of its own)
 REFUSED = 125
 NAME = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -1002,7 +1003,12 @@ class Launcher:
             why = next((line for line in lines if "FATAL" in line or "ERROR" in line), lines[-1])
             raise Refusal("the egress proxy (squid) did not start: " + why[:300])
         sock = f"{self.bridge_dir}/egress.sock"
-        bridge = self.spawn_helper([self.tools["socat"], f"UNIX-LISTEN:{sock},fork,mode={'0660' if self.root else '0600'}", f"TCP:127.0.0.1:{port}"], proxy_ids, log)
+        # The bridge forks a host process per connection, outside the sandbox's cgroup, and the
+        # server can connect to the socket directly: bound them, or its pids and memory limits
+        # would not hold (each relayed connection costs the sandbox a pid of its own anyway).
+        children = min(self.c.pids or BRIDGE_CHILDREN, BRIDGE_CHILDREN)
+        bridge = self.spawn_helper([self.tools["socat"], f"UNIX-LISTEN:{sock},fork,max-children={children},mode={'0660' if self.root else '0600'}",
+                                    f"TCP:127.0.0.1:{port}"], proxy_ids, log)
         if not self.wait_for(lambda: is_socket(bridge_fd, "egress.sock"), bridge):
             if self.stop_signal:
                 raise Stopped()

@@ -127,6 +127,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
 _CGROUP = "tests/test_target_bwrap_cgroup.py::"
+_REDTEAM = "tests/test_redteam_session29.py::"
 _SECCOMP = "tests/test_seccomp_bwrap.py::"
 
 CAPABILITIES: dict[str, Capability] = {
@@ -202,8 +203,10 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability(
         "full",
         "the cgroup's pids.max, the sandbox's own (bwrap counts as one); without a cgroup (MCPSPEC_CGROUP=optional or off), "
-        "RLIMIT_NPROC of the sandbox's host uid, shared by every process of that uid",
-        (_CGROUP + "test_a_fork_bomb_stops_at_the_sandboxs_own_pids_limit", _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do"),
+        "RLIMIT_NPROC of the sandbox's host uid, shared by every process of that uid; the egress bridge, a host process outside "
+        "the cgroup that forks one per connection, relays at most pids (at most 128) connections at once",
+        (_CGROUP + "test_a_fork_bomb_stops_at_the_sandboxs_own_pids_limit", _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do",
+         _REDTEAM + "test_connections_to_the_egress_bridge_cost_no_more_host_processes_than_the_pids_limit"),
     ),
     "cpu": Capability(
         "full",
