@@ -76,6 +76,24 @@ def base() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _launcher(base: Path, name: str, arguments: str, server_yaml: str) -> Path:
+    """The bwrap launcher of one server ``name`` running /attacks/<name>.py with ``arguments``."""
+    spec = base / f"{name}.yaml"
+    spec.write_text(f"""version: 1
+project: rt
+agents:
+  tester: {{servers: [{name}]}}
+servers:
+  {name}:
+    command: [{SANDBOX_PYTHON}, -I, -S, /attacks/{name}.py{arguments}]
+    mounts:
+      - {{from: {base / 'attacks'}, to: /attacks}}
+{server_yaml}
+""", encoding="utf-8")
+    write_build(base / f"out-{name}", build_plan(load(spec), "bwrap", fail_on="critical"))
+    return base / f"out-{name}" / f"{name}.py"
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for entry in os.listdir("/proc"):
@@ -99,21 +117,9 @@ def _name(pid: int) -> str:
 def test_connections_to_the_egress_bridge_cost_no_more_host_processes_than_the_pids_limit(base: Path) -> None:
     listener = Listener("127.0.0.1")
     try:
-        spec = base / "flood.yaml"
-        spec.write_text(f"""version: 1
-project: rt
-agents:
-  tester: {{servers: [flood]}}
-servers:
-  flood:
-    command: [{SANDBOX_PYTHON}, -I, -S, /attacks/flood.py]
-    mounts:
-      - {{from: {base / 'attacks'}, to: /attacks}}
-    runtime: {{memory: 64Mi, pids: {PIDS}}}
-    egress: {{allow: ["127.0.0.1:{listener.port}"]}}
-""", encoding="utf-8")
-        write_build(base / "out", build_plan(load(spec), "bwrap", fail_on="critical"))
-        process = subprocess.Popen([str(base / "out" / "flood.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        launcher = _launcher(base, "flood", "", f"""    runtime: {{memory: 64Mi, pids: {PIDS}}}
+    egress: {{allow: ["127.0.0.1:{listener.port}"]}}""")
+        process = subprocess.Popen([str(launcher)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "flood"})
         assert process.stdin is not None and process.stdout is not None
         try:
@@ -129,5 +135,49 @@ servers:
             process.stdin.close()
             process.wait(timeout=60)
         assert wait_gone("/attacks/flood.py") == []
+    finally:
+        listener.close()
+
+
+# Pipelined requests for distinct 240-character names the allowlist refuses, until squid's log
+# passes 16 MiB (the launcher read at most that much of it, and recorded nothing when it was
+# longer), then one allowed request: the one the audit must still name.
+LOG_FLOOD = r'''
+import json, socket, sys, urllib.request
+port, name = int(sys.argv[1]), ".".join(["a" * 60] * 4)
+s, sent = socket.create_connection(("127.0.0.1", 3128)), 0
+while sent < 62000:
+    s.sendall(b"".join(b"GET http://%d.%s/ HTTP/1.1\r\nHost: x\r\n\r\n" % (sent + i, name.encode()) for i in range(500)))
+    answers = b""
+    while answers.count(b"HTTP/1.1 ") < 500:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            s = socket.create_connection(("127.0.0.1", 3128))
+            break
+        answers += chunk
+    sent += 500
+urllib.request.urlopen(f"http://127.0.0.1:{port}/after-the-flood", timeout=10).read()
+print(json.dumps({"sent": sent}), flush=True)
+'''
+
+
+def test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_audit(base: Path) -> None:
+    listener = Listener("127.0.0.1")
+    try:
+        (base / "attacks" / "logflood.py").write_text(LOG_FLOOD, encoding="utf-8")
+        (base / "attacks" / "logflood.py").chmod(0o644)
+        launcher = _launcher(base, "logflood", f', "{listener.port}"', f'    egress: {{allow: ["127.0.0.1:{listener.port}"]}}')
+        done = subprocess.run([str(launcher)], capture_output=True, timeout=240, check=False, stdin=subprocess.DEVNULL,
+                              env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "logflood"})
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        assert json.loads(done.stdout.decode().strip().splitlines()[-1])["sent"] >= 62000
+        audits = [json.loads(line) for line in done.stderr.decode().splitlines() if line.startswith('{"event":"launch"')]
+        assert len(audits) == 1, done.stderr.decode()[-2000:]
+        log = audits[0]["egress_log"]
+        allowed = [item for item in log if item["result"] == "allowed"]
+        assert [(item["host"], item["port"], item["status"]) for item in allowed] == [("127.0.0.1", listener.port, 200)], log[-3:]
+        refused = sum(int(item.get("requests", 1)) for item in log if item["result"] == "refused")
+        assert refused + int(audits[0].get("egress_log_omitted", {}).get("refused", 0)) >= 62000
+        assert len(json.dumps(audits[0])) < 1 << 20
     finally:
         listener.close()

@@ -82,7 +82,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -96,6 +96,7 @@ CPU_POLL_SECONDS = 0.5
 PROXY_PORT_INSIDE = 3128
 RELAY_BUFFER_BYTES = 1 << 20  # what the relay holds for a slow reader before it stops reading the writer
 SOCKET_INSIDE = "/run/mcpspec/egress.sock"
+EGRESS_LOG_ENTRIES = 1000  # distinct destinations the audit names per result; the rest are counted
 BRIDGE_CHILDREN = 128  # the most connections the egress bridge relays at once (host processes of its own)
 REFUSED = 125
 NAME = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -331,6 +332,17 @@ class TrustedPaths:
 
     def read_file(self, path: str, limit: int) -> bytes:
         """A regular file with a single link, read without following a link at any step."""
+        fd = self.open_regular(path)
+        try:
+            data = os.read(fd, limit + 1)
+            if len(data) > limit:
+                raise Refusal(f"{path} is larger than {limit} bytes")
+            return data
+        finally:
+            os.close(fd)
+
+    def open_regular(self, path: str) -> int:
+        """A read descriptor of a regular file with a single link, opened without following a link at any step."""
         parent, name = self.split(path)
         try:
             fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
@@ -344,12 +356,10 @@ class TrustedPaths:
                 raise Refusal(f"{path} is not a regular file")
             if st.st_nlink != 1:
                 raise Refusal(f"{path} has {st.st_nlink} links (a hard link to it could stand for another file)")
-            data = os.read(fd, limit + 1)
-            if len(data) > limit:
-                raise Refusal(f"{path} is larger than {limit} bytes")
-            return data
-        finally:
+            return fd
+        except BaseException:
             os.close(fd)
+            raise
 
     def open_append(self, path: str) -> int:
         """An append descriptor of a regular file with one link, ours alone, in a directory no one else
@@ -665,6 +675,34 @@ def v1_leaves(mounts: dict[str, str], own: dict[str, str], name: str, wanted: li
         for leaf in leaves:
             remove_cgroup(leaf)
         return None, f"{exc.filename or ''}: {exc.strerror}"
+
+
+def summarize_egress(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Squid's access log as the audit records it: one entry per distinct (result, method, host,
+    port, status) with its number of requests, at most EGRESS_LOG_ENTRIES allowed and as many
+    refused ones; requests past those are counted per result in the second value. The sandbox
+    writes this log (a request a line), so neither its length nor its names may bound what the
+    audit says of the rest: nothing is dropped without being counted."""
+    groups: dict[tuple[str, str, str, int | None, int | None], int] = {}
+    kept = {"allowed": 0, "refused": 0}
+    omitted = {"allowed": 0, "refused": 0}
+    for raw in lines:
+        fields = raw.decode("utf-8", "replace").split()
+        if len(fields) < 5 or fields[1].startswith("NONE"):
+            continue
+        code, port = fields[1].partition("/")[2], fields[4]
+        result = "refused" if "DENIED" in fields[1] else "allowed"
+        key = (result, re.sub(r"[^A-Z]", "", fields[2])[:16], re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3])[:300],
+               int(port) if port.isdigit() and len(port) < 6 else None, int(code) if code.isdigit() and len(code) < 4 else None)
+        if key in groups:
+            groups[key] += 1
+        elif kept[result] < EGRESS_LOG_ENTRIES:
+            groups[key] = 1
+            kept[result] += 1
+        else:
+            omitted[result] += 1
+    entries = [{"result": r, "method": m, "host": h, "port": p, "status": c, "requests": n} for (r, m, h, p, c), n in groups.items()]
+    return entries, omitted
 
 
 # ---------------------------------------------------------------- the launcher
@@ -1247,33 +1285,26 @@ class Launcher:
         if self.state:
             shutil.rmtree(self.state, ignore_errors=True)
 
-    def egress_log(self) -> list[dict[str, Any]]:
+    def egress_log(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The proxy's record (see ``summarize_egress``), read in full however long the sandbox made it."""
         if not self.state:
-            return []
+            return [], {"allowed": 0, "refused": 0}
         try:
-            text = self.paths.read_file(f"{self.state}/squid/access.log", 1 << 24).decode("utf-8", "replace")
+            fd = self.paths.open_regular(f"{self.state}/squid/access.log")
         except Refusal:
-            return []
-        out: list[dict[str, Any]] = []
-        for line in text.splitlines():
-            fields = line.split()
-            if len(fields) < 5 or fields[1].startswith("NONE"):
-                continue
-            code = fields[1].partition("/")[2]
-            port = fields[4]
-            out.append({"result": "refused" if "DENIED" in fields[1] else "allowed", "method": re.sub(r"[^A-Z]", "", fields[2]),
-                        "host": re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3]), "port": int(port) if port.isdigit() else None,
-                        "status": int(code) if code.isdigit() else None})
-        return out
+            return [], {"allowed": 0, "refused": 0}
+        with os.fdopen(fd, "rb") as handle:
+            return summarize_egress(handle)
 
     def write_audit(self) -> None:
+        egress, omitted = self.egress_log()
         record = {
             "event": "launch", "project": self.c.project, "server": self.c.server, "agent": self.agent or None,
             "run_id": self.run_id or None, "started": self.started,
             "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "exit_status": self.status,
             "ended_by": self.ended_by or ("refused" if self.status == REFUSED and self.error else "exit"),
             "error": self.error or None, "run_dir": self.run_dir or None,
-            "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": self.egress_log(),
+            "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": egress, "egress_log_omitted": omitted,
             "cgroup": self.cgroup_version or None,
         }
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"

@@ -114,8 +114,13 @@ the proxy and writes one JSON audit line to the spec's sink:
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
  "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
- "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200}],"cgroup":"v2"}
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200,"requests":3}],
+ "egress_log_omitted":{"allowed":0,"refused":0},"cgroup":"v2"}
 ```
+
+`egress_log` has one entry per distinct destination and answer, with its number of requests: at
+most 1,000 allowed and 1,000 refused ones; `egress_log_omitted` counts the requests past those
+(a sandbox can make its proxy log as long as it likes, and the audit still accounts for all of it).
 
 `ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`;
 `cgroup` is `v1` or `v2` when a cgroup held the limits, null when none did (rlimits alone, or no
@@ -249,8 +254,11 @@ CAPABILITIES: dict[str, Capability] = {
     "workspace-lifecycle": Capability("partial", "each run id gets a fresh workspace; teardown does not remove it or copy artifacts out"),
     "audit-log": Capability(
         "partial",
-        "one JSON line per launch, refused launches included, with the proxy's record of each destination, appended to a sink opened "
-        "without following links; tool calls are not logged",
+        "one JSON line per launch, refused launches included, with the proxy's record of each destination (at most 1,000 distinct "
+        "allowed and 1,000 refused ones, the requests past them counted), appended to a sink opened without following links; tool "
+        "calls are not logged, and the proxy's own log, in the launcher's state directory until the launch ends, grows with every "
+        "request the sandbox makes",
+        (_REDTEAM + "test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_audit",),
     ),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
     "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, relaying MCP to the server's launcher"),
