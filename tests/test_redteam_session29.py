@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,15 +159,20 @@ while sent < 62000:
     sent += 500
 urllib.request.urlopen(f"http://127.0.0.1:{port}/after-the-flood", timeout=10).read()
 print(json.dumps({"sent": sent}), flush=True)
+sys.stdin.readline()
 '''
+
+
+def _log_flood_launcher(base: Path, listener: Listener) -> Path:
+    (base / "attacks" / "logflood.py").write_text(LOG_FLOOD, encoding="utf-8")
+    (base / "attacks" / "logflood.py").chmod(0o644)
+    return _launcher(base, "logflood", f', "{listener.port}"', f'    egress: {{allow: ["127.0.0.1:{listener.port}"]}}')
 
 
 def test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_audit(base: Path) -> None:
     listener = Listener("127.0.0.1")
     try:
-        (base / "attacks" / "logflood.py").write_text(LOG_FLOOD, encoding="utf-8")
-        (base / "attacks" / "logflood.py").chmod(0o644)
-        launcher = _launcher(base, "logflood", f', "{listener.port}"', f'    egress: {{allow: ["127.0.0.1:{listener.port}"]}}')
+        launcher = _log_flood_launcher(base, listener)
         done = subprocess.run([str(launcher)], capture_output=True, timeout=240, check=False, stdin=subprocess.DEVNULL,
                               env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "logflood"})
         assert done.returncode == 0, done.stderr.decode()[-2000:]
@@ -179,5 +185,29 @@ def test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_au
         refused = sum(int(item.get("requests", 1)) for item in log if item["result"] == "refused")
         assert refused + int(audits[0].get("egress_log_omitted", {}).get("refused", 0)) >= 62000
         assert len(json.dumps(audits[0])) < 1 << 20
+    finally:
+        listener.close()
+
+
+def test_the_proxys_log_holds_no_more_than_seconds_of_a_flood_on_the_host(base: Path) -> None:
+    """The same flood wrote 18 MiB to squid's log in the launcher's state directory (/tmp: on many
+    hosts a tmpfs, memory outside the sandbox's cgroup), and an hour of it would fill the host."""
+    listener = Listener("127.0.0.1")
+    try:
+        launcher = _log_flood_launcher(base, listener)
+        process = subprocess.Popen([str(launcher)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env={"PATH": os.environ["PATH"], "MCPSPEC_RUN_ID": "logheld"})
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            line = process.stdout.readline()
+            assert line, process.stderr.read().decode()[-2000:] if process.stderr else ""
+            time.sleep(2.5)  # the launcher reads the log every second
+            logs = list(Path("/tmp").glob("mcpspec-logflood-logheld.*/squid/access.log"))
+            assert len(logs) == 1, logs
+            st = logs[0].stat()
+            assert st.st_size > 16 << 20, st.st_size
+            assert st.st_blocks * 512 < 1 << 20, f"the proxy's log holds {st.st_blocks * 512} bytes on the host"
+        finally:
+            process.communicate(b"stop\n", timeout=60)  # the audit line (up to 2,000 entries) comes on stderr
     finally:
         listener.close()

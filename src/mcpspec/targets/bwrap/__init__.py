@@ -255,10 +255,11 @@ CAPABILITIES: dict[str, Capability] = {
     "audit-log": Capability(
         "partial",
         "one JSON line per launch, refused launches included, with the proxy's record of each destination (at most 1,000 distinct "
-        "allowed and 1,000 refused ones, the requests past them counted), appended to a sink opened without following links; tool "
-        "calls are not logged, and the proxy's own log, in the launcher's state directory until the launch ends, grows with every "
-        "request the sandbox makes",
-        (_REDTEAM + "test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_audit",),
+        "allowed and 1,000 refused ones, the requests past them counted), appended to a sink opened without following links; the "
+        "launcher reads the proxy's log every second while the sandbox runs and frees what it has read, so a flood of requests holds "
+        "no more than a second of log on the host; tool calls are not logged",
+        (_REDTEAM + "test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_audit",
+         _REDTEAM + "test_the_proxys_log_holds_no_more_than_seconds_of_a_flood_on_the_host"),
     ),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
     "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, relaying MCP to the server's launcher"),
