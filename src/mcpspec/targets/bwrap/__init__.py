@@ -114,8 +114,13 @@ the proxy and writes one JSON audit line to the spec's sink:
 ```json
 {"event":"launch","project":"acme","server":"repo","agent":"coder","run_id":"r1","started":"...","ended":"...",
  "exit_status":0,"ended_by":"exit","error":null,"run_dir":"/srv/mcp/workspaces/coder/r1","mounts":[...],"egress":{...},
- "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200,"scheme":null}],"cgroup":"v2"}
+ "egress_log":[{"result":"allowed","method":"CONNECT","host":"pypi.mirror.acme.example","port":443,"status":200,"scheme":null,"requests":3}],
+ "egress_log_omitted":{"allowed":0,"refused":0},"cgroup":"v2"}
 ```
+
+`egress_log` has one entry per distinct destination and answer, with its number of requests: at
+most 1,000 allowed and 1,000 refused ones; `egress_log_omitted` counts the requests past those
+(a sandbox can make its proxy log as long as it likes, and the audit still accounts for all of it).
 
 `ended_by` is `exit`, `signal`, `max_lifetime`, `idle_timeout`, `cpu_budget` or `refused`;
 `cgroup` is `v1` or `v2` when a cgroup held the limits, null when none did (rlimits alone, or no
@@ -129,6 +134,7 @@ _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
 _PROXY = "tests/test_egress_proxy_attacks.py::"
 _CGROUP = "tests/test_target_bwrap_cgroup.py::"
+_REDTEAM = "tests/test_redteam_session29.py::"
 _SECCOMP = "tests/test_seccomp_bwrap.py::"
 
 CAPABILITIES: dict[str, Capability] = {
@@ -212,8 +218,10 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability(
         "full",
         "the cgroup's pids.max, the sandbox's own (bwrap counts as one); without a cgroup (MCPSPEC_CGROUP=optional or off), "
-        "RLIMIT_NPROC of the sandbox's host uid, shared by every process of that uid",
-        (_CGROUP + "test_a_fork_bomb_stops_at_the_sandboxs_own_pids_limit", _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do"),
+        "RLIMIT_NPROC of the sandbox's host uid, shared by every process of that uid; the egress bridge, a host process outside "
+        "the cgroup that forks one per connection, relays at most pids (at most 128) connections at once",
+        (_CGROUP + "test_a_fork_bomb_stops_at_the_sandboxs_own_pids_limit", _CGROUP + "test_without_a_cgroup_the_launcher_refuses_unless_told_rlimits_will_do",
+         _REDTEAM + "test_connections_to_the_egress_bridge_cost_no_more_host_processes_than_the_pids_limit"),
     ),
     "cpu": Capability(
         "full",
@@ -256,8 +264,12 @@ CAPABILITIES: dict[str, Capability] = {
     "workspace-lifecycle": Capability("partial", "each run id gets a fresh workspace; teardown does not remove it or copy artifacts out"),
     "audit-log": Capability(
         "partial",
-        "one JSON line per launch, refused launches included, with the proxy's record of each destination, appended to a sink opened "
-        "without following links; tool calls are not logged",
+        "one JSON line per launch, refused launches included, with the proxy's record of each destination (at most 1,000 distinct "
+        "allowed and 1,000 refused ones, the requests past them counted), appended to a sink opened without following links; the "
+        "launcher reads the proxy's log every second while the sandbox runs and frees what it has read, so a flood of requests holds "
+        "no more than a second of log on the host; tool calls are not logged",
+        (_REDTEAM + "test_a_flood_of_refused_requests_does_not_erase_the_allowed_ones_from_the_audit",
+         _REDTEAM + "test_the_proxys_log_holds_no_more_than_seconds_of_a_flood_on_the_host"),
     ),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
     "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, relaying MCP to the server's launcher"),

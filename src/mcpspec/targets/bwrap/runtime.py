@@ -46,6 +46,11 @@ CPU_POLL_SECONDS = 0.5
 PROXY_PORT_INSIDE = 3128
 RELAY_BUFFER_BYTES = 1 << 20  # what the relay holds for a slow reader before it stops reading the writer
 SOCKET_INSIDE = "/run/mcpspec/egress.sock"
+PAGE_BYTES = 4096
+FALLOC_PUNCH_HOLE = 0x03  # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+EGRESS_LOG_POLL_SECONDS = 1.0
+EGRESS_LOG_ENTRIES = 1000  # distinct destinations the audit names per result; the rest are counted
+BRIDGE_CHILDREN = 128  # the most connections the egress bridge relays at once (host processes of its own)
 REFUSED = 125
 NAME = re.compile(r"^[a-z]([a-z0-9-]{0,38}[a-z0-9])?$")
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -280,9 +285,20 @@ class TrustedPaths:
 
     def read_file(self, path: str, limit: int) -> bytes:
         """A regular file with a single link, read without following a link at any step."""
+        fd = self.open_regular(path)
+        try:
+            data = os.read(fd, limit + 1)
+            if len(data) > limit:
+                raise Refusal(f"{path} is larger than {limit} bytes")
+            return data
+        finally:
+            os.close(fd)
+
+    def open_regular(self, path: str, access: int = os.O_RDONLY) -> int:
+        """A descriptor of a regular file with a single link, opened without following a link at any step."""
         parent, name = self.split(path)
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
+            fd = os.open(name, access | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=parent)
         except OSError as exc:
             raise Refusal(f"refusing {path}: it is a symbolic link" if exc.errno == errno.ELOOP else f"cannot read {path}: {exc.strerror}") from None
         finally:
@@ -293,12 +309,10 @@ class TrustedPaths:
                 raise Refusal(f"{path} is not a regular file")
             if st.st_nlink != 1:
                 raise Refusal(f"{path} has {st.st_nlink} links (a hard link to it could stand for another file)")
-            data = os.read(fd, limit + 1)
-            if len(data) > limit:
-                raise Refusal(f"{path} is larger than {limit} bytes")
-            return data
-        finally:
+            return fd
+        except BaseException:
             os.close(fd)
+            raise
 
     def open_append(self, path: str) -> int:
         """An append descriptor of a regular file with one link, ours alone, in a directory no one else
@@ -616,6 +630,63 @@ def v1_leaves(mounts: dict[str, str], own: dict[str, str], name: str, wanted: li
         return None, f"{exc.filename or ''}: {exc.strerror}"
 
 
+class EgressSummary:
+    """Squid's access log as the audit records it: one entry per distinct (result, method, host,
+    port, status, scheme) with its number of requests, at most EGRESS_LOG_ENTRIES allowed and as many
+    refused ones; requests past those are counted per result. The sandbox writes this log (a
+    request a line), so neither its length nor its names may bound what the audit says of the
+    rest, and the launcher reads it while the sandbox runs, freeing what it has read (a hole
+    punched in the file: squid writes on at its own offset), so the log holds no more than a
+    few seconds of requests on the host's disk or, where /tmp is a tmpfs, in its memory."""
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str, str, int | None, int | None, str | None], int] = {}
+        self.kept = {"allowed": 0, "refused": 0}
+        self.omitted = {"allowed": 0, "refused": 0}
+        self.offset = 0  # how far the file is read; what is before the last newline is counted
+        self.pending = b""
+
+    def add(self, raw: bytes) -> None:
+        fields = raw.decode("utf-8", "replace").split()
+        if len(fields) < 5 or fields[1].startswith("NONE"):
+            return
+        code, port = fields[1].partition("/")[2], fields[4]
+        result = "refused" if "DENIED" in fields[1] else "allowed"
+        scheme = fields[5] if len(fields) > 5 and fields[5] != "-" else None
+        key = (result, re.sub(r"[^A-Z]", "", fields[2])[:16], re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3])[:300],
+               int(port) if port.isdigit() and len(port) < 6 else None, int(code) if code.isdigit() and len(code) < 4 else None,
+               None if scheme is None else re.sub(r"[^a-z0-9_+.-]", "?", scheme.lower())[:32])
+        if key in self.groups:
+            self.groups[key] += 1
+        elif self.kept[result] < EGRESS_LOG_ENTRIES:
+            self.groups[key] = 1
+            self.kept[result] += 1
+        else:
+            self.omitted[result] += 1
+
+    def consume(self, fd: int, final: bool = False) -> None:
+        """Count the lines written since the last call, then free the file's pages before them."""
+        while chunk := os.pread(fd, 1 << 20, self.offset):
+            self.offset += len(chunk)
+            *lines, self.pending = (self.pending + chunk).split(b"\n")
+            for line in lines:
+                self.add(line)
+            if len(self.pending) > 1 << 16:  # no log line is this long: count it and go on
+                self.add(self.pending)
+                self.pending = b""
+        if final and self.pending:
+            self.add(self.pending)
+            self.pending = b""
+        done = (self.offset - len(self.pending)) // PAGE_BYTES * PAGE_BYTES
+        if done and ctypes.CDLL(None, use_errno=True).fallocate(fd, FALLOC_PUNCH_HOLE, ctypes.c_long(0), ctypes.c_long(done)) != 0:
+            pass  # a filesystem without holes: the log keeps its pages, the audit is whole all the same
+
+    def result(self) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        entries = [{"result": r, "method": m, "host": h, "port": p, "status": c, "scheme": k, "requests": n}
+                   for (r, m, h, p, c, k), n in self.groups.items()]
+        return entries, dict(self.omitted)
+
+
 # ---------------------------------------------------------------- the launcher
 
 
@@ -636,6 +707,8 @@ class Launcher:
         self.fds: list[int] = []
         self.shim: list[str] = []
         self.state = ""
+        self.egress = EgressSummary()
+        self.egress_fd = -1
         self.bridge_dir = ""
         self.squid_service = f"mcpspec{secrets.token_hex(8)}"
         self.proxy_processes: list[subprocess.Popen[bytes]] = []
@@ -953,7 +1026,12 @@ class Launcher:
             why = next((line for line in lines if "FATAL" in line or "ERROR" in line), lines[-1])
             raise Refusal("the egress proxy (squid) did not start: " + why[:300])
         sock = f"{self.bridge_dir}/egress.sock"
-        bridge = self.spawn_helper([self.tools["socat"], f"UNIX-LISTEN:{sock},fork,mode={'0660' if self.root else '0600'}", f"TCP:127.0.0.1:{port}"], proxy_ids, log)
+        # The bridge forks a host process per connection, outside the sandbox's cgroup, and the
+        # server can connect to the socket directly: bound them, or its pids and memory limits
+        # would not hold (each relayed connection costs the sandbox a pid of its own anyway).
+        children = min(self.c.pids or BRIDGE_CHILDREN, BRIDGE_CHILDREN)
+        bridge = self.spawn_helper([self.tools["socat"], f"UNIX-LISTEN:{sock},fork,max-children={children},mode={'0660' if self.root else '0600'}",
+                                    f"TCP:127.0.0.1:{port}"], proxy_ids, log)
         if not self.wait_for(lambda: is_socket(bridge_fd, "egress.sock"), bridge):
             if self.stop_signal:
                 raise Stopped()
@@ -1116,10 +1194,11 @@ class Launcher:
         lifetime_end = now + self.c.lifetime_seconds if self.c.lifetime_seconds else None
         kill_at: float | None = None
         next_cpu = now + CPU_POLL_SECONDS
+        next_log = now + EGRESS_LOG_POLL_SECONDS
         exited = False
         while not exited:
             now = time.monotonic()
-            deadlines = [d for d in (lifetime_end, kill_at, next_cpu if self.c.cpu_seconds else None) if d is not None]
+            deadlines = [d for d in (lifetime_end, kill_at, next_cpu if self.c.cpu_seconds else None, next_log if self.state else None) if d is not None]
             if relay is not None and kill_at is None:
                 deadlines.append(relay.idle_deadline(self.c.idle_seconds))
             soonest = min(deadlines, default=float("inf"))
@@ -1149,6 +1228,9 @@ class Launcher:
                 next_cpu = now + CPU_POLL_SECONDS
                 if kill_at is None and sandbox_cpu_seconds(sandbox.pid) > self.c.cpu_seconds:
                     kill_at = self.stop(128 + signal.SIGXCPU, "cpu_budget")
+            if self.state and now >= next_log:
+                next_log = now + EGRESS_LOG_POLL_SECONDS
+                self.read_egress_log()
             if kill_at is not None and now >= kill_at:
                 sandbox.kill()
                 kill_at = now + 3600
@@ -1192,35 +1274,30 @@ class Launcher:
         if self.state:
             shutil.rmtree(self.state, ignore_errors=True)
 
-    def egress_log(self) -> list[dict[str, Any]]:
+    def read_egress_log(self, final: bool = False) -> None:
+        """Count what the proxy logged since the last call (see ``EgressSummary``)."""
         if not self.state:
-            return []
-        try:
-            text = self.paths.read_file(f"{self.state}/squid/access.log", 1 << 24).decode("utf-8", "replace")
-        except Refusal:
-            return []
-        out: list[dict[str, Any]] = []
-        for line in text.splitlines():
-            fields = line.split()
-            if len(fields) < 5 or fields[1].startswith("NONE"):
-                continue
-            code = fields[1].partition("/")[2]
-            port = fields[4]
-            scheme = fields[5] if len(fields) > 5 and fields[5] != "-" else None
-            out.append({"result": "refused" if "DENIED" in fields[1] else "allowed", "method": re.sub(r"[^A-Z]", "", fields[2]),
-                        "host": re.sub(r"[^A-Za-z0-9._%:-]", "?", fields[3]), "port": int(port) if port.isdigit() else None,
-                        "status": int(code) if code.isdigit() else None,
-                        "scheme": None if scheme is None else re.sub(r"[^a-z0-9_+.-]", "?", scheme.lower())[:32]})
-        return out
+            return
+        if self.egress_fd < 0:
+            try:
+                self.egress_fd = self.paths.open_regular(f"{self.state}/squid/access.log", os.O_RDWR)
+            except Refusal:
+                return  # not written yet
+        self.egress.consume(self.egress_fd, final)
+        if final:
+            os.close(self.egress_fd)
+            self.egress_fd = -1
 
     def write_audit(self) -> None:
+        self.read_egress_log(final=True)
+        egress, omitted = self.egress.result()
         record = {
             "event": "launch", "project": self.c.project, "server": self.c.server, "agent": self.agent or None,
             "run_id": self.run_id or None, "started": self.started,
             "ended": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "exit_status": self.status,
             "ended_by": self.ended_by or ("refused" if self.status == REFUSED and self.error else "exit"),
             "error": self.error or None, "run_dir": self.run_dir or None,
-            "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": self.egress_log(),
+            "mounts": self.c.audit_mounts, "egress": self.c.audit_egress, "egress_log": egress, "egress_log_omitted": omitted,
             "cgroup": self.cgroup_version or None,
         }
         line = json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"

@@ -73,6 +73,11 @@ where a filter is not in force.
 ## What a server notices
 
 - `ptrace` is refused outright: debuggers, `strace` and crash reporters that attach do not work.
+- What the filter cannot refuse: a process of the sandbox can still read and write the memory of
+  another of the same uid through `/proc/<pid>/mem` (a file, not a syscall). On bubblewrap and the
+  container targets it sees only the sandbox's own processes (its own pid namespace); under
+  systemd only the instance's own transient uid is the same, so this reaches nothing outside
+  the sandbox.
 - `AF_NETLINK` is refused: `getifaddrs()` (Node's `os.networkInterfaces()`, `ip addr`) fails;
   glibc's `getaddrinfo` does without it.
 - io_uring is refused: runtimes that try it fall back to epoll and thread pools (Node's libuv
