@@ -294,8 +294,15 @@ def test_runnable_spec_verifies_without_a_word(tmp_path: Path, unit_dir: Path) -
     direct = build.files["mcp-sd-probe_direct@.service"]
     assert "PrivateNetwork=no\n" in direct and "IPAddressDeny=any\nIPAddressAllow=10.40.12.0/28 192.0.2.7/32\n" in direct
     web = build.files["mcp-sd-probe_web@.service"]
-    assert "IPAddressAllow=127.0.0.1 ::1\n" in web and "SocketBindAllow=tcp:8931\n" in web and "mcp-sd-probe_web.socket" not in build.files
-    assert "mcp-sd-probe_web_squid.service" in build.files and "mcp-sd-probe_web_egress.socket" not in build.files
+    assert "PrivateNetwork=yes\n" in web and "IPAddressAllow=localhost\n" in web and "SocketBindAllow=tcp:8931\nSocketBindAllow=ipv4:tcp:3128\n" in web
+    assert "mcp-sd-probe_web.socket" not in build.files and "Wants=mcp-sd-probe_web_http@%i.socket\n" in web
+    assert "mcp-sd-probe_web_squid.service" in build.files and "mcp-sd-probe_web_egress.socket" in build.files and "mcpspec-shim egress -- " in web
+    assert "ListenStream=127.0.0.1:8931\n" in build.files["mcp-sd-probe_web_http@.socket"]
+    forwarder = build.files["mcp-sd-probe_web_http@.service"]
+    assert "JoinsNamespaceOf=mcp-sd-probe_web@%i.service\n" in forwarder and "PrivateNetwork=yes\n" in forwarder
+    assert "ExecStart=/usr/lib/systemd/systemd-socket-proxyd 127.0.0.1:8931\n" in forwarder and ":22E3 " in forwarder
+    closed = build.files["mcp-sd-probe_web-closed@.service"]
+    assert "RestrictAddressFamilies=AF_INET AF_INET6\n" in closed and "SocketBindAllow=tcp:8932\n" in closed
     assert "ExecStopPost" not in build.files["mcp-sd-probe_web-closed@.service"]
 
 
@@ -559,7 +566,9 @@ servers:
     assert ("servers", "web", "transport", "bind") in paths and ("servers", "web", "mounts", 0, "from") in paths
 
 
-def test_http_server_reports_loopback_exposure_and_external_servers_get_nothing(tmp_path: Path) -> None:
+def test_an_http_server_gets_its_own_network_and_external_servers_get_nothing(tmp_path: Path) -> None:
+    """Red team (issue 25, item 10): an HTTP server shared the host's network namespace (its abstract
+    unix sockets and its loopback); now only direct egress does, and is told so."""
     _, build = _build("""\
 version: 1
 project: mixed
@@ -567,18 +576,28 @@ servers:
   web:
     transport: {type: http, port: 8080}
     command: [/usr/bin/python3]
+  open:
+    transport: {type: http, port: 8081}
+    command: [/usr/bin/python3]
+    egress: {allow: ["10.0.0.0/8"], via: direct}
   remote:
     placement: external
     transport: {type: http, url: "https://mcp.example.com/mcp"}
 """, tmp_path)
-    assert any(r.code == "TG002" and "loopback service" in r.message for r in build.active)
+    controls = json.loads(build.files[MANIFEST])["servers"]
+    assert controls["web"]["controls"]["egress-deny"] == "full" and controls["web"]["controls"]["listeners"] == "full"
+    assert not any(r.code == "TG002" and "(server web)" in r.message and ("network" in r.message or "loopback" in r.message) for r in build.active)
+    assert controls["open"]["controls"]["egress-deny"] == "partial"
+    assert any(r.code == "TG002" and "abstract unix socket" in r.message and "(server open)" in r.message for r in build.active)
+    assert "PrivateNetwork=no\n" in build.files["mcp-mixed_open@.service"] and "mcp-mixed_open_http@.socket" not in build.files
     assert not any("remote" in name for name in build.files)
 
 
-def test_an_http_server_behind_the_proxy_is_told_its_allowlist_is_partial(tmp_path: Path) -> None:
-    """Red team: an HTTP server shares the host's loopback, where every squid listens, so it can use
-    another server's proxy; the matrix said `full`."""
-    _, build = _build("""\
+def test_an_http_server_behind_the_proxy_reaches_only_its_own_squid(tmp_path: Path) -> None:
+    """Red team: an HTTP server shared the host's loopback, where every squid listens, so it could use
+    another server's proxy. It now has its own network namespace and the stdio servers' egress socket;
+    on port 3128, where the bridge listens inside, it is refused."""
+    spec = """\
 version: 1
 project: web
 servers:
@@ -586,10 +605,15 @@ servers:
     transport: {type: http, port: 8080}
     command: [/usr/bin/python3]
     egress: {allow: ["docs.example.org:443"]}
-""", tmp_path)
+"""
+    _, build = _build(spec, tmp_path)
     manifest = json.loads(build.files[MANIFEST])
-    assert manifest["servers"]["web"]["controls"]["egress-allowlist"] == "partial"
-    assert any(r.code == "TG002" and "another server's proxy" in r.message for r in build.active)
+    assert manifest["servers"]["web"]["controls"]["egress-allowlist"] == "full"
+    assert manifest["servers"]["web"]["controls"]["egress-deny"] == "full"
+    assert "BindPaths=/run/mcp-web_egress/web.sock:/run/mcpspec/egress.sock\n" in build.files["mcp-web_web@.service"]
+    assert "HTTP_PROXY=http://127.0.0.1:3128" in build.files["mcp-web_web@.service"]
+    _, clash = _build(spec.replace("port: 8080", "port: 3128"), tmp_path, "clash.yaml")
+    assert any(r.code == "TG004" and "port 3128" in r.message for r in clash.active) and "mcp-web_web@.service" not in clash.files
 
 
 def test_an_allowed_range_holding_a_metadata_address_is_tg001_without_the_proxy(tmp_path: Path) -> None:

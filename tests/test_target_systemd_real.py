@@ -28,6 +28,7 @@ from podman_images import image as built_image
 
 IMAGE = Recipe("mcpspec-systemd-test", ("python3", "systemd", "systemd-sysv", "dbus", "squid", "socat", "systemd-resolved"))
 PROBE_DIR = Path(__file__).parent / "systemd_probe"
+PROBE_SCRIPTS = ("client.py", "host_service.py", "http_probe.py", "probe.py")
 TOKEN = "file-secret-5c1d8e"
 GH_TOKEN = "ghp-env-secret-0b7a43f1"
 VICTIM = "root only\n"
@@ -71,7 +72,31 @@ servers:
     runtime: {pids: 12, memory: 64Mi}
     lifecycle: {max_lifetime: 4s}
     logging: {audit: false}
+  web:
+    transport: {type: http, port: 8941}
+    command: [/usr/bin/python3, /probe/http_probe.py, "8941"]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    logging: {sink: journal}
+  weblisten:
+    transport: {type: http, port: 8942}
+    command: [/usr/bin/python3, /probe/http_probe.py, "8942"]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    process: {listeners: true}
+    logging: {sink: journal}
+  webfetch:
+    transport: {type: http, port: 8944}
+    command: [/usr/bin/python3, /probe/http_probe.py, "8944"]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    egress: {allow: ["allowed.test:80"]}
+    logging: {audit: false}
 """
+# The container host's own services (tests/systemd_probe/host_service.py).
+HOST_ABSTRACT = "mcpspec-host-abstract"
+HOST_PATH = "/run/mcpspec-host.sock"
+HOST_PORT = 7411
 
 
 class Container:
@@ -117,6 +142,10 @@ class Client:
 
     def ask(self, key: str, op: str, **arguments: Any) -> dict[str, Any]:
         return self.send({"to": key, "request": {"op": op, **arguments}})
+
+    def http(self, server_port: int, op: str, **arguments: Any) -> dict[str, Any]:
+        """One request to an HTTP server, sent to its port on the container host's loopback."""
+        return self.send({"http": server_port, "request": {"op": op, **arguments}})
 
     def close(self) -> None:
         if self.process.stdin:
@@ -192,8 +221,8 @@ def _install(box: Container) -> None:
             if name.endswith(".squid.conf"):
                 (directory / name).write_text(text, encoding="utf-8")
                 box.put(directory / name, f"/etc/mcpspec/sdreal/{name}")
-        box.put(PROBE_DIR / "probe.py", "/opt/sdreal/probe.py")
-        box.put(PROBE_DIR / "client.py", "/opt/sdreal/client.py")
+        for script in PROBE_SCRIPTS:
+            box.put(PROBE_DIR / script, f"/opt/sdreal/{script}")
     box.sh(
         f"umask 077; printf '%s\\n' {TOKEN} > /etc/sdreal/token; printf '%s\\n' {GH_TOKEN} > /etc/sdreal/gh-token; "
         f"printf '{VICTIM}' > /etc/sdreal/victim; chmod 0755 /opt/sdreal; chmod 0777 /var/log/sdreal; chmod 0644 /opt/sdreal/*.py; "
@@ -375,7 +404,7 @@ def test_read_only_host_and_mounts(container: Container, client: Client) -> None
     assert client.ask("r", "write", path="/probe/probe.py")["errno"] == "EROFS"
     assert client.ask("r", "write", path="/workspace/output/ok.txt")["ok"]
     assert client.ask("r", "read", path="/var/log/sdreal/audit.jsonl")["errno"] in ("ENOENT", "EACCES")  # /var/log is hidden
-    assert container.sh("ls /opt/sdreal").split() == ["client.py", "probe.py"]
+    assert container.sh("ls /opt/sdreal").split() == sorted(PROBE_SCRIPTS)
 
 
 def test_limits_hold(container: Container, client: Client) -> None:
@@ -422,3 +451,78 @@ def test_a_squid_whose_port_another_project_holds_fails_instead_of_passing_for_i
         assert container.run("systemctl", "is-active", "mcp-sdreal_fetch_squid.service", check=False).stdout.strip() == "active"
     finally:
         container.sh(f"systemctl stop {unit}; systemctl reset-failed {unit}", check=False)
+
+
+def _start_host_service(container: Container) -> None:
+    """The container host's services a sandbox must not reach, and proof that they answer there."""
+    if container.run("systemctl", "is-active", "mcpspec-host.service", check=False).stdout.strip() != "active":
+        container.run("systemd-run", "--unit=mcpspec-host.service", "/usr/bin/python3", "/opt/sdreal/host_service.py", HOST_ABSTRACT, HOST_PATH, str(HOST_PORT))
+    reach = (
+        "import socket,sys,time\n"
+        "for _ in range(100):\n"
+        "  try:\n"
+        "    targets=[(socket.AF_UNIX,'\\0'+sys.argv[1]),(socket.AF_UNIX,sys.argv[2]),(socket.AF_INET,('127.0.0.1',int(sys.argv[3])))]\n"
+        "    for family,address in targets:\n"
+        "      s=socket.socket(family); s.connect(address); assert s.recv(64)==b'host-service-reached\\n'; s.close()\n"
+        "    break\n"
+        "  except OSError: time.sleep(0.1)\n"
+        "else: sys.exit('the host service does not answer')\n"
+    )
+    container.run("/usr/bin/python3", "-c", reach, HOST_ABSTRACT, HOST_PATH, str(HOST_PORT))
+
+
+def _first_answer(client: Client, port: int) -> dict[str, Any]:
+    """The server's whoami, once it answers (the forwarder waits for it; without one, the test does)."""
+    deadline = time.monotonic() + 20
+    while True:
+        me = client.http(port, "whoami")
+        if me.get("ok") or time.monotonic() > deadline:
+            return me
+        time.sleep(0.2)
+
+
+def _stop_run(container: Container, unit: str) -> None:
+    container.run("systemctl", "stop", unit, check=False)
+    container.run("systemctl", "reset-failed", unit, check=False)
+
+
+def test_an_http_server_has_its_own_network_namespace_and_only_its_port_is_forwarded(container: Container, client: Client) -> None:
+    """Red team (issue 25, item 10): an egress-denied HTTP unit shared the host's network namespace
+    and reached host services on abstract unix sockets (and on the host's loopback)."""
+    _start_host_service(container)
+    host_netns = container.sh("readlink /proc/1/ns/net").strip()
+    units = ("mcp-sdreal_web@itemten.service", "mcp-sdreal_weblisten@itemten.service", "mcp-sdreal_webfetch@itemten.service")
+    try:
+        container.run("systemctl", "start", *units, timeout=120)
+        for port in (8941, 8942, 8944):  # the HTTP port is reachable from the host, through the forwarder
+            me = _first_answer(client, port)
+            assert me["ok"] and me["uid"] != 0 and "@itemten.service" in me["cgroup"], me
+            assert client.http(port, "netns")["netns"] != host_netns
+        # web: egress denied, no unix socket at all; weblisten may listen, so it keeps AF_UNIX,
+        # and only its own network namespace keeps the host's abstract sockets away.
+        for port, unix_refusal in ((8941, "EAFNOSUPPORT"), (8942, "ECONNREFUSED")):
+            assert client.http(port, "connect_abstract", name=HOST_ABSTRACT)["errno"] == unix_refusal, port
+            assert client.http(port, "connect_unix", path=HOST_PATH)["errno"] in (unix_refusal, "ENOENT"), port
+            assert client.http(port, "connect_tcp", host="127.0.0.1", port=HOST_PORT)["errno"] == "ECONNREFUSED", port
+            assert client.http(port, "connect_tcp", host="127.0.0.2", port=HOST_PORT)["errno"] in ("ECONNREFUSED", "EPERM", "ENETUNREACH"), port
+            assert client.http(port, "socket", family="AF_NETLINK")["errno"] == "EAFNOSUPPORT", port
+        # With an allowlist: only the egress socket, never another server's squid on the host's loopback.
+        other_squid = int(container.sh("grep -ho 'http_port 127.0.0.1:[0-9]*' /etc/mcpspec/sdreal/fetch.squid.conf").rsplit(":", 1)[1])
+        container.run("systemctl", "start", "mcp-sdreal_fetch_squid.service", timeout=90)
+        assert client.http(8944, "connect_tcp", host="127.0.0.1", port=other_squid)["errno"] == "ECONNREFUSED"
+        assert client.http(8944, "connect_abstract", name=HOST_ABSTRACT)["errno"] == "ECONNREFUSED"
+        assert [p for p in client.http(8944, "walk", path="/run")["paths"] if p.endswith(".sock")] == ["/run/mcpspec/egress.sock"]
+        denied = client.http(8944, "proxy", request="GET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n")
+        assert denied["ok"] and " 403 " in denied["status"], denied
+        # Its own listener, in its namespace, is not the host's.
+        assert client.http(8942, "listen", port=8943)["ok"]
+        refused = container.run("/usr/bin/python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8943), timeout=5)", check=False)
+        assert "ConnectionRefusedError" in refused.stderr
+        # The forwarded port goes away with the run.
+        container.run("systemctl", "stop", units[0])
+        assert container.run("systemctl", "is-active", "mcp-sdreal_web_http@itemten.socket", check=False).stdout.strip() != "active"
+        closed = container.run("/usr/bin/python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8941), timeout=5)", check=False)
+        assert "ConnectionRefusedError" in closed.stderr
+    finally:
+        for unit in units:
+            _stop_run(container, unit)

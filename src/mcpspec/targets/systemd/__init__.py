@@ -3,23 +3,25 @@
 A stdio server gets ``mcp-<project>_<server>@.service`` and an ``Accept=yes`` socket
 ``mcp-<project>_<server>.socket``: every connection to ``/run/mcp-<project>/<server>.sock``
 starts one instance with the connection as its stdin and stdout. An HTTP server's
-template is started per run and listens on loopback. Each instance runs as its own
+template is started per run and listens in its own network namespace; a socket unit
+on the host's 127.0.0.1 hands each connection to a systemd-socket-proxyd that joins
+that namespace (``JoinsNamespaceOf=``). Each instance runs as its own
 transient user (``DynamicUser=`` with ``User=`` built from the instance) with no
 capabilities, a seccomp filter, a read-only host, an empty ``/run``, fresh workspace
 directories and, unless it may reach the network, no network at all.
 
-A server with an egress allowlist keeps its private network: the shim (``shim.sh``)
+A server with an egress allowlist (stdio or HTTP) keeps its private network: the shim (``shim.sh``)
 starts socat on 127.0.0.1:3128 inside it, relaying to a unix socket that is bound in
 from the host, where a socket-activated systemd-socket-proxyd hands each connection
 to a squid that allows only the listed names and ports. The same shim exports
 secrets given ``as: {env: ...}`` from ``$CREDENTIALS_DIRECTORY``.
 
 Modules: ``names`` (unit, user and path names), ``gaps`` (what cannot be enforced),
-``service`` (the template), ``helpers`` (socket, squid and relay units),
+``service`` (the template), ``helpers`` (socket, HTTP forwarder, squid and relay units),
 ``directive`` (one typed value per setting: its type picks the escaping),
 ``unitfile`` (rendering), ``unitparse`` and ``reader`` (what built units grant, read
 back), ``audit.py`` (the stop-time audit helper, run by the host's python3), and the
-shell the units run (``shim.sh``, ``squid-log.sh``, ``squid-ready.sh``). Every value
+shell the units run (``shim.sh``, ``squid-log.sh``, ``squid-ready.sh``, ``http-ready.sh``). Every value
 taken from the spec reaches a unit through a typed directive; a value its escaping
 refuses stops the server's build (TG004).
 """
@@ -46,10 +48,10 @@ CAPABILITIES: dict[str, Capability] = {
     "identity": Capability("full", "DynamicUser=yes with User= built from the instance: a transient uid per run, never root, so concurrent runs of one server cannot read each other's workspaces or /proc/<pid>/environ, nor signal each other (runtime.user and runtime.group are not used); empty CapabilityBoundingSet= and AmbientCapabilities=, NoNewPrivileges=, PrivateUsers=, a @system-service seccomp filter without @privileged and @resources; MemoryDenyWriteExecute=yes unless the command is a JIT runtime (node, npx, java, deno, bun, chromium...), which needs writable executable memory", (_REAL + "test_concurrent_instances_have_their_own_user_and_cannot_reach_each_other", _REAL + "test_dev_shm_is_private_to_each_instance")),
     "env": Capability("full", "only env.set, as Environment= lines, plus the proxy variables, secrets given as.env, what systemd itself sets (PATH, USER, LOGNAME, HOME, SHELL, INVOCATION_ID, JOURNAL_STREAM, SYSTEMD_EXEC_PID, CREDENTIALS_DIRECTORY, RUNTIME_DIRECTORY) and, when the shim starts the server, bash's PWD, SHLVL and _; loader variables (LD_*...) are refused when the root audit command would see them", (_REAL + "test_secrets_reach_only_their_server_and_never_a_command_line_or_the_journal",)),
     "secrets": Capability("full", "LoadCredential= from an absolute file or from the service manager's own credentials (systemd-credential), bound read-only at as.file, or exported as.env by a shim that reads $CREDENTIALS_DIRECTORY and execs the server; values never appear in a unit, argv or the journal; a file source inside a writable mount is refused (the service manager would follow a link planted there); the env, vault and k8s-secret providers are not supported", (_REAL + "test_secrets_reach_only_their_server_and_never_a_command_line_or_the_journal", _REAL + "test_a_sandbox_cannot_plant_a_link_at_a_credential_source",)),
-    "egress-deny": Capability("full", "PrivateNetwork=yes (only the instance's own loopback), IPAddressDeny=any, RestrictAddressFamilies=none for a stdio server (its connection arrives as a descriptor) and an empty /run, so no unix socket of the host (D-Bus, journald, systemd-resolved) is reachable; an HTTP server shares the host network, limited to 127.0.0.1 and ::1", (_REAL + "test_no_unix_socket_of_the_host_is_reachable_with_egress_denied", _REAL + "test_dev_shm_is_private_to_each_instance")),
-    "egress-allowlist": Capability("full", "the instance has no network but one unix socket, bound into its otherwise empty /run: its socat relays 127.0.0.1:3128 to a socket-activated systemd-socket-proxyd and a squid that allows only the listed names and ports (its readiness is read from its own log, so another squid on a port that hashes alike never passes for it); an HTTP server shares the host's loopback and gets partial", (_REAL + "test_with_an_allowlist_only_the_egress_socket_is_reachable", _REAL + "test_a_squid_whose_port_another_project_holds_fails_instead_of_passing_for_it")),
+    "egress-deny": Capability("full", "PrivateNetwork=yes for every server, HTTP ones too (only the instance's own loopback, and none of the host's abstract unix sockets: they belong to a network namespace), IPAddressDeny=any, RestrictAddressFamilies=none for a stdio server (its connection arrives as a descriptor) and AF_INET AF_INET6 for an HTTP one (AF_UNIX too where it may listen), and an empty /run, so no unix socket of the host (D-Bus, journald, systemd-resolved) is reachable; an HTTP server's port is forwarded from the host's 127.0.0.1 by a socket unit and a systemd-socket-proxyd joined to the run's namespace (JoinsNamespaceOf=); direct egress (via: direct) shares the host network and gets partial", (_REAL + "test_no_unix_socket_of_the_host_is_reachable_with_egress_denied", _REAL + "test_an_http_server_has_its_own_network_namespace_and_only_its_port_is_forwarded", _REAL + "test_dev_shm_is_private_to_each_instance")),
+    "egress-allowlist": Capability("full", "the instance has no network but one unix socket, bound into its otherwise empty /run: its socat relays 127.0.0.1:3128 to a socket-activated systemd-socket-proxyd and a squid that allows only the listed names and ports (its readiness is read from its own log, so another squid on a port that hashes alike never passes for it); an HTTP server is confined the same way, in its own network namespace", (_REAL + "test_with_an_allowlist_only_the_egress_socket_is_reachable", _REAL + "test_an_http_server_has_its_own_network_namespace_and_only_its_port_is_forwarded", _REAL + "test_a_squid_whose_port_another_project_holds_fails_instead_of_passing_for_it")),
     "metadata-blocking": Capability("full", "squid refuses metadata addresses and the special-purpose ranges of both families (mcpspec.addresses) after name resolution; direct egress gets IPAddressDeny= of the metadata ranges", (_REAL + "test_with_an_allowlist_only_the_egress_socket_is_reachable",)),
-    "listeners": Capability("full", "PrivateNetwork=yes: a listener is reachable only inside the instance's own network namespace; SocketBindDeny=any as well, and a stdio server without listeners cannot open a socket at all", (_REAL + "test_with_an_allowlist_only_the_egress_socket_is_reachable",)),
+    "listeners": Capability("full", "PrivateNetwork=yes: a listener is reachable only inside the instance's own network namespace (an HTTP server's own port only through its forwarder); SocketBindDeny=any as well, and a stdio server without listeners cannot open a socket at all", (_REAL + "test_with_an_allowlist_only_the_egress_socket_is_reachable", _REAL + "test_an_http_server_has_its_own_network_namespace_and_only_its_port_is_forwarded")),
     "memory": Capability("full", "MemoryMax= (and MemorySwapMax=0) on the instance's cgroup", (_REAL + "test_limits_hold",)),
     "pids": Capability("full", "TasksMax= on the instance's cgroup", (_REAL + "test_limits_hold",)),
     "cpu": Capability("partial", "CPUQuota= of cpus x 100% on the instance's cgroup; no real test measures the throttling"),
@@ -71,12 +73,14 @@ The build writes, per server that runs here (`<stem>` is `mcp-<project>_<server>
 - `<stem>.socket` (stdio servers): every connection to
   `/run/mcp-<project>/<server>.sock` starts one instance whose stdin and stdout
   are the connection;
+- `<stem>_http@.socket` and `<stem>_http@.service` (HTTP servers): the run's port on
+  the host's `127.0.0.1`, and the systemd-socket-proxyd that carries each connection
+  into the run's own network namespace (`JoinsNamespaceOf=`);
 - with an egress allowlist: `<server>.squid.conf` and `<stem>_squid.service`
   (squid on `127.0.0.1:<port>`, port = 20000 + crc32("<project>/<server>") mod 20000,
-  written in the unit); stdio servers also get `<stem>_egress.socket` and
-  `<stem>_egress.service` (systemd-socket-proxyd from the unix socket
-  `/run/mcp-<project>_egress/<server>.sock` to squid). An instance starts them
-  when it needs them.
+  written in the unit), `<stem>_egress.socket` and `<stem>_egress.service`
+  (systemd-socket-proxyd from the unix socket `/run/mcp-<project>_egress/<server>.sock`
+  to squid). An instance starts them when it needs them.
 
 Requirements: systemd 250 or newer; `python3` for the audit line (`logging.audit`);
 `squid` and `socat` for servers with an egress allowlist. `SocketBindDeny=` needs a
@@ -103,8 +107,12 @@ drop-in (`systemctl edit mcp-<project>_<server>.socket`) with `[Socket]` and
 Run an HTTP server for one run: `systemctl start mcp-<project>_<server>@<run-id>.service`
 (a run id of letters, digits, `_` and `-`, at most {run_id_room()} characters: it is part of
 the instance's user name), point the client at `http://127.0.0.1:<port>/`, and
-`systemctl stop mcp-<project>_<server>@<run-id>.service` at the end. Instances of
-one HTTP server share its port: one run at a time.
+`systemctl stop mcp-<project>_<server>@<run-id>.service` at the end. The server listens
+in its own network namespace; `mcp-<project>_<server>_http@<run-id>.socket`, started and
+stopped with it, listens on the host's `127.0.0.1:<port>` and starts the forwarder at the
+first connection (once the server listens). Instances of one HTTP server share its
+port: one run at a time. A server with `egress.via: direct` instead shares the host
+network and listens on the host's loopback itself.
 
 Each instance runs as its own transient user, `m<crc32 of project/server>-<instance>`:
 a run id or socket instance name (`<connection>-<client pid>-<client uid>`) too long
