@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -394,7 +395,7 @@ def test_escaping_round_trips_through_systemd(tmp_path: Path, unit_dir: Path) ->
     stopped = {"${SERVICE_RESULT}": "exit-code", "${EXIT_CODE}": "exited", "${EXIT_STATUS}": "3"}
     argv = [stopped[word] if word in stopped else _at_run_time(word) for word in audit]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    line = json.loads(result.stderr)  # sink: stderr, which is the journal in the unit
+    line = json.loads(result.stderr.splitlines()[-1])  # no journald here: the line goes to stderr, after a notice
     assert (result.returncode, line["event"], line["server"], line["instance"]) == (0, "stop", "tricky", "test")
     assert (line["result"], line["exit_code"], line["exit_status"]) == ("exit-code", "exited", "3")
     assert line["egress"]["mode"] == "none" and line["mounts"] == []
@@ -653,3 +654,21 @@ def test_the_audit_helper_never_follows_a_link_on_the_sink_path(tmp_path: Path) 
         audit.append(str(tmp_path / "made" / "audit.jsonl"), '{"a":1}')
         assert (tmp_path / "made" / "audit.jsonl").read_text() == '{"a":1}\n'
         assert json.loads(audit.audit_line(["p", "s", "i\n\"", "r", "c", "0", "journal", "[]", "{}"], 0))["instance"] == "i__"
+
+
+def test_the_audit_helper_sends_its_own_identifier_and_fields_to_the_journal(tmp_path: Path) -> None:
+    """Red team (issue 25, item 11): the audit line went to stderr, under the unit's identifier, which the
+    server's own output has too. It goes to journald's native socket with its own identifier; hostile
+    words cannot add a field (a newline would start one)."""
+    journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    journal.bind(str(tmp_path / "journal"))
+    with journal:
+        line = audit.audit_line(["p", "s", "run\nMESSAGE_ID=x", "success", "exited", "0", "journal", "[]", "{}"], 0)
+        audit.emit(line, 6, {"PROJECT": "p", "SERVER": "s", "INSTANCE": "run\n_UID=0", "EVENT": "stop"}, sockets=(str(tmp_path / "missing"), str(tmp_path / "journal")))
+        entry = journal.recv(65536).decode()
+    fields = dict(row.split("=", 1) for row in entry.splitlines())
+    assert len(fields) == len(entry.splitlines())  # every key once
+    assert fields["SYSLOG_IDENTIFIER"] == "mcpspec-audit" and fields["MESSAGE_ID"] == audit.MESSAGE_ID and fields["PRIORITY"] == "6"
+    assert json.loads(fields["MESSAGE"]) == json.loads(line) and fields["MCPSPEC_INSTANCE"] == "run__UID_0"
+    assert not {"_UID"} & set(fields) and sorted(k for k in fields if k.startswith("MCPSPEC_")) == ["MCPSPEC_EVENT", "MCPSPEC_INSTANCE", "MCPSPEC_PROJECT", "MCPSPEC_SERVER"]
+    assert TARGET.usage.count("_UID=0 SYSLOG_IDENTIFIER=mcpspec-audit") >= 3  # the documented query

@@ -526,3 +526,63 @@ def test_an_http_server_has_its_own_network_namespace_and_only_its_port_is_forwa
     finally:
         for unit in units:
             _stop_run(container, unit)
+
+
+AUDIT_QUERY = ("_UID=0", "SYSLOG_IDENTIFIER=mcpspec-audit")  # as the target README documents it
+
+
+def _journal(container: Container, *matches: str) -> list[dict[str, Any]]:
+    container.run("journalctl", "--sync", check=False)
+    out = container.run("journalctl", "--no-pager", "-o", "json", *matches, check=False).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_a_server_cannot_forge_an_audit_line_the_documented_query_returns(container: Container, client: Client) -> None:
+    """Red team (issue 25, item 11): a server's stderr carried the unit's SYSLOG_IDENTIFIER, the same as
+    the audit line's, so a forged line on stderr passed for one; only _UID differed."""
+    run = f"forge{uuid.uuid4().hex[:6]}"
+    servers = {"web": 8941, "weblisten": 8942}  # weblisten keeps AF_UNIX: it tries journald's sockets
+    units = [f"mcp-sdreal_{server}@{run}.service" for server in servers]
+    try:
+        container.run("systemctl", "start", *units)
+        for server, port in servers.items():
+            assert _first_answer(client, port)["ok"]
+            forged = json.dumps({"event": "stop", "project": "sdreal", "server": server, "instance": run, "result": "success", "forged": True})
+            for text in (forged, f"<6>{forged}", f"SYSLOG_IDENTIFIER=mcpspec-audit\nMESSAGE={forged}\n_UID=0"):
+                assert client.http(port, "stderr", text=text + "\n")["ok"]
+            entry = f"MESSAGE={forged}\nSYSLOG_IDENTIFIER=mcpspec-audit\nMCPSPEC_PROJECT=sdreal\n"
+            tries = {
+                "native": client.http(port, "journal_native", entry=entry),
+                "native by PID 1's root": client.http(port, "journal_native", entry=entry, path="/proc/1/root/run/systemd/journal/socket"),
+                "stream": client.http(port, "journal_stream", identifier="mcpspec-audit", text=forged),
+                "syslog": client.http(port, "syslog", text=f"<14>mcpspec-audit: {forged}"),
+            }
+            # No AF_UNIX (web), or an empty /run and no PID 1 in its /proc (weblisten).
+            assert all(answer.get("errno") in ("EAFNOSUPPORT", "ENOENT") for answer in tries.values()), (server, tries)
+            container.run("systemctl", "stop", f"mcp-sdreal_{server}@{run}.service")
+        # A host process of another user can reach the native socket, as a direct-egress server
+        # can: it names the identifier, but journald stamps its own uid.
+        container.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                      "import socket,sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(sys.argv[1].encode(), '/run/systemd/journal/socket')",
+                      f"MESSAGE={{\"instance\": \"{run}\", \"forged\": true}}\nSYSLOG_IDENTIFIER=mcpspec-audit\nMCPSPEC_PROJECT=sdreal\n")
+        deadline = time.monotonic() + 15
+        while True:
+            genuine = [e for e in _journal(container, *AUDIT_QUERY, "MCPSPEC_PROJECT=sdreal") if run in e["MESSAGE"]]
+            if len(genuine) >= len(servers) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        # The documented query: exactly one line per run, each the helper's own.
+        lines = [json.loads(e["MESSAGE"]) for e in genuine]
+        assert sorted(line["server"] for line in lines) == sorted(servers), genuine
+        assert all(line["instance"] == run and "forged" not in line and line["event"] == "stop" for line in lines), lines
+        assert all(e["_SYSTEMD_UNIT"] in units and e["_COMM"].startswith("python") for e in genuine)
+        # The forgeries did happen, under the server's own identifier and transient uid.
+        for unit in units:
+            own = _journal(container, f"_SYSTEMD_UNIT={unit}")
+            printed = [e for e in own if "forged" in str(e.get("MESSAGE"))]
+            assert len(printed) >= 3 and all(e["SYSLOG_IDENTIFIER"] == unit.split("@")[0] and e["_UID"] != "0" for e in printed), printed
+        nobody = [e for e in _journal(container, "SYSLOG_IDENTIFIER=mcpspec-audit", "MCPSPEC_PROJECT=sdreal") if run in str(e.get("MESSAGE")) and e["_UID"] == "65534"]
+        assert nobody, "the control (a forgery by another host user) did not reach the journal"
+    finally:
+        for unit in units:
+            _stop_run(container, unit)

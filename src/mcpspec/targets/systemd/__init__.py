@@ -60,7 +60,7 @@ CAPABILITIES: dict[str, Capability] = {
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("partial", "denied command names are made inaccessible in /usr/local/bin, /usr/local/sbin, /usr/bin, /usr/sbin, /bin and /sbin (InaccessiblePaths=); the allow list, background and per-command limits are not enforced"),
     "workspace-lifecycle": Capability("partial", "each instance gets fresh, empty workspace dirs in memory under /run (not under workspace.root), removed when it stops; artifacts are not copied out"),
-    "audit-log": Capability("partial", "one JSON line per instance when it stops (ExecStopPost=+: result, exit status, mounts, egress policy) to the journal or the sink file, appended by a helper that never follows a link and refuses a sink that is not a regular root-owned file with one link; squid logs each destination; tool calls are not logged"),
+    "audit-log": Capability("partial", "one JSON line per instance when it stops (ExecStopPost=+: result, exit status, mounts, egress policy) to the journal or the sink file, appended by a helper that never follows a link and refuses a sink that is not a regular root-owned file with one link; in the journal it is sent to journald's native socket as SYSLOG_IDENTIFIER=mcpspec-audit, which journald stamps _UID=0 (the documented query asks for both: a server's output has its unit's identifier and its own uid, its empty /run has no journald socket, and where it has one (direct egress) journald stamps the server's uid on what it sends); squid logs each destination; tool calls are not logged", (_REAL + "test_a_server_cannot_forge_an_audit_line_the_documented_query_returns", _REAL + "test_the_audit_sink_refuses_links_fifos_and_foreign_files_a_sandbox_planted")),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
     "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, in front of the server's bwrap launcher"),
 }
@@ -124,9 +124,21 @@ removed when the instance stops, so copy artifacts out before. Read-only
 workspace dirs start empty. Mount targets missing on the host are created there
 as empty directories or files when an instance starts.
 
-Audit lines go to the journal (`journalctl -u 'mcp-<project>_<server>@*'`) or to the
-spec's sink file (a regular file owned by root; a link or a file with several links
-there is refused, and the line goes to the journal); squid logs each destination to
+Audit lines go to the journal or to the spec's sink file (a regular file owned by root;
+a link or a file with several links there is refused, and the line goes to the journal
+with `MCPSPEC_EVENT=sink-refused`). In the journal, query them by the fields only the
+root audit helper can have:
+
+```sh
+journalctl _UID=0 SYSLOG_IDENTIFIER=mcpspec-audit -o cat                 # every audit line
+journalctl _UID=0 SYSLOG_IDENTIFIER=mcpspec-audit MCPSPEC_PROJECT=<project> MCPSPEC_SERVER=<server>
+journalctl _UID=0 SYSLOG_IDENTIFIER=mcpspec-audit _SYSTEMD_UNIT=mcp-<project>_<server>@<run-id>.service
+```
+
+Never read them with `journalctl -u` or by identifier alone: a server's own output is
+in its unit's journal too, with `SYSLOG_IDENTIFIER=mcp-<project>_<server>` and its
+transient `_UID`, and may print anything, a forged audit line included. `_UID` is set
+by journald from the sender's credentials; a sandbox never has uid 0. Squid logs each destination to
 `/var/log/mcp-<project>_<server>_squid/access.log`. Squid's loopback port is
 reachable by every local user, but only towards the server's allowlist.
 
