@@ -65,6 +65,7 @@ def _http_forwarder(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     head = comments(plan, f"relays the HTTP port of MCP server {sandbox.name} into the network namespace of one run")
     head.append("# systemd-socket-proxyd's documented namespace pattern: the listening socket is the host's")
     head.append(f"# (from {instance_of(names.http_socket, '%i')}), every connection it makes is inside the run's namespace.")
+    head.append("# JoinsNamespaceOf= also joins the run's /tmp and IPC namespace (both units have them private); it uses neither.")
     unit = [
         directive("Description", describe(sandbox, "HTTP forwarder of run %i")),
         directive("BindsTo", server),
