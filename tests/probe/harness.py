@@ -83,6 +83,7 @@ class Sandbox:
         self.probe_dir.mkdir()
         shutil.copy2(PROBE, self.probe_dir / "probe_server.py")
         shutil.copy2(PROBE.with_name("raw_server.py"), self.probe_dir / "raw_server.py")
+        shutil.copy2(PROBE.with_name("syscall_probe.py"), self.probe_dir / "syscall_probe.py")
         for path in (self.site, self.probe_dir):
             for item in [path, *path.rglob("*")]:
                 item.chmod(0o755 if item.is_dir() else 0o644)

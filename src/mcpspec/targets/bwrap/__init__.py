@@ -23,6 +23,8 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
+from mcpspec.targets.seccomp import bpf_program, syscall_policy
+from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
 USAGE = """
 ## Running the output
@@ -309,6 +311,8 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         audit_egress=_audit_egress(egress),
         command=list(sandbox.command),
         workdir=sandbox.workdir,
+        seccomp=_seccomp_programs(sandbox),
+        keyctl={arch: SYSCALLS[arch]["keyctl"] for arch in ARCHES},
         mounts=[_mount(mount) for mount in sorted(sandbox.mounts, key=lambda m: (m.target.count("/"), m.target))],
         secrets=[secret for grant in sandbox.secrets if (secret := launcher_secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
@@ -317,6 +321,12 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
     if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated
         raise Unrepresentable("a NUL byte cannot reach a command line, a path or an environment variable")
     return data
+
+
+def _seccomp_programs(sandbox: EffectiveSandbox) -> dict[str, str]:
+    """The server's syscall filter for each architecture; the launcher picks its machine's."""
+    policy = syscall_policy(sandbox)
+    return {arch: bpf_program(policy, arch).hex() for arch in ARCHES}
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -57,6 +57,7 @@ PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+KEYCTL_JOIN_SESSION_KEYRING = 1
 
 
 class Refusal(Exception):
@@ -109,6 +110,8 @@ class Config:
     audit_egress: dict[str, Any]
     command: list[str]
     workdir: str | None
+    seccomp: dict[str, str]  # the syscall filter per machine architecture, as hex of struct sock_filter[]
+    keyctl: dict[str, int]  # keyctl's syscall number per machine architecture
     mounts: list[Mount] = field(default_factory=list)
     secrets: list[Secret] = field(default_factory=list)
     masks: list[str] = field(default_factory=list)
@@ -174,6 +177,28 @@ def child_setup(
             os._exit(REFUSED)
 
     return setup
+
+
+def join_fresh_session_keyring(numbers: dict[str, int]) -> None:
+    """Leave the session keyring the launcher was started with (a login session's, root's) for a
+    new empty one, so that no process started from here possesses a key of it."""
+    number = numbers.get(os.uname().machine)
+    if number is None:
+        raise Refusal(f"no keyctl syscall number for this machine ({os.uname().machine})")
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    if libc.syscall(ctypes.c_long(number), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), None) == -1:
+        code = ctypes.get_errno()
+        if code != errno.ENOSYS:  # ENOSYS: a kernel without keyrings, so none to leave
+            raise Refusal(f"cannot leave the inherited session keyring: {os.strerror(code)}")
+
+
+def syscall_filter(programs: dict[str, str]) -> bytes:
+    """The filter bwrap loads for this machine's architecture (built by mcpspec, only chosen here)."""
+    machine = os.uname().machine
+    if machine not in programs:
+        raise Refusal(f"no syscall filter for this machine's architecture {machine} (the launcher has {', '.join(sorted(programs))})")
+    return bytes.fromhex(programs[machine])
 
 
 # ---------------------------------------------------------------- paths root may touch
@@ -388,6 +413,7 @@ class Launcher:
         if early_signals and not self.stop_signal:  # one that came before these handlers were in place
             self.stop_signal = early_signals[0]
         try:
+            join_fresh_session_keyring(self.c.keyctl)
             self.prepare()
             if self.stop_signal:
                 raise Stopped()
@@ -465,6 +491,7 @@ class Launcher:
                 "--cap-drop", "ALL", "--uid", str(c.uid), "--gid", str(c.gid), "--hostname", f"mcp-{c.server}"]
         if c.share_net:
             args.append("--share-net")
+        args += ["--seccomp", str(self.keep(memfd("seccomp", syscall_filter(c.seccomp))))]
         args += ["--ro-bind", "/usr", "/usr"]
         for top in ("bin", "sbin", "lib", "lib64", "lib32", "libx32"):
             path = f"/{top}"
