@@ -672,3 +672,27 @@ def test_the_audit_helper_sends_its_own_identifier_and_fields_to_the_journal(tmp
     assert json.loads(fields["MESSAGE"]) == json.loads(line) and fields["MCPSPEC_INSTANCE"] == "run__UID_0"
     assert not {"_UID"} & set(fields) and sorted(k for k in fields if k.startswith("MCPSPEC_")) == ["MCPSPEC_EVENT", "MCPSPEC_INSTANCE", "MCPSPEC_PROJECT", "MCPSPEC_SERVER"]
     assert TARGET.usage.count("_UID=0 SYSLOG_IDENTIFIER=mcpspec-audit") >= 3  # the documented query
+
+
+def test_every_unit_filters_syscalls_by_the_project_policy_with_names_systemd_knows(tmp_path: Path) -> None:
+    """Red team (issue 25, item 2): @system-service kept @aio (io_uring) and @keyring. Every unit now
+    lists the policy's allow-list by name; each name is in the installed systemd's table (an unknown
+    one would be dropped with a warning), and nothing the policy refuses is there."""
+    analyze = require_tool("systemd-analyze")
+    listed = subprocess.run([analyze, "syscall-filter", "@known"], capture_output=True, text=True, timeout=60, check=True).stdout
+    known = {line.strip() for line in listed.splitlines()[1:] if line.strip() and not line.strip().startswith(("#", "@"))}
+    _, build = _build(RUNNABLE, tmp_path)
+    for name, text in build.files.items():
+        if not name.endswith(".service"):
+            continue
+        filters = re.findall(r"^SystemCallFilter=(.*)$", text, flags=re.M)
+        assert len(filters) == 2 and filters[1].startswith("~@privileged"), (name, filters)
+        allowed = filters[0].split()
+        assert not [n for n in allowed if n.startswith("@")], name  # names only: no group brings io_uring back
+        assert not {"io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key", "userfaultfd", "ptrace", "bpf"} & set(allowed), name
+        assert set(allowed) <= known, (name, sorted(set(allowed) - known))
+        assert "clone3" in allowed and "RestrictNamespaces=yes\n" in text  # ENOSYS through RestrictNamespaces=
+        assert "SystemCallErrorNumber=EPERM\n" in text and "SystemCallArchitectures=native\n" in text and "LockPersonality=yes\n" in text and "KeyringMode=private\n" in text
+    families = {name: re.search(r"^RestrictAddressFamilies=(.*)$", text, flags=re.M).group(1) for name, text in build.files.items() if name.endswith("@.service")}  # type: ignore[union-attr]
+    assert families["mcp-sd-probe_quiet@.service"] == "none" and families["mcp-sd-probe_web-closed@.service"] == "AF_INET AF_INET6"
+    assert families["mcp-sd-probe_proxied@.service"] == "AF_UNIX AF_INET AF_INET6"

@@ -29,6 +29,7 @@ from podman_images import image as built_image
 IMAGE = Recipe("mcpspec-systemd-test", ("python3", "systemd", "systemd-sysv", "dbus", "squid", "socat", "systemd-resolved"))
 PROBE_DIR = Path(__file__).parent / "systemd_probe"
 PROBE_SCRIPTS = ("client.py", "host_service.py", "http_probe.py", "probe.py")
+SYSCALL_PROBE = Path(__file__).parent / "probe" / "syscall_probe.py"  # the probe every target's tests run
 TOKEN = "file-secret-5c1d8e"
 GH_TOKEN = "ghp-env-secret-0b7a43f1"
 VICTIM = "root only\n"
@@ -214,6 +215,11 @@ def _install(box: Container) -> None:
         (units / "mcp-sdreal_oneuser@.service").write_text(shared.replace("mcp-sdreal/probe/", "mcp-sdreal/oneuser/"), encoding="utf-8")
         socket_unit = build.files["mcp-sdreal_probe.socket"].replace("/probe.sock", "/oneuser.sock")
         (units / "mcp-sdreal_oneuser.socket").write_text(socket_unit, encoding="utf-8")
+        # The same probe unit with the filter the target wrote before the project's policy.
+        old = re.sub(r"^SystemCallFilter=.*\n", "", build.files["mcp-sdreal_probe@.service"], flags=re.M)
+        old = old.replace("[Service]\n", "[Service]\nSystemCallFilter=@system-service\nSystemCallFilter=~@privileged @resources\n")
+        (units / "mcp-sdreal_oldfilter@.service").write_text(old.replace("mcp-sdreal/probe/", "mcp-sdreal/oldfilter/"), encoding="utf-8")
+        (units / "mcp-sdreal_oldfilter.socket").write_text(socket_unit.replace("/oneuser.sock", "/oldfilter.sock"), encoding="utf-8")
         box.run("mkdir", "-p", "/etc/mcpspec/sdreal", "/opt/sdreal", "/etc/sdreal", "/var/log/sdreal")
         for unit in sorted(units.iterdir()):
             box.put(unit, f"/etc/systemd/system/{unit.name}")
@@ -223,12 +229,13 @@ def _install(box: Container) -> None:
                 box.put(directory / name, f"/etc/mcpspec/sdreal/{name}")
         for script in PROBE_SCRIPTS:
             box.put(PROBE_DIR / script, f"/opt/sdreal/{script}")
+        box.put(SYSCALL_PROBE, "/opt/sdreal/syscall_probe.py")
     box.sh(
         f"umask 077; printf '%s\\n' {TOKEN} > /etc/sdreal/token; printf '%s\\n' {GH_TOKEN} > /etc/sdreal/gh-token; "
         f"printf '{VICTIM}' > /etc/sdreal/victim; chmod 0755 /opt/sdreal; chmod 0777 /var/log/sdreal; chmod 0644 /opt/sdreal/*.py; "
         "echo '127.0.0.1 allowed.test denied.test' >> /etc/hosts; "
         "systemctl daemon-reload && systemctl start "
-        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_limits.socket"
+        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_oldfilter.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_limits.socket"
     )
 
 
@@ -404,7 +411,7 @@ def test_read_only_host_and_mounts(container: Container, client: Client) -> None
     assert client.ask("r", "write", path="/probe/probe.py")["errno"] == "EROFS"
     assert client.ask("r", "write", path="/workspace/output/ok.txt")["ok"]
     assert client.ask("r", "read", path="/var/log/sdreal/audit.jsonl")["errno"] in ("ENOENT", "EACCES")  # /var/log is hidden
-    assert container.sh("ls /opt/sdreal").split() == sorted(PROBE_SCRIPTS)
+    assert container.sh("ls /opt/sdreal").split() == sorted([*PROBE_SCRIPTS, SYSCALL_PROBE.name])
 
 
 def test_limits_hold(container: Container, client: Client) -> None:
@@ -586,3 +593,60 @@ def test_a_server_cannot_forge_an_audit_line_the_documented_query_returns(contai
     finally:
         for unit in units:
             _stop_run(container, unit)
+
+
+# What the project's syscall policy refuses, as the probe names it: EPERM in every unit.
+REFUSED = (
+    "io_uring_setup", "keyctl_session_keyring_id", "keyctl_read_session_keyring", "add_key", "request_key", "userfaultfd",
+    "perf_event_open", "bpf", "ptrace_attach_child", "ptrace_traceme", "process_vm_readv_child", "unshare_user",
+    "unshare_mount", "unshare_net", "clone_newuser", "setns", "mount_tmpfs", "kexec_load", "init_module", "personality_no_randomize",
+)
+FAMILIES = ("unix", "inet", "inet6")
+
+
+def _syscalls(answer: dict[str, Any]) -> dict[str, str]:
+    assert answer.get("ok") and answer["status"] == 0, answer
+    found: dict[str, str] = json.loads(answer["stdout"])
+    return found
+
+
+def _assert_policy(found: dict[str, str], families: tuple[str, ...], where: str) -> None:
+    wrong = {name: found[name] for name in REFUSED if found[name] != "EPERM"}
+    assert not wrong, (where, wrong)
+    # clone3 cannot be filtered by its flags: ENOSYS (RestrictNamespaces=), so libc falls back to clone.
+    assert (found["clone3_newuser"], found["clone_plain"], found["socketpair_unix"]) == ("ENOSYS", "ok", "ok"), (where, found)
+    for family in ("vsock", "netlink", "packet"):
+        assert found[f"socket_{family}"] == "EAFNOSUPPORT", (where, family, found)
+    for family in FAMILIES:
+        assert found[f"socket_{family}"] == ("ok" if family in families else "EAFNOSUPPORT"), (where, family, found)
+    # AF_INET with upper bits set: systemd compares all 64 bits and refuses it even where AF_INET is allowed.
+    assert found["socket_inet_upper_bits"] == "EAFNOSUPPORT", (where, found)
+    assert found["ioctl_tiocsti"] != "ok" and found["ioctl_tiocsti_upper_bits"] != "ok", (where, found)  # no terminal to push into
+
+
+def test_every_unit_refuses_what_the_syscall_policy_refuses(container: Container, client: Client) -> None:
+    """Red team (issue 25, item 2): SystemCallFilter=@system-service keeps @aio, and io_uring's
+    IORING_OP_SOCKET made AF_UNIX, AF_INET and AF_VSOCK sockets in an egress-denied stdio unit
+    (RestrictAddressFamilies=none sees only socket()); @keyring, userfaultfd and process_vm_readv
+    were open too. Each unit kind runs the shared syscall probe: io_uring_setup itself fails, so
+    no io_uring operation can run."""
+    probe = ["/usr/bin/python3", "/probe/syscall_probe.py"]
+    stdio = {"probe": (), "fetch": ("unix", "inet", "inet6")}
+    for server, families in stdio.items():
+        client.open(f"sc-{server}", server)
+        _assert_policy(_syscalls(client.ask(f"sc-{server}", "run", argv=probe)), families, server)
+    http = {"web": (8941, ("inet", "inet6")), "weblisten": (8942, ("unix", "inet", "inet6")), "webfetch": (8944, ("unix", "inet", "inet6"))}
+    units = [f"mcp-sdreal_{server}@syscalls.service" for server in http]
+    try:
+        container.run("systemctl", "start", *units, timeout=120)
+        for server, (port, families) in http.items():
+            assert _first_answer(client, port)["ok"]
+            _assert_policy(_syscalls(client.http(port, "run", argv=probe)), families, server)
+    finally:
+        for unit in units:
+            _stop_run(container, unit)
+    # The control: the filter the target wrote before, on the same unit, let all of it through.
+    client.open("sc-old", "oldfilter")
+    old = _syscalls(client.ask("sc-old", "run", argv=probe))
+    opened = {name for name in ("io_uring_setup", "keyctl_session_keyring_id", "add_key", "userfaultfd", "process_vm_readv_child") if old[name] == "ok"}
+    assert opened == {"io_uring_setup", "keyctl_session_keyring_id", "add_key", "userfaultfd", "process_vm_readv_child"}, old

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 from typing import Any
 
@@ -71,6 +72,10 @@ def _run(request: dict[str, Any]) -> dict[str, Any]:
             sock.settimeout(5)
             sock.connect("\0" + request["name"])
             return {"ok": True, "data": sock.recv(256).decode(errors="replace")}
+    if op == "run":
+        # A program inside the instance (the shared syscall probe): its exit status and output.
+        done = subprocess.run(request["argv"], capture_output=True, text=True, timeout=60, check=False)
+        return {"ok": True, "status": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:]}
     if op == "netns":
         return {"ok": True, "netns": os.readlink("/proc/self/ns/net")}
     if op == "stderr":

@@ -7,6 +7,7 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.common import header_text
 from mcpspec.targets.egress import METADATA_RANGES, EgressPlan, squid_config
+from mcpspec.targets.seccomp import syscall_policy
 from mcpspec.targets.systemd.directive import Directive, Fixed, UnitArg, UnitInt, UnitName, UnitNetwork, UnitPath, UnitText, directive, fixed, joined
 from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names, instance_of
 from mcpspec.targets.systemd.service import forwarded, http_port
@@ -77,7 +78,7 @@ def _http_forwarder(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
         directive("ExecStartPre", Fixed("/bin/bash -c"), UnitArg(wait)),
         directive("ExecStart", Fixed(SOCKET_PROXYD), joined(Fixed(f"{inside}:"), UnitInt(port))),
         directive("SyslogIdentifier", UnitName(f"{names.stem}_http")),
-        *_helper_hardening(),
+        *_helper_hardening(sandbox),
         *(fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=AF_INET AF_INET6", "IPAddressDeny=any", "IPAddressAllow=localhost", "SocketBindDeny=any")),
     ]
     return render(head, [("Unit", unit), ("Service", service)])
@@ -99,8 +100,9 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
     return body + f"access_log stdio:/var/log/{names.squid_dir}/access.log mcpspec\n"
 
 
-def _helper_hardening() -> list[Directive]:
-    return [fixed("DynamicUser=yes"), *confinement("@privileged"), *hardening()]
+def _helper_hardening(sandbox: EffectiveSandbox) -> list[Directive]:
+    """The server's own syscall allow-list (its families are the helper's RestrictAddressFamilies=)."""
+    return [fixed("DynamicUser=yes"), *confinement(syscall_policy(sandbox), "@privileged"), *hardening()]
 
 
 def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
@@ -126,7 +128,7 @@ def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
         fixed("LimitNOFILE=65536"),
         directive("SyslogIdentifier", UnitName(names.squid_dir)),
         fixed("Restart=on-failure"),
-        *_helper_hardening(),
+        *_helper_hardening(sandbox),
         fixed("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"),
         # squid refuses these after resolution; the IP rule is a second wall.
         directive("IPAddressDeny", *(UnitNetwork(network) for network in METADATA_RANGES)),
@@ -157,7 +159,7 @@ def _egress_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     service = [
         directive("ExecStart", Fixed(SOCKET_PROXYD), joined(Fixed("127.0.0.1:"), UnitInt(names.squid_port))),
         directive("SyslogIdentifier", UnitName(f"{names.stem}_egress")),
-        *_helper_hardening(),
+        *_helper_hardening(sandbox),
         *(fixed(line) for line in ("PrivateNetwork=no", "RestrictAddressFamilies=AF_UNIX AF_INET", "IPAddressDeny=any", "IPAddressAllow=localhost", "SocketBindDeny=any")),
     ]
     return render(head, [("Unit", unit), ("Service", service)])

@@ -12,6 +12,7 @@ from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.base import Refused
 from mcpspec.targets.common import compact_json
 from mcpspec.targets.egress import METADATA_RANGES, PRIVATE_RANGES, EgressPlan
+from mcpspec.targets.seccomp import syscall_policy
 from mcpspec.targets.systemd.directive import (
     Directive,
     Fixed,
@@ -148,7 +149,14 @@ def _identity(sandbox: EffectiveSandbox, names: Names) -> list[Directive]:
     jit = program in JIT_RUNTIMES or re.sub(r"[0-9.]+$", "", program) in JIT_RUNTIMES
     # One transient user per instance: concurrent runs of a server cannot read each
     # other's workspaces or /proc/<pid>/environ, nor signal each other.
-    return [fixed("DynamicUser=yes"), directive("User", UnitName(names.user)), *confinement("@privileged @resources", write_execute=jit)]
+    return [fixed("DynamicUser=yes"), directive("User", UnitName(names.user)), *confinement(syscall_policy(sandbox), "@privileged @resources", write_execute=jit)]
+
+
+def address_families(sandbox: EffectiveSandbox, wanted: tuple[str, ...]) -> Directive:
+    """RestrictAddressFamilies=: what this unit needs, never more than the syscall policy allows."""
+    allowed = syscall_policy(sandbox).socket_families
+    families = [family for family in wanted if family in allowed]
+    return fixed(f"RestrictAddressFamilies={' '.join(families) or 'none'}")
 
 
 def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[Directive]:
@@ -158,15 +166,16 @@ def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[
     # of the host either (those belong to a network namespace, not to the file system).
     listeners = sandbox.process.listeners
     lines = [fixed("PrivateNetwork=yes")]
+    families: tuple[str, ...]
     if not http and egress.mode == "none":
         # The stdio connection arrives as a file descriptor: no socket of its own is needed.
-        families = "AF_UNIX" if listeners else "none"
+        families = ("AF_UNIX",) if listeners else ()
     elif egress.mode == "none":
-        families = "AF_INET AF_INET6" + (" AF_UNIX" if listeners else "")
+        families = ("AF_INET", "AF_INET6", "AF_UNIX") if listeners else ("AF_INET", "AF_INET6")
     else:
         # The shim's socat and the server talk over the instance's loopback; socat reaches the egress socket.
-        families = "AF_UNIX AF_INET AF_INET6"
-    lines.append(fixed(f"RestrictAddressFamilies={families}"))
+        families = ("AF_UNIX", "AF_INET", "AF_INET6")
+    lines.append(address_families(sandbox, families))
     lines.append(fixed("IPAddressDeny=any"))
     if http or egress.mode == "proxy":
         lines.append(fixed("IPAddressAllow=localhost"))
@@ -185,7 +194,7 @@ def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[
 
 def _host_network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[Directive]:
     """Direct egress: the host's network, limited by IP rules."""
-    lines = [fixed("PrivateNetwork=no"), fixed("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6")]
+    lines = [fixed("PrivateNetwork=no"), address_families(sandbox, ("AF_UNIX", "AF_INET", "AF_INET6"))]
     # 127.0.0.1 and ::1, not all of loopback: 127.0.0.53 and .54 are systemd-resolved's stubs.
     allow = ["127.0.0.1", "::1"] if http else []
     allow += _allowed_networks(egress)
