@@ -222,3 +222,24 @@ def test_a_launcher_on_another_architecture_refuses_clearly(monkeypatch: pytest.
     monkeypatch.setattr(runtime.os, "uname", lambda: types.SimpleNamespace(machine="riscv64"))
     with pytest.raises(runtime.Refusal, match="no syscall filter for this machine's architecture riscv64"):
         runtime.syscall_filter({"x86_64": "00", "aarch64": "00"})
+
+
+FAMILY_SPEC = """\
+version: 1
+project: fam
+servers:
+  quiet: {command: [q]}
+  listening: {command: [l], process: {listeners: true}}
+  fetching: {command: [f], egress: {allow: ["pypi.org:443"]}}
+  web: {command: [w], transport: {type: http, port: 8300}}
+"""
+
+
+def test_socket_families_follow_transport_listeners_and_egress() -> None:
+    from mcpspec.api import load_text
+    from mcpspec.targets.seccomp import syscall_policy
+
+    plan = load_text(FAMILY_SPEC, "fam.yaml")
+    families = {name: syscall_policy(server).socket_families for name, server in plan.servers.items()}
+    inet = ("AF_INET", "AF_INET6", "AF_UNIX")
+    assert families == {"quiet": ("AF_UNIX",), "listening": inet, "fetching": inet, "web": inet}

@@ -560,7 +560,8 @@ def test_a_listener_inside_the_sandbox_is_unreachable_from_the_host(sandbox: San
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    spec = sandbox.spec("listen", "    env: {set: {PYTHONPATH: /opt/site}}")
+    # With egress (and so inet sockets: without it the syscall filter refuses them), listeners: false.
+    spec = sandbox.spec("listen", '    env: {set: {PYTHONPATH: /opt/site}}\n    egress: {allow: ["127.0.0.1:9"]}')
     launcher = sandbox.build(spec)
     reached: list[bool] = []
 

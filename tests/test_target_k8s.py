@@ -26,6 +26,7 @@ OPTIONS = {
     "none": BuildOptions(),
     "proxy": BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", pod_pids_limit=64),
     "cilium": BuildOptions(egress="cilium", secret_store="vault-store"),
+    "localhost": BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", pod_pids_limit=64, seccomp_localhost="mcpspec/kube"),
 }
 # Kinds the Kubernetes schemas do not hold (custom resources and kustomize's own file), with
 # the fields this test requires of them.

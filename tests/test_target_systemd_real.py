@@ -547,7 +547,7 @@ def _journal(container: Container, *matches: str) -> list[dict[str, Any]]:
 def test_a_server_cannot_forge_an_audit_line_the_documented_query_returns(container: Container, client: Client) -> None:
     """Red team (issue 25, item 11): a server's stderr carried the unit's SYSLOG_IDENTIFIER, the same as
     the audit line's, so a forged line on stderr passed for one; only _UID differed."""
-    run = f"forge{uuid.uuid4().hex[:6]}"
+    run = f"item11-{uuid.uuid4().hex[:6]}"
     servers = {"web": 8941, "weblisten": 8942}  # weblisten keeps AF_UNIX: it tries journald's sockets
     units = [f"mcp-sdreal_{server}@{run}.service" for server in servers]
     try:
@@ -586,7 +586,7 @@ def test_a_server_cannot_forge_an_audit_line_the_documented_query_returns(contai
         # The forgeries did happen, under the server's own identifier and transient uid.
         for unit in units:
             own = _journal(container, f"_SYSTEMD_UNIT={unit}")
-            printed = [e for e in own if "forged" in str(e.get("MESSAGE"))]
+            printed = [e for e in own if '"forged": true' in str(e.get("MESSAGE"))]
             assert len(printed) >= 3 and all(e["SYSLOG_IDENTIFIER"] == unit.split("@")[0] and e["_UID"] != "0" for e in printed), printed
         nobody = [e for e in _journal(container, "SYSLOG_IDENTIFIER=mcpspec-audit", "MCPSPEC_PROJECT=sdreal") if run in str(e.get("MESSAGE")) and e["_UID"] == "65534"]
         assert nobody, "the control (a forgery by another host user) did not reach the journal"

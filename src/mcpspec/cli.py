@@ -250,6 +250,7 @@ def build(
     egress: Annotated[str, typer.Option("--egress", help="k8s: how an allowlist by name is enforced: proxy (default) or cilium (toFQDNs).")] = "proxy",
     secret_store: Annotated[str | None, typer.Option("--secret-store", help="k8s: the external-secrets SecretStore that vault secrets come from.")] = None,
     pod_pids_limit: Annotated[int | None, typer.Option("--pod-pids-limit", min=1, help="k8s: the podPidsLimit of the nodes' kubelets, which bounds a pod's processes (a pod spec cannot).")] = None,
+    seccomp_localhost: Annotated[str | None, typer.Option("--seccomp-localhost", help="k8s: the directory under the kubelet's seccomp root where the nodes hold this build's seccomp/<server>.json profiles; pods then use them (Localhost) instead of RuntimeDefault.")] = None,
     client: Annotated[str | None, typer.Option("--client", help="client: the MCP client whose config to write: claude-desktop, claude-code, vscode, cursor, codex.")] = None,
     via: Annotated[str, typer.Option("--via", help="client: what each entry starts: run (`mcpspec run`, the bwrap sandbox; default), docker-compose or podman-compose (a compose build written under OUT/compose).")] = "run",
 ) -> None:
@@ -270,6 +271,7 @@ def build(
     try:
         options = BuildOptions(
             proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client,
+            seccomp_localhost=seccomp_localhost,
             via="docker-compose" if via == "docker-compose" else "podman-compose" if via == "podman-compose" else "run",
         )
     except ValueError as exc:

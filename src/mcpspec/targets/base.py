@@ -53,6 +53,7 @@ CONTROLS: tuple[Control, ...] = (
     # CPU is a rate: going over it slows a server down, it never widens what the server reaches.
     Control("cpu", "CPU limit", "policy"),
     Control("lifetime", "max lifetime", "boundary"),
+    Control("syscall-filter", "syscall filter", "boundary"),
     Control("idle-timeout", "idle timeout", "policy"),
     Control("package-install", "package install", "policy"),
     Control("process-policy", "command allow and deny lists", "policy"),
@@ -123,6 +124,10 @@ class BuildOutput:
     enforcement: dict[str, dict[str, Level]] = field(default_factory=dict)
 
 
+# A directory under the kubelet's seccomp root: relative, every component starting with a letter, digit or _ (so no . or ..).
+_PROFILE_DIR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,99}(?:/[A-Za-z0-9_][A-Za-z0-9._-]{0,99}){0,7}")
+
+
 # control id -> (level, what the target does instead) for one server
 Overrides = dict[str, tuple[Level, str]]
 
@@ -148,10 +153,15 @@ class BuildOptions:
     via: Literal["run", "docker-compose", "podman-compose"] = "run"
     # The output directory's absolute path, where the client's entries find the compose file (set by the build from --out).
     out_dir: str | None = None
+    # Where the nodes hold this build's seccomp profiles, under the kubelet's seccomp directory (k8s: Localhost profiles).
+    seccomp_localhost: str | None = None
 
     def __post_init__(self) -> None:
         if self.pod_pids_limit is not None and self.pod_pids_limit < 1:
             raise ValueError("--pod-pids-limit must be a positive number of processes")
+        if self.seccomp_localhost is not None and not _PROFILE_DIR.fullmatch(self.seccomp_localhost):
+            raise ValueError(f"--seccomp-localhost {self.seccomp_localhost!r} must be a relative directory under the kubelet's seccomp directory, such as "
+                             "mcpspec/acme (letters, digits, . _ - and /, no . or .. component)")
         if self.proxy_image is not None and not re.fullmatch(IMAGE_PATTERN, self.proxy_image):
             # Also what keeps a registry credential (user:token@host) out of the manifest and the compose file.
             raise ValueError(f"--proxy-image {redact(self.proxy_image)!r} is not an image reference such as registry.example/squid@sha256:<64 hex digits> (no credentials, no spaces)")

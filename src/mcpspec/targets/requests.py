@@ -18,6 +18,7 @@ def requested_controls(sandbox: EffectiveSandbox) -> dict[str, SpecPath]:
     asked["identity"] = origin("runtime.user")
     asked["hidden-paths"] = sandbox.path
     asked["env"] = origin("env.inherit")
+    asked["syscall-filter"] = sandbox.path  # every server gets the project's syscall policy
     if sandbox.mounts:
         asked["mounts"] = (*sandbox.path, "mounts")
     if sandbox.secrets:

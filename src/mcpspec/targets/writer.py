@@ -23,7 +23,7 @@ from mcpspec.targets.build import MANIFEST, Build, file_digest
 # A name a target writes: a file, or a file in one of the directories of the output that targets
 # write in (a client's `.vscode/mcp.json`, the compose build under `compose/`). Each part may start
 # with one dot, never two, so no part is `.` or `..`; no other directory (`.git/`) is ever touched.
-OUTPUT_SUBDIRS = (".claude", ".codex", ".cursor", ".vscode", "compose")
+OUTPUT_SUBDIRS = (".claude", ".codex", ".cursor", ".vscode", "compose", "seccomp")
 _PART = r"\.?[A-Za-z0-9][A-Za-z0-9._@-]*"
 _OWN_NAME = re.compile(rf"^(?:(?:{'|'.join(re.escape(name) for name in OUTPUT_SUBDIRS)})/)?{_PART}$")
 # A manifest or a stale file larger than this was not written by a build: it is not read.

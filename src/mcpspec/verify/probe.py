@@ -182,12 +182,12 @@ def connect(host: str, port: int, isolated: bool) -> dict[str, Any]:
     if not isolated and not is_loopback(host):
         return {"connected": False, "skipped": "the sandbox has a network interface besides lo: a connection could leave the host"}
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.settimeout(CONNECT_SECONDS)
-        try:
+    try:  # the socket too: the syscall filter refuses inet sockets to a server without egress
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.settimeout(CONNECT_SECONDS)
             sock.connect((host, port))
-        except OSError as exc:
-            return {"connected": False, "error": error_name(exc)}
+    except OSError as exc:
+        return {"connected": False, "error": error_name(exc)}
     return {"connected": True}
 
 

@@ -81,6 +81,7 @@ DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _REAL = "tests/test_target_bwrap_real.py::"
 _ATTACKS = "tests/test_target_bwrap_attacks.py::"
+_SECCOMP = "tests/test_seccomp_bwrap.py::"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
@@ -159,6 +160,17 @@ CAPABILITIES: dict[str, Capability] = {
         (_REAL + "test_max_lifetime_stops_the_server_and_killing_the_launcher_leaves_nothing", _ATTACKS + "test_after_max_lifetime_nothing_holds_the_client_output",
          _ATTACKS + "test_sigkill_of_the_launcher_at_any_moment_of_the_start_leaves_nothing_running",
          _ATTACKS + "test_a_launcher_killed_before_bwrap_reports_its_child_leaves_nothing"),
+    ),
+    "syscall-filter": Capability(
+        "full",
+        "bwrap --seccomp: the project's allow-list (docs/seccomp.md), built as classic BPF for x86_64 and aarch64 at build time (another "
+        "architecture is refused); refused calls fail with EPERM, clone3 with ENOSYS; socket families as the egress needs (AF_UNIX, and "
+        "AF_INET and AF_INET6 with any egress); the launcher first leaves its session keyring for a fresh one, so no key of the login "
+        "session is possessed inside",
+        (_SECCOMP + "test_a_server_without_egress_gets_every_dangerous_syscall_refused_and_only_unix_sockets",
+         _SECCOMP + "test_a_server_with_an_egress_allowlist_gets_inet_sockets_and_nothing_more",
+         _SECCOMP + "test_a_key_in_the_launchers_session_keyring_is_out_of_the_sandboxs_reach",
+         "tests/test_seccomp_policy.py::test_the_kernel_answers_a_sample_as_the_interpreter_does"),
     ),
     "idle-timeout": Capability(
         "full",

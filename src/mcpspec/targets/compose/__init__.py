@@ -45,6 +45,8 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability("full", "pids_limit", (_REAL + "test_limits_hold",)),
     "cpu": Capability("partial", "cpus; no real test measures the throttling"),
     "lifetime": Capability("full", "the entrypoint shim runs the server as its child and sends SIGTERM at max_lifetime, SIGKILL 5 s later (the image needs /bin/sh and sleep)", (_REAL + "test_limits_hold",)),
+    # Issue 25 item 2 replaces this with the project's policy (mcpspec.targets.seccomp).
+    "syscall-filter": Capability("partial", "the engine's default seccomp profile: podman's allows keyctl, AF_VSOCK and AF_NETLINK sockets, ptrace of the container's own processes and user namespaces; not the project's policy yet"),
     "idle-timeout": Capability("none", "compose cannot tell an idle MCP session from a slow one; the client must stop idle runs"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("none", "compose cannot hide commands inside an image"),

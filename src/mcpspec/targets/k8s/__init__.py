@@ -25,17 +25,19 @@ from mcpspec.targets.k8s.gaps import server_gaps
 from mcpspec.targets.k8s.manifest import dump
 from mcpspec.targets.k8s.pod import BRIDGE
 from mcpspec.targets.k8s.project import project_files
+from mcpspec.targets.k8s.seccomp import RUNTIME_DEFAULT, profile_file, profile_path
 from mcpspec.targets.k8s.workload import container_parts, server_objects
 
 __all__ = ["CAPABILITIES", "TARGET", "USAGE", "K8sTarget"]
 
 _REAL = "tests/test_target_k8s_real.py::"
+_SECCOMP = "tests/test_seccomp_k8s.py::"
 _NOT_HERE = "; no test here runs a cluster that enforces it (podman kube play does not apply NetworkPolicy)"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability("full", "a workspace dir is a PersistentVolumeClaim (ws-<dir>) mounted readOnly where the mount is ro; a tmpfs dir is a memory emptyDir with its size as sizeLimit; host paths are refused (never hostPath)", (_REAL + "test_mounts_are_as_declared",)),
     "hidden-paths": Capability("full", "no hostPath volume: the container sees its image, the declared volumes, a 64 MiB /tmp emptyDir and the files the kubelet adds (/etc/hosts, /etc/hostname, /etc/resolv.conf); no service-account token is mounted", (_REAL + "test_nothing_of_the_host_is_visible",)),
-    "identity": Capability("full", "pod and container securityContext: runAsNonRoot, a fixed non-zero runAsUser and runAsGroup (0 becomes 65532), allowPrivilegeEscalation false, capabilities drop ALL, seccomp RuntimeDefault; the namespace enforces Pod Security restricted", (_REAL + "test_the_pod_runs_non_root_without_capabilities_on_a_read_only_root", "tests/test_target_k8s.py::test_every_pod_meets_the_restricted_profile")),
+    "identity": Capability("full", "pod and container securityContext: runAsNonRoot, a fixed non-zero runAsUser and runAsGroup (0 becomes 65532), allowPrivilegeEscalation false, capabilities drop ALL, a seccomp profile (see syscall filter); the namespace enforces Pod Security restricted", (_REAL + "test_the_pod_runs_non_root_without_capabilities_on_a_read_only_root", "tests/test_target_k8s.py::test_every_pod_meets_the_restricted_profile")),
     "env": Capability("full", "only env.set, the proxy variables and the secrets given as.env, as container env (every $ doubled, so the kubelet expands nothing), plus what the image's ENV sets and the kubelet adds (HOSTNAME, KUBERNETES_SERVICE_*); service links are off", (_REAL + "test_only_the_declared_environment_is_set",)),
     "secrets": Capability("partial", "k8s-secret refs (NAME#KEY) as secretKeyRef env or a projected Secret volume (subPath, mode 0440) at as.file; vault through an external-secrets ExternalSecret from the SecretStore given by --secret-store; env, file and systemd-credential secrets are not supported; no test here runs a Secret"),
     "egress-deny": Capability("partial", "NetworkPolicy default-deny of ingress and egress for the namespace; a server without egress gets no egress rule, not even DNS" + _NOT_HERE),
@@ -46,6 +48,7 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability("none", "a pod spec has no process limit: only the nodes' kubelet (podPidsLimit, --pod-max-pids) bounds it; build with --pod-pids-limit N (the nodes' podPidsLimit): a server whose runtime.pids is at least N is then partial, one that asks for fewer stays none"),
     "cpu": Capability("partial", "resources.limits.cpu of cpus (and the same request); not measured here"),
     "lifetime": Capability("partial", "per-task: a Job with activeDeadlineSeconds of max_lifetime and ttlSecondsAfterFinished; a Deployment (long-lived, per-session) or a container in the agent's pod runs its command under timeout(1), which stops it at max_lifetime, and the kubelet starts it afresh in the same pod; not run here"),
+    "syscall-filter": Capability("partial", RUNTIME_DEFAULT, (_SECCOMP + "test_the_localhost_profile_holds_in_the_generated_pod", _SECCOMP + "test_manifests_with_localhost_profiles_are_valid_and_restricted")),
     "idle-timeout": Capability("none", "Kubernetes cannot tell an idle MCP session from a slow one; the client or an orchestrator must stop idle pods"),
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("none", "the image decides which programs exist; command allow and deny lists are not enforced"),
@@ -117,17 +120,20 @@ class K8sTarget:
     description = "a Kubernetes kustomization: one namespace with Pod Security restricted, default-deny NetworkPolicy, a Deployment or Job per server and an egress proxy per allowlist"
     usage = USAGE
     capabilities = CAPABILITIES
-    options: frozenset[str] = frozenset({"proxy_image", "egress", "secret_store", "pod_pids_limit"})
+    options: frozenset[str] = frozenset({"proxy_image", "egress", "secret_store", "pod_pids_limit", "seccomp_localhost"})
 
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         return server_gaps(plan, sandbox, options)
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
+        files: dict[str, str] = {}
+        if options.seccomp_localhost is not None:
+            files[profile_path(sandbox)] = profile_file(sandbox)
         if sandbox.placement == "agent":
             container_parts(plan, sandbox, options)  # refuses what it cannot write; the agent's PodTemplate holds it
-            return Emitted()
+            return Emitted(files)
         objects, squid = server_objects(plan, sandbox, options)
-        files = {f"{sandbox.name}.yaml": dump(plan, f"the objects of server {sandbox.name}", objects)}
+        files[f"{sandbox.name}.yaml"] = dump(plan, f"the objects of server {sandbox.name}", objects)
         if squid is not None:
             files[f"{sandbox.name}.squid.conf"] = squid
         return Emitted(files)

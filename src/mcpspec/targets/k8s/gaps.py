@@ -7,6 +7,7 @@ from mcpspec.targets.base import BuildOptions, Gap, Level, Overrides
 from mcpspec.targets.egress import egress_plan
 from mcpspec.targets.k8s.network import route
 from mcpspec.targets.k8s.pod import command_deadline
+from mcpspec.targets.k8s.seccomp import LOCALHOST
 from mcpspec.targets.k8s.secrets import secret_gaps
 
 NETWORK_CONTROLS = ("egress-deny", "egress-allowlist", "metadata-blocking", "listeners")
@@ -34,6 +35,8 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) ->
         overrides["lifetime"] = ("partial", f"{where} has no pod deadline: the container runs its command under timeout(1) (the image needs coreutils' timeout), "
                                             "which stops it at max_lifetime (SIGTERM, SIGKILL 5 s later); the kubelet then starts it afresh in the same pod, "
                                             "with the same volumes; not run here")
+    if options.seccomp_localhost is not None:
+        overrides["syscall-filter"] = ("partial", LOCALHOST.format(dir=options.seccomp_localhost))
     pids = _pids(sandbox, options)
     if pids is not None:
         overrides["pids"] = pids

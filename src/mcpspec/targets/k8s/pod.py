@@ -2,8 +2,8 @@
 
 Every pod and container carries the Pod Security ``restricted`` settings: a fixed
 non-zero uid (the spec's, or 65532 for 0), runAsNonRoot, a read-only root file
-system, no privilege escalation, every capability dropped and the runtime's
-default seccomp profile. The service-account token is never mounted and service
+system, no privilege escalation, every capability dropped and a seccomp profile: the
+runtime's default, or the project's own (``seccomp``) where the build is told where nodes hold it. The service-account token is never mounted and service
 links are off, so nothing of the cluster reaches the server unasked.
 """
 
@@ -49,7 +49,8 @@ def pod_security(sandbox: EffectiveSandbox) -> dict[str, Any]:
     return {"runAsNonRoot": True, "runAsUser": uid, "runAsGroup": gid, "fsGroup": gid, "seccompProfile": {"type": "RuntimeDefault"}}
 
 
-def container_security(sandbox: EffectiveSandbox) -> dict[str, Any]:
+def container_security(sandbox: EffectiveSandbox, seccomp: dict[str, str] | None = None) -> dict[str, Any]:
+    """The container's securityContext; ``seccomp`` its seccompProfile (default RuntimeDefault)."""
     return {
         "runAsNonRoot": True,
         "runAsUser": uid_of(sandbox.identity.uid),
@@ -58,7 +59,7 @@ def container_security(sandbox: EffectiveSandbox) -> dict[str, Any]:
         "allowPrivilegeEscalation": False,
         "privileged": False,
         "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
+        "seccompProfile": seccomp or {"type": "RuntimeDefault"},
     }
 
 
@@ -95,9 +96,12 @@ class PodParts:
     annotations: dict[str, str] = field(default_factory=dict)
 
 
-def server_container(plan: Plan, sandbox: EffectiveSandbox, secrets: dict[str, SecretSource], proxied: bool, bridge: tuple[str, int] | None) -> PodParts:
+def server_container(
+    plan: Plan, sandbox: EffectiveSandbox, secrets: dict[str, SecretSource], proxied: bool, bridge: tuple[str, int] | None, seccomp: dict[str, str]
+) -> PodParts:
     """The server's container. ``secrets`` maps each bound secret to its Secret (unbound ones are left out);
-    ``proxied`` sets the proxy variables; ``bridge`` (host, port) runs a stdio command behind the stdio-to-HTTP bridge."""
+    ``proxied`` sets the proxy variables; ``bridge`` (host, port) runs a stdio command behind the stdio-to-HTTP bridge;
+    ``seccomp`` is its seccompProfile."""
     name = sandbox.name
     mounts: list[dict[str, Any]] = []
     volumes: list[dict[str, Any]] = []
@@ -160,7 +164,7 @@ def server_container(plan: Plan, sandbox: EffectiveSandbox, secrets: dict[str, S
             container["readinessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 10}
             container["livenessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 20, "failureThreshold": 3}
     container["resources"] = resources(sandbox)
-    container["securityContext"] = container_security(sandbox)
+    container["securityContext"] = container_security(sandbox, seccomp)
     container["volumeMounts"] = mounts
     annotations = {SECRET_NAMES: json.dumps(landings, sort_keys=True, separators=(",", ":"))} if landings else {}
     return PodParts(container, volumes, annotations)

@@ -16,6 +16,7 @@ from mcpspec.targets.k8s.gaps import workload_kind
 from mcpspec.targets.k8s.names import BRIDGE_PORT, PROXY_PORT, ROLE_LABEL, egress_name, labels, metadata, selector, server_labels
 from mcpspec.targets.k8s.network import Route, cilium_policy, proxy_policy, route, server_policy
 from mcpspec.targets.k8s.pod import PodParts, container_security, pod_security, server_container
+from mcpspec.targets.k8s.seccomp import seccomp_profile
 from mcpspec.targets.k8s.secrets import sources
 
 TTL_AFTER_FINISHED = 600
@@ -48,7 +49,7 @@ def listen_port(plan: Plan, sandbox: EffectiveSandbox) -> int | None:
 
 def container_parts(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> PodParts:
     _egress, chosen = server_route(sandbox, options)
-    return server_container(plan, sandbox, sources(sandbox, options), chosen.proxy, bridge_of(plan, sandbox))
+    return server_container(plan, sandbox, sources(sandbox, options), chosen.proxy, bridge_of(plan, sandbox), seccomp_profile(sandbox, options))
 
 
 def server_objects(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[dict[str, Any]], str | None]:

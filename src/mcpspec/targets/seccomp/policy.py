@@ -195,9 +195,10 @@ class SyscallPolicy:
 
 def socket_families(sandbox: EffectiveSandbox) -> tuple[str, ...]:
     """AF_UNIX always (local IPC, the egress bridge's socket); AF_INET and AF_INET6 when the
-    server listens on HTTP or has any egress (the proxy is reached on 127.0.0.1)."""
+    server listens on HTTP, may open listeners (process.listeners) or has any egress (the proxy
+    is reached on 127.0.0.1)."""
     families = ["AF_UNIX"]
-    if isinstance(sandbox.transport, HttpTransport) or egress_plan(sandbox).mode != "none":
+    if isinstance(sandbox.transport, HttpTransport) or sandbox.process.listeners or egress_plan(sandbox).mode != "none":
         families += ["AF_INET", "AF_INET6"]
     return tuple(sorted(families))
 

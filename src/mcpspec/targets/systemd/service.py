@@ -166,15 +166,12 @@ def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[
     # of the host either (those belong to a network namespace, not to the file system).
     listeners = sandbox.process.listeners
     lines = [fixed("PrivateNetwork=yes")]
-    families: tuple[str, ...]
-    if not http and egress.mode == "none":
-        # The stdio connection arrives as a file descriptor: no socket of its own is needed.
-        families = ("AF_UNIX",) if listeners else ()
-    elif egress.mode == "none":
-        families = ("AF_INET", "AF_INET6", "AF_UNIX") if listeners else ("AF_INET", "AF_INET6")
-    else:
-        # The shim's socat and the server talk over the instance's loopback; socat reaches the egress socket.
-        families = ("AF_UNIX", "AF_INET", "AF_INET6")
+    families: tuple[str, ...] = ("AF_UNIX", "AF_INET", "AF_INET6")  # as far as the policy allows
+    if egress.mode == "none" and not listeners:
+        # A stdio connection arrives as a file descriptor: no socket of its own is needed; an
+        # HTTP server needs its inet listener only. (With an allowlist, the shim's socat reaches
+        # the egress socket over AF_UNIX and the server reaches socat over the instance's loopback.)
+        families = ("AF_INET", "AF_INET6") if http else ()
     lines.append(address_families(sandbox, families))
     lines.append(fixed("IPAddressDeny=any"))
     if http or egress.mode == "proxy":
