@@ -696,3 +696,37 @@ def test_every_unit_filters_syscalls_by_the_project_policy_with_names_systemd_kn
     families = {name: re.search(r"^RestrictAddressFamilies=(.*)$", text, flags=re.M).group(1) for name, text in build.files.items() if name.endswith("@.service")}  # type: ignore[union-attr]
     assert families["mcp-sd-probe_quiet@.service"] == "none" and families["mcp-sd-probe_web-closed@.service"] == "AF_INET AF_INET6"
     assert families["mcp-sd-probe_proxied@.service"] == "AF_UNIX AF_INET AF_INET6"
+
+
+def test_an_audit_sink_under_the_servers_own_mounts_is_not_an_audit_log(tmp_path: Path) -> None:
+    """The root audit command (ExecStopPost=+) runs with the unit's BindPaths= and TemporaryFileSystem=
+    applied (systemd 252, seen in a container): a sink under a mount target would be written into the
+    server's own mount, or into the instance's tmpfs (/run, /dev/shm) and vanish."""
+    _, build = _build("""\
+version: 1
+project: sinks
+workspace:
+  root: /srv/sinks
+  dirs:
+    out: {mode: rw}
+servers:
+  bound:
+    command: [/usr/bin/python3]
+    mounts: [{from: /srv/data, to: /var/log/mcp, mode: rw}]
+    logging: {audit: true, sink: /var/log/mcp/audit.jsonl}
+  work:
+    command: [/usr/bin/python3]
+    mounts: [{from: workspace.out, to: /var/log/work}]
+    logging: {audit: true, sink: /var/log/work/audit.jsonl}
+  run:
+    command: [/usr/bin/python3]
+    logging: {audit: true, sink: /run/mcp/audit.jsonl}
+  fine:
+    command: [/usr/bin/python3]
+    mounts: [{from: /srv/data2, to: /var/log/other}]
+    logging: {audit: true, sink: /var/log/mcp-fine/audit.jsonl}
+""", tmp_path)
+    found = {r.message.rsplit("(server ", 1)[1].rstrip(")") for r in build.active if r.code == "TG003" and "which the server's own unit mounts" in r.message}
+    assert found == {"bound", "work", "run"}, [r.message for r in build.active]
+    controls = {name: server["controls"]["audit-log"] for name, server in json.loads(build.files[MANIFEST])["servers"].items()}
+    assert controls == {"bound": "none", "work": "none", "run": "none", "fine": "partial"}

@@ -61,7 +61,7 @@ CAPABILITIES: dict[str, Capability] = {
     "package-install": Capability("partial", "registries are reachable only if the egress allowlist lists them; registries and lockfile are not checked"),
     "process-policy": Capability("partial", "denied command names are made inaccessible in /usr/local/bin, /usr/local/sbin, /usr/bin, /usr/sbin, /bin and /sbin (InaccessiblePaths=); the allow list, background and per-command limits are not enforced"),
     "workspace-lifecycle": Capability("partial", "each instance gets fresh, empty workspace dirs in memory under /run (not under workspace.root), removed when it stops; artifacts are not copied out"),
-    "audit-log": Capability("partial", "one JSON line per instance when it stops (ExecStopPost=+: result, exit status, mounts, egress policy) to the journal or the sink file, appended by a helper that never follows a link and refuses a sink that is not a regular root-owned file with one link; in the journal it is sent to journald's native socket as SYSLOG_IDENTIFIER=mcpspec-audit, which journald stamps _UID=0 (the documented query asks for both: a server's output has its unit's identifier and its own uid, its empty /run has no journald socket, and where it has one (direct egress) journald stamps the server's uid on what it sends); squid logs each destination; tool calls are not logged", (_REAL + "test_a_server_cannot_forge_an_audit_line_the_documented_query_returns", _REAL + "test_the_audit_sink_refuses_links_fifos_and_foreign_files_a_sandbox_planted")),
+    "audit-log": Capability("partial", "one JSON line per instance when it stops (ExecStopPost=+: result, exit status, mounts, egress policy) to the journal or the sink file, appended by a helper that never follows a link and refuses a sink that is not a regular root-owned file with one link (systemd gives that command the unit's binds and tmpfs mounts, so a sink under the server's own mounts, /run or /dev/shm gets none); in the journal it is sent to journald's native socket as SYSLOG_IDENTIFIER=mcpspec-audit, which journald stamps _UID=0 (the documented query asks for both: a server's output has its unit's identifier and its own uid, its empty /run has no journald socket, and where it has one (direct egress) journald stamps the server's uid on what it sends); squid logs each destination; tool calls are not logged", (_REAL + "test_a_server_cannot_forge_an_audit_line_the_documented_query_returns", _REAL + "test_the_audit_sink_refuses_links_fifos_and_foreign_files_a_sandbox_planted")),
     "image": Capability("none", "the server runs from the host's /usr and its mounts, not from the pinned image"),
     "call-policy": Capability("none", "approvals, rate limits and call timeouts act on MCP messages, which a sandbox does not see: `mcpspec run` enforces them, in front of the server's bwrap launcher"),
 }
@@ -127,7 +127,9 @@ as empty directories or files when an instance starts.
 
 Audit lines go to the journal or to the spec's sink file (a regular file owned by root;
 a link or a file with several links there is refused, and the line goes to the journal
-with `MCPSPEC_EVENT=sink-refused`). In the journal, query them by the fields only the
+with `MCPSPEC_EVENT=sink-refused`). systemd runs the audit command with the unit's bind
+and tmpfs mounts, so a sink under one of the server's mount targets, `/run` or `/dev/shm`
+would land in the server's mount or vanish: the build says so. In the journal, query them by the fields only the
 root audit helper can have:
 
 ```sh

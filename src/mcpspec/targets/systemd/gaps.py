@@ -54,6 +54,13 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink} lies in a directory that {', '.join(sorted(set(holders)))} can write: a sandbox can rename or delete "
                         "the log with every line in it; keep the sink outside writable mounts"))
+    if sandbox.logging.audit and file is not None and not file.in_home:
+        covering = _mounted_over(sandbox, egress, file.path)
+        if covering:
+            gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
+                            f"logging.sink {sink} lies under {covering}, which the server's own unit mounts: systemd applies BindPaths= and TemporaryFileSystem= "
+                            "to the stop-time audit command (ExecStopPost=+) too, so the line would go into what the server mounts there (which it may write) "
+                            "or vanish with the instance's tmpfs; keep the sink outside the server's mounts, /run and /dev/shm"))
     if sandbox.logging.audit and file is not None and file.in_home:
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink}: a system unit has no invoking user, so ~ cannot be resolved; audit lines go to the journal"))
@@ -113,6 +120,15 @@ def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None
 def _writers_of(plan: Plan, path: str) -> list[str]:
     """The servers (that run here) with a writable host directory mounted at ``path`` or above it."""
     return [server.name for server, _ in writable_index(plan).holding(path)]
+
+
+def _mounted_over(sandbox: EffectiveSandbox, egress: EgressPlan, path: str) -> str | None:
+    """The mount of the server's own unit at or above ``path`` (its binds and tmpfs, the private /run and /dev/shm), if any."""
+    targets = [mount.target for mount in sandbox.mounts] + (["/run"] if egress.mode != "direct-open" else []) + ["/dev/shm"]
+    for target in targets:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            return target
+    return None
 
 
 def _is_loopback(address: str) -> bool:
