@@ -51,6 +51,7 @@ schema: $(STAMP)
 docs: $(STAMP)
 	$(PY) -m mcpspec.spec.docs > docs/spec.md.tmp && mv docs/spec.md.tmp docs/spec.md
 	$(PY) -m mcpspec.report.ruledocs docs/rules
+	$(PY) -m mcpspec.targets.seccomp.docs > docs/seccomp.md.tmp && mv docs/seccomp.md.tmp docs/seccomp.md
 
 targets: $(STAMP)
 	$(PY) -m mcpspec.targets.examples targets

@@ -270,7 +270,7 @@ _TITLES = {
     "mounts": "mounts ro/rw", "hidden-paths": "hidden host paths", "identity": "non-root uid, no capabilities", "env": "environment",
     "secrets": "secrets", "egress-deny": "egress deny", "egress-allowlist": "egress allowlist by name",
     "metadata-blocking": "metadata and private address blocking", "listeners": "listeners", "memory": "memory limit",
-    "pids": "process limit", "cpu": "CPU limit", "lifetime": "max lifetime", "idle-timeout": "idle timeout",
+    "pids": "process limit", "cpu": "CPU limit", "lifetime": "max lifetime", "syscall-filter": "syscall filter", "idle-timeout": "idle timeout",
     "package-install": "package install", "process-policy": "command allow and deny lists",
     "workspace-lifecycle": "workspace reset and teardown", "audit-log": "audit log", "image": "image pinning",
     "call-policy": "approvals, rate limits and call timeouts",

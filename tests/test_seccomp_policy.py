@@ -243,3 +243,12 @@ def test_socket_families_follow_transport_listeners_and_egress() -> None:
     families = {name: syscall_policy(server).socket_families for name, server in plan.servers.items()}
     inet = ("AF_INET", "AF_INET6", "AF_UNIX")
     assert families == {"quiet": ("AF_UNIX",), "listening": inet, "fetching": inet, "web": inet}
+
+
+def test_the_docs_list_exactly_what_the_policy_allows_and_refuses() -> None:
+    from mcpspec.targets.seccomp.docs import render
+
+    text = (Path(__file__).parents[1] / "docs" / "seccomp.md").read_text(encoding="utf-8")
+    assert text == render(), "docs/seccomp.md is stale: run make docs"
+    names = {name for table in SYSCALLS.values() for name in table}
+    assert all(f"`{name}`" in text or f"`{name} (" in text for name in names)

@@ -23,7 +23,7 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
-from mcpspec.targets.seccomp import bpf_program, syscall_policy
+from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
 from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
 USAGE = """
@@ -58,7 +58,9 @@ anyone but root planted. Started by another user, the sandbox runs as that user.
 Inside, the server is the sandbox's pid 1 and sees `/usr` (read-only, with the `/bin` and `/lib`
 links), the dynamic-linker, TLS and timezone files of `/etc`, a generated `/etc/passwd`,
 `/proc`, a minimal `/dev`, a 64 MiB `/tmp`, a 16 MiB `/dev/shm` and the spec's mounts on a
-read-only root: nothing else of the host. No descriptor of the launcher's reaches it, and no
+read-only root: nothing else of the host. Every process inside runs under the project's syscall
+filter (`docs/seccomp.md`; x86_64 and aarch64 only), and the launcher leaves the session keyring it
+was started with for a fresh, empty one before it starts anything. No descriptor of the launcher's reaches it, and no
 value of the spec appears on a command line (bwrap reads its arguments from a memfd).
 
 The launcher exits with the server's status, 128 + N when signal N stopped the session, or 125
@@ -165,7 +167,7 @@ CAPABILITIES: dict[str, Capability] = {
         "full",
         "bwrap --seccomp: the project's allow-list (docs/seccomp.md), built as classic BPF for x86_64 and aarch64 at build time (another "
         "architecture is refused); refused calls fail with EPERM, clone3 with ENOSYS; socket families as the egress needs (AF_UNIX, and "
-        "AF_INET and AF_INET6 with any egress); the launcher first leaves its session keyring for a fresh one, so no key of the login "
+        "AF_INET and AF_INET6 with any egress or process.listeners); the launcher first leaves its session keyring for a fresh one, so no key of the login "
         "session is possessed inside",
         (_SECCOMP + "test_a_server_without_egress_gets_every_dangerous_syscall_refused_and_only_unix_sockets",
          _SECCOMP + "test_a_server_with_an_egress_allowlist_gets_inet_sockets_and_nothing_more",
@@ -337,7 +339,11 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
 
 def _seccomp_programs(sandbox: EffectiveSandbox) -> dict[str, str]:
     """The server's syscall filter for each architecture; the launcher picks its machine's."""
-    policy = syscall_policy(sandbox)
+    return dict(_programs(syscall_policy(sandbox)))
+
+
+@functools.cache
+def _programs(policy: SyscallPolicy) -> dict[str, str]:
     return {arch: bpf_program(policy, arch).hex() for arch in ARCHES}
 
 

@@ -91,6 +91,14 @@ nodes) for a server whose `runtime.pids` is at least N and stays TG001 for one t
 fewer. The committed examples are built with `--proxy-image localhost/mcpspec-egress@sha256:<64
 zeros> --secret-store vault-example --pod-pids-limit 64`.
 
+Syscall filter: with `--seccomp-localhost DIR` (a directory under the kubelet's seccomp root,
+`/var/lib/kubelet/seccomp` by default) the build writes `seccomp/<server>.json`, the project's
+syscall policy (docs/seccomp.md) as an OCI seccomp profile, and each server's container asks for
+`seccompProfile: {{type: Localhost, localhostProfile: DIR/<server>.json}}`. Copy the files to
+`<seccomp root>/DIR/` on every node before applying (a container whose profile is missing does
+not start). Without the option the containers keep `RuntimeDefault` and the build reports what
+that leaves open (TG002).
+
 Per run: put each run in a namespace of its own (an overlay with `namespace: <run>`); its claims
 and Jobs go with it. The agent's pods must carry the label `mcpspec.dev/agent: <agent>` to
 reach the servers the agent lists (`http://<server>:<port>/mcp`, the stdio servers at

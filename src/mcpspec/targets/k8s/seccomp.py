@@ -4,6 +4,7 @@ in ``<kubelet seccomp root>/DIR/`` on every node), or the runtime's default with
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -50,5 +51,10 @@ def seccomp_profile(sandbox: EffectiveSandbox, options: BuildOptions) -> dict[st
 
 
 def profile_file(sandbox: EffectiveSandbox) -> str:
-    profile: dict[str, Any] = oci_profile(container_policy(sandbox))
+    return _profile_text(container_policy(sandbox))
+
+
+@functools.cache
+def _profile_text(policy: SyscallPolicy) -> str:
+    profile: dict[str, Any] = oci_profile(policy)
     return json.dumps(profile, indent=1) + "\n"

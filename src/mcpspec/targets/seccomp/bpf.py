@@ -8,6 +8,7 @@ reach 255 instructions at most, so a longer jump goes through ``ja`` (32-bit off
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ def instructions(policy: SyscallPolicy, arch: str) -> list[Insn]:
     return out
 
 
+@functools.cache  # servers share a handful of policies: a build of 1,000 servers compiles each once
 def bpf_program(policy: SyscallPolicy, arch: str) -> bytes:
     """The filter as the kernel reads it: struct sock_filter[] in the machine's byte order
     (little-endian on both arches)."""
