@@ -101,7 +101,7 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
 
 
 def _helper_hardening(sandbox: EffectiveSandbox) -> list[Directive]:
-    """The server's own syscall allow-list (its families are the helper's RestrictAddressFamilies=)."""
+    """Every helper gets its server's syscall allow-list; each sets its own RestrictAddressFamilies=."""
     return [fixed("DynamicUser=yes"), *confinement(syscall_policy(sandbox), "@privileged"), *hardening()]
 
 
