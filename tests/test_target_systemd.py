@@ -5,6 +5,7 @@ parser (`systemd --test` dumps the loaded units) for escaping.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -22,8 +23,10 @@ from mcpspec import api
 from mcpspec.ir.plan import Plan
 from mcpspec.targets.base import CONTROLS
 from mcpspec.targets.build import MANIFEST, Build, build_plan
+from mcpspec.targets.seccomp import syscall_policy
 from mcpspec.targets.systemd import CAPABILITIES, PROXY_PORT, SHIM, TARGET, USAGE, audit
 from mcpspec.targets.systemd.names import run_id_room
+from mcpspec.targets.systemd.unitfile import system_call_filter
 
 STEM = "mcp-acme-coding-agent"  # the units of examples/coding-agent.yaml
 
@@ -730,3 +733,22 @@ servers:
     assert found == {"bound", "work", "run"}, [r.message for r in build.active]
     controls = {name: server["controls"]["audit-log"] for name, server in json.loads(build.files[MANIFEST])["servers"].items()}
     assert controls == {"bound": "none", "work": "none", "run": "none", "fine": "partial"}
+
+
+def test_an_ipv6_http_server_is_forwarded_to_its_ipv6_loopback_and_no_policy_lets_io_uring_in(tmp_path: Path, unit_dir: Path) -> None:
+    plan, build = _build("""\
+version: 1
+project: six
+servers:
+  web:
+    transport: {type: http, port: 8080, bind: "::1"}
+    command: [/usr/bin/python3, -m, http.server, --bind, "::1", "8080"]
+""", tmp_path)
+    forwarder = build.files["mcp-six_web_http@.service"]
+    assert "ExecStart=/usr/lib/systemd/systemd-socket-proxyd [::1]:8080\n" in forwarder and "/proc/self/net/tcp6" in forwarder
+    _check_units(build, plan, unit_dir, allow_missing_commands=False)
+    # The unit writer refuses io_uring whatever a policy says (a group or a later policy change cannot bring it back).
+    policy = syscall_policy(plan.servers["web"])
+    widened = dataclasses.replace(policy, allowed=(*policy.allowed, "io_uring_setup"))
+    with pytest.raises(ValueError, match="io_uring_setup"):
+        system_call_filter(widened, "@privileged")
