@@ -128,8 +128,8 @@ def _install(build: Build, directory: Path) -> list[str]:
     for name, text in sorted(build.files.items()):
         (directory / name).write_text(text, encoding="utf-8")
         (directory / name).chmod(0o644)
-        if name.endswith("@.service"):
-            instance = name.replace("@.service", "@test.service")
+        if name.endswith(("@.service", "@.socket")):
+            instance = name.replace("@.", "@test.")
             (directory / instance).write_text(text, encoding="utf-8")
             (directory / instance).chmod(0o644)
             units.append(instance)
