@@ -331,7 +331,8 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     for mount in grants.mounts:
         expected = wanted.get(mount.target)
         if expected is None:
-            if not _fixed_mount(grants.target, mount, levels, proxied and not http):
+            # systemd binds the egress socket into every proxied server, HTTP ones too (their own network namespace).
+            if not _fixed_mount(grants.target, mount, levels, proxied and (not http or grants.target == "systemd")):
                 problems.append(f"mount {mount} is not in the spec")
             continue
         kind, source, mode, size = expected
@@ -389,7 +390,7 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     return problems
 
 
-def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], proxied_stdio: bool) -> bool:
+def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], egress_socket: bool) -> bool:
     if target == "bwrap":
         return mount.kind == "host" and mount.mode == "ro" and mount.source == mount.target and (
             mount.target == "/usr" or mount.target.startswith("/etc/"))
@@ -402,7 +403,7 @@ def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], proxied_std
         return mount.mode == "ro" and levels.get("hidden-paths") != "full"
     if mount.kind == "tmpfs" and mount.target in ("/run", "/dev/shm"):
         return True
-    return proxied_stdio and mount.target == "/run/mcpspec/egress.sock" and mount.kind == "host"
+    return egress_socket and mount.target == "/run/mcpspec/egress.sock" and mount.kind == "host"
 
 
 def _check_egress(grants: Grants, egress: Mapping[str, Any], allow: list[str], deny: list[str], levels: Mapping[str, str]) -> list[str]:

@@ -5,10 +5,12 @@ parser (`systemd --test` dumps the loaded units) for escaping.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -21,8 +23,10 @@ from mcpspec import api
 from mcpspec.ir.plan import Plan
 from mcpspec.targets.base import CONTROLS
 from mcpspec.targets.build import MANIFEST, Build, build_plan
+from mcpspec.targets.seccomp import syscall_policy
 from mcpspec.targets.systemd import CAPABILITIES, PROXY_PORT, SHIM, TARGET, USAGE, audit
 from mcpspec.targets.systemd.names import run_id_room
+from mcpspec.targets.systemd.unitfile import system_call_filter
 
 STEM = "mcp-acme-coding-agent"  # the units of examples/coding-agent.yaml
 
@@ -124,8 +128,8 @@ def _install(build: Build, directory: Path) -> list[str]:
     for name, text in sorted(build.files.items()):
         (directory / name).write_text(text, encoding="utf-8")
         (directory / name).chmod(0o644)
-        if name.endswith("@.service"):
-            instance = name.replace("@.service", "@test.service")
+        if name.endswith(("@.service", "@.socket")):
+            instance = name.replace("@.", "@test.")
             (directory / instance).write_text(text, encoding="utf-8")
             (directory / instance).chmod(0o644)
             units.append(instance)
@@ -299,8 +303,15 @@ def test_runnable_spec_verifies_without_a_word(tmp_path: Path, unit_dir: Path) -
     direct = build.files["mcp-sd-probe_direct@.service"]
     assert "PrivateNetwork=no\n" in direct and "IPAddressDeny=any\nIPAddressAllow=10.40.12.0/28 192.0.2.7/32\n" in direct
     web = build.files["mcp-sd-probe_web@.service"]
-    assert "IPAddressAllow=127.0.0.1 ::1\n" in web and "SocketBindAllow=tcp:8931\n" in web and "mcp-sd-probe_web.socket" not in build.files
-    assert "mcp-sd-probe_web_squid.service" in build.files and "mcp-sd-probe_web_egress.socket" not in build.files
+    assert "PrivateNetwork=yes\n" in web and "IPAddressAllow=localhost\n" in web and "SocketBindAllow=tcp:8931\nSocketBindAllow=ipv4:tcp:3128\n" in web
+    assert "mcp-sd-probe_web.socket" not in build.files and "Wants=mcp-sd-probe_web_http@%i.socket\n" in web
+    assert "mcp-sd-probe_web_squid.service" in build.files and "mcp-sd-probe_web_egress.socket" in build.files and "mcpspec-shim egress -- " in web
+    assert "ListenStream=127.0.0.1:8931\n" in build.files["mcp-sd-probe_web_http@.socket"]
+    forwarder = build.files["mcp-sd-probe_web_http@.service"]
+    assert "JoinsNamespaceOf=mcp-sd-probe_web@%i.service\n" in forwarder and "PrivateNetwork=yes\n" in forwarder
+    assert "ExecStart=/usr/lib/systemd/systemd-socket-proxyd 127.0.0.1:8931\n" in forwarder and ":22E3 " in forwarder
+    closed = build.files["mcp-sd-probe_web-closed@.service"]
+    assert "RestrictAddressFamilies=AF_INET AF_INET6\n" in closed and "SocketBindAllow=tcp:8932\n" in closed
     assert "ExecStopPost" not in build.files["mcp-sd-probe_web-closed@.service"]
 
 
@@ -392,7 +403,7 @@ def test_escaping_round_trips_through_systemd(tmp_path: Path, unit_dir: Path) ->
     stopped = {"${SERVICE_RESULT}": "exit-code", "${EXIT_CODE}": "exited", "${EXIT_STATUS}": "3"}
     argv = [stopped[word] if word in stopped else _at_run_time(word) for word in audit]
     result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    line = json.loads(result.stderr)  # sink: stderr, which is the journal in the unit
+    line = json.loads(result.stderr.splitlines()[-1])  # no journald here: the line goes to stderr, after a notice
     assert (result.returncode, line["event"], line["server"], line["instance"]) == (0, "stop", "tricky", "test")
     assert (line["result"], line["exit_code"], line["exit_status"]) == ("exit-code", "exited", "3")
     assert line["egress"]["mode"] == "none" and line["mounts"] == []
@@ -564,7 +575,9 @@ servers:
     assert ("servers", "web", "transport", "bind") in paths and ("servers", "web", "mounts", 0, "from") in paths
 
 
-def test_http_server_reports_loopback_exposure_and_external_servers_get_nothing(tmp_path: Path) -> None:
+def test_an_http_server_gets_its_own_network_and_external_servers_get_nothing(tmp_path: Path) -> None:
+    """Red team (issue 25, item 10): an HTTP server shared the host's network namespace (its abstract
+    unix sockets and its loopback); now only direct egress does, and is told so."""
     _, build = _build("""\
 version: 1
 project: mixed
@@ -572,18 +585,28 @@ servers:
   web:
     transport: {type: http, port: 8080}
     command: [/usr/bin/python3]
+  open:
+    transport: {type: http, port: 8081}
+    command: [/usr/bin/python3]
+    egress: {allow: ["10.0.0.0/8"], via: direct}
   remote:
     placement: external
     transport: {type: http, url: "https://mcp.example.com/mcp"}
 """, tmp_path)
-    assert any(r.code == "TG002" and "loopback service" in r.message for r in build.active)
+    controls = json.loads(build.files[MANIFEST])["servers"]
+    assert controls["web"]["controls"]["egress-deny"] == "full" and controls["web"]["controls"]["listeners"] == "full"
+    assert not any(r.code == "TG002" and "(server web)" in r.message and ("network" in r.message or "loopback" in r.message) for r in build.active)
+    assert controls["open"]["controls"]["egress-deny"] == "partial"
+    assert any(r.code == "TG002" and "abstract unix socket" in r.message and "(server open)" in r.message for r in build.active)
+    assert "PrivateNetwork=no\n" in build.files["mcp-mixed_open@.service"] and "mcp-mixed_open_http@.socket" not in build.files
     assert not any("remote" in name for name in build.files)
 
 
-def test_an_http_server_behind_the_proxy_is_told_its_allowlist_is_partial(tmp_path: Path) -> None:
-    """Red team: an HTTP server shares the host's loopback, where every squid listens, so it can use
-    another server's proxy; the matrix said `full`."""
-    _, build = _build("""\
+def test_an_http_server_behind_the_proxy_reaches_only_its_own_squid(tmp_path: Path) -> None:
+    """Red team: an HTTP server shared the host's loopback, where every squid listens, so it could use
+    another server's proxy. It now has its own network namespace and the stdio servers' egress socket;
+    on port 3128, where the bridge listens inside, it is refused."""
+    spec = """\
 version: 1
 project: web
 servers:
@@ -591,10 +614,15 @@ servers:
     transport: {type: http, port: 8080}
     command: [/usr/bin/python3]
     egress: {allow: ["docs.example.org:443"]}
-""", tmp_path)
+"""
+    _, build = _build(spec, tmp_path)
     manifest = json.loads(build.files[MANIFEST])
-    assert manifest["servers"]["web"]["controls"]["egress-allowlist"] == "partial"
-    assert any(r.code == "TG002" and "another server's proxy" in r.message for r in build.active)
+    assert manifest["servers"]["web"]["controls"]["egress-allowlist"] == "full"
+    assert manifest["servers"]["web"]["controls"]["egress-deny"] == "full"
+    assert "BindPaths=/run/mcp-web_egress/web.sock:/run/mcpspec/egress.sock\n" in build.files["mcp-web_web@.service"]
+    assert "HTTP_PROXY=http://127.0.0.1:3128" in build.files["mcp-web_web@.service"]
+    _, clash = _build(spec.replace("port: 8080", "port: 3128"), tmp_path, "clash.yaml")
+    assert any(r.code == "TG004" and "port 3128" in r.message for r in clash.active) and "mcp-web_web@.service" not in clash.files
 
 
 def test_an_allowed_range_holding_a_metadata_address_is_tg001_without_the_proxy(tmp_path: Path) -> None:
@@ -634,3 +662,98 @@ def test_the_audit_helper_never_follows_a_link_on_the_sink_path(tmp_path: Path) 
         audit.append(str(tmp_path / "made" / "audit.jsonl"), '{"a":1}')
         assert (tmp_path / "made" / "audit.jsonl").read_text() == '{"a":1}\n'
         assert json.loads(audit.audit_line(["p", "s", "i\n\"", "r", "c", "0", "journal", "[]", "{}"], 0))["instance"] == "i__"
+
+
+def test_the_audit_helper_sends_its_own_identifier_and_fields_to_the_journal(tmp_path: Path) -> None:
+    """Red team (issue 25, item 11): the audit line went to stderr, under the unit's identifier, which the
+    server's own output has too. It goes to journald's native socket with its own identifier; hostile
+    words cannot add a field (a newline would start one)."""
+    journal = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    journal.bind(str(tmp_path / "journal"))
+    with journal:
+        line = audit.audit_line(["p", "s", "run\nMESSAGE_ID=x", "success", "exited", "0", "journal", "[]", "{}"], 0)
+        audit.emit(line, 6, {"PROJECT": "p", "SERVER": "s", "INSTANCE": "run\n_UID=0", "EVENT": "stop"}, sockets=(str(tmp_path / "missing"), str(tmp_path / "journal")))
+        entry = journal.recv(65536).decode()
+    fields = dict(row.split("=", 1) for row in entry.splitlines())
+    assert len(fields) == len(entry.splitlines())  # every key once
+    assert fields["SYSLOG_IDENTIFIER"] == "mcpspec-audit" and fields["MESSAGE_ID"] == audit.MESSAGE_ID and fields["PRIORITY"] == "6"
+    assert json.loads(fields["MESSAGE"]) == json.loads(line) and fields["MCPSPEC_INSTANCE"] == "run__UID_0"
+    assert not {"_UID"} & set(fields) and sorted(k for k in fields if k.startswith("MCPSPEC_")) == ["MCPSPEC_EVENT", "MCPSPEC_INSTANCE", "MCPSPEC_PROJECT", "MCPSPEC_SERVER"]
+    assert TARGET.usage.count("_UID=0 SYSLOG_IDENTIFIER=mcpspec-audit") >= 3  # the documented query
+
+
+def test_every_unit_filters_syscalls_by_the_project_policy_with_names_systemd_knows(tmp_path: Path) -> None:
+    """Red team (issue 25, item 2): @system-service kept @aio (io_uring) and @keyring. Every unit now
+    lists the policy's allow-list by name; each name is in the installed systemd's table (an unknown
+    one would be dropped with a warning), and nothing the policy refuses is there."""
+    analyze = require_tool("systemd-analyze")
+    listed = subprocess.run([analyze, "syscall-filter", "@known"], capture_output=True, text=True, timeout=60, check=True).stdout
+    known = {line.strip() for line in listed.splitlines()[1:] if line.strip() and not line.strip().startswith(("#", "@"))}
+    _, build = _build(RUNNABLE, tmp_path)
+    for name, text in build.files.items():
+        if not name.endswith(".service"):
+            continue
+        filters = re.findall(r"^SystemCallFilter=(.*)$", text, flags=re.M)
+        assert len(filters) == 2 and filters[1].startswith("~@privileged"), (name, filters)
+        allowed = filters[0].split()
+        assert not [n for n in allowed if n.startswith("@")], name  # names only: no group brings io_uring back
+        assert not {"io_uring_setup", "io_uring_enter", "io_uring_register", "keyctl", "add_key", "request_key", "userfaultfd", "ptrace", "bpf"} & set(allowed), name
+        assert set(allowed) <= known, (name, sorted(set(allowed) - known))
+        assert "clone3" in allowed and "RestrictNamespaces=yes\n" in text  # ENOSYS through RestrictNamespaces=
+        assert "SystemCallErrorNumber=EPERM\n" in text and "SystemCallArchitectures=native\n" in text and "LockPersonality=yes\n" in text and "KeyringMode=private\n" in text
+    families = {name: re.search(r"^RestrictAddressFamilies=(.*)$", text, flags=re.M).group(1) for name, text in build.files.items() if name.endswith("@.service")}  # type: ignore[union-attr]
+    assert families["mcp-sd-probe_quiet@.service"] == "none" and families["mcp-sd-probe_web-closed@.service"] == "AF_INET AF_INET6"
+    assert families["mcp-sd-probe_proxied@.service"] == "AF_UNIX AF_INET AF_INET6"
+
+
+def test_an_audit_sink_under_the_servers_own_mounts_is_not_an_audit_log(tmp_path: Path) -> None:
+    """The root audit command (ExecStopPost=+) runs with the unit's BindPaths= and TemporaryFileSystem=
+    applied (systemd 252, seen in a container): a sink under a mount target would be written into the
+    server's own mount, or into the instance's tmpfs (/run, /dev/shm) and vanish."""
+    _, build = _build("""\
+version: 1
+project: sinks
+workspace:
+  root: /srv/sinks
+  dirs:
+    out: {mode: rw}
+servers:
+  bound:
+    command: [/usr/bin/python3]
+    mounts: [{from: /srv/data, to: /var/log/mcp, mode: rw}]
+    logging: {audit: true, sink: /var/log/mcp/audit.jsonl}
+  work:
+    command: [/usr/bin/python3]
+    mounts: [{from: workspace.out, to: /var/log/work}]
+    logging: {audit: true, sink: /var/log/work/audit.jsonl}
+  run:
+    command: [/usr/bin/python3]
+    logging: {audit: true, sink: /run/mcp/audit.jsonl}
+  fine:
+    command: [/usr/bin/python3]
+    mounts: [{from: /srv/data2, to: /var/log/other}]
+    logging: {audit: true, sink: /var/log/mcp-fine/audit.jsonl}
+""", tmp_path)
+    found = {r.message.rsplit("(server ", 1)[1].rstrip(")") for r in build.active if r.code == "TG003" and "which the server's own unit mounts" in r.message}
+    assert found == {"bound", "work", "run"}, [r.message for r in build.active]
+    controls = {name: server["controls"]["audit-log"] for name, server in json.loads(build.files[MANIFEST])["servers"].items()}
+    assert controls == {"bound": "none", "work": "none", "run": "none", "fine": "partial"}
+
+
+def test_an_ipv6_http_server_is_forwarded_to_its_ipv6_loopback_and_no_policy_lets_io_uring_in(tmp_path: Path, unit_dir: Path) -> None:
+    plan, build = _build("""\
+version: 1
+project: six
+servers:
+  web:
+    transport: {type: http, port: 8080, bind: "::1"}
+    command: [/usr/bin/python3, -m, http.server, --bind, "::1", "8080"]
+""", tmp_path)
+    forwarder = build.files["mcp-six_web_http@.service"]
+    assert "ExecStart=/usr/lib/systemd/systemd-socket-proxyd [::1]:8080\n" in forwarder and "/proc/self/net/tcp6" in forwarder
+    _check_units(build, plan, unit_dir, allow_missing_commands=False)
+    # The unit writer refuses io_uring whatever a policy says (a group or a later policy change cannot bring it back).
+    policy = syscall_policy(plan.servers["web"])
+    widened = dataclasses.replace(policy, allowed=(*policy.allowed, "io_uring_setup"))
+    with pytest.raises(ValueError, match="io_uring_setup"):
+        system_call_filter(widened, "@privileged")

@@ -28,6 +28,8 @@ from podman_images import image as built_image
 
 IMAGE = Recipe("mcpspec-systemd-test", ("python3", "systemd", "systemd-sysv", "dbus", "squid", "socat", "systemd-resolved"))
 PROBE_DIR = Path(__file__).parent / "systemd_probe"
+PROBE_SCRIPTS = ("client.py", "host_service.py", "http_probe.py", "probe.py")
+SYSCALL_PROBE = Path(__file__).parent / "probe" / "syscall_probe.py"  # the probe every target's tests run
 TOKEN = "file-secret-5c1d8e"
 GH_TOKEN = "ghp-env-secret-0b7a43f1"
 VICTIM = "root only\n"
@@ -77,7 +79,31 @@ servers:
     runtime: {pids: 12, memory: 64Mi}
     lifecycle: {max_lifetime: 4s}
     logging: {audit: false}
+  web:
+    transport: {type: http, port: 8941}
+    command: [/usr/bin/python3, /probe/http_probe.py, "8941"]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    logging: {sink: journal}
+  weblisten:
+    transport: {type: http, port: 8942}
+    command: [/usr/bin/python3, /probe/http_probe.py, "8942"]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    process: {listeners: true}
+    logging: {sink: journal}
+  webfetch:
+    transport: {type: http, port: 8944}
+    command: [/usr/bin/python3, /probe/http_probe.py, "8944"]
+    mounts:
+      - {from: /opt/sdreal, to: /probe}
+    egress: {allow: ["allowed.test:80"]}
+    logging: {audit: false}
 """
+# The container host's own services (tests/systemd_probe/host_service.py).
+HOST_ABSTRACT = "mcpspec-host-abstract"
+HOST_PATH = "/run/mcpspec-host.sock"
+HOST_PORT = 7411
 
 
 class Container:
@@ -123,6 +149,10 @@ class Client:
 
     def ask(self, key: str, op: str, **arguments: Any) -> dict[str, Any]:
         return self.send({"to": key, "request": {"op": op, **arguments}})
+
+    def http(self, server_port: int, op: str, **arguments: Any) -> dict[str, Any]:
+        """One request to an HTTP server, sent to its port on the container host's loopback."""
+        return self.send({"http": server_port, "request": {"op": op, **arguments}})
 
     def close(self) -> None:
         if self.process.stdin:
@@ -191,6 +221,11 @@ def _install(box: Container) -> None:
         (units / "mcp-sdreal_oneuser@.service").write_text(shared.replace("mcp-sdreal/probe/", "mcp-sdreal/oneuser/"), encoding="utf-8")
         socket_unit = build.files["mcp-sdreal_probe.socket"].replace("/probe.sock", "/oneuser.sock")
         (units / "mcp-sdreal_oneuser.socket").write_text(socket_unit, encoding="utf-8")
+        # The same probe unit with the filter the target wrote before the project's policy.
+        old = re.sub(r"^SystemCallFilter=.*\n", "", build.files["mcp-sdreal_probe@.service"], flags=re.M)
+        old = old.replace("[Service]\n", "[Service]\nSystemCallFilter=@system-service\nSystemCallFilter=~@privileged @resources\n")
+        (units / "mcp-sdreal_oldfilter@.service").write_text(old.replace("mcp-sdreal/probe/", "mcp-sdreal/oldfilter/"), encoding="utf-8")
+        (units / "mcp-sdreal_oldfilter.socket").write_text(socket_unit.replace("/oneuser.sock", "/oldfilter.sock"), encoding="utf-8")
         box.run("mkdir", "-p", "/etc/mcpspec/sdreal", "/opt/sdreal", "/etc/sdreal", "/var/log/sdreal")
         for unit in sorted(units.iterdir()):
             box.put(unit, f"/etc/systemd/system/{unit.name}")
@@ -198,14 +233,15 @@ def _install(box: Container) -> None:
             if name.endswith(".squid.conf"):
                 (directory / name).write_text(text, encoding="utf-8")
                 box.put(directory / name, f"/etc/mcpspec/sdreal/{name}")
-        box.put(PROBE_DIR / "probe.py", "/opt/sdreal/probe.py")
-        box.put(PROBE_DIR / "client.py", "/opt/sdreal/client.py")
+        for script in PROBE_SCRIPTS:
+            box.put(PROBE_DIR / script, f"/opt/sdreal/{script}")
+        box.put(SYSCALL_PROBE, "/opt/sdreal/syscall_probe.py")
     box.sh(
         f"umask 077; printf '%s\\n' {TOKEN} > /etc/sdreal/token; printf '%s\\n' {GH_TOKEN} > /etc/sdreal/gh-token; "
         f"printf '{VICTIM}' > /etc/sdreal/victim; chmod 0755 /opt/sdreal; chmod 0777 /var/log/sdreal; chmod 0644 /opt/sdreal/*.py; "
         "echo '127.0.0.1 allowed.test denied.test' >> /etc/hosts; "
         "systemctl daemon-reload && systemctl start "
-        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_open.socket mcp-sdreal_limits.socket"
+        "mcp-sdreal_probe.socket mcp-sdreal_oneuser.socket mcp-sdreal_oldfilter.socket mcp-sdreal_neighbour.socket mcp-sdreal_fetch.socket mcp-sdreal_open.socket mcp-sdreal_limits.socket"
     )
 
 
@@ -430,7 +466,7 @@ def test_read_only_host_and_mounts(container: Container, client: Client) -> None
     assert client.ask("r", "write", path="/probe/probe.py")["errno"] == "EROFS"
     assert client.ask("r", "write", path="/workspace/output/ok.txt")["ok"]
     assert client.ask("r", "read", path="/var/log/sdreal/audit.jsonl")["errno"] in ("ENOENT", "EACCES")  # /var/log is hidden
-    assert container.sh("ls /opt/sdreal").split() == ["client.py", "probe.py"]
+    assert container.sh("ls /opt/sdreal").split() == sorted([*PROBE_SCRIPTS, SYSCALL_PROBE.name])
 
 
 def test_limits_hold(container: Container, client: Client) -> None:
@@ -477,3 +513,195 @@ def test_a_squid_whose_port_another_project_holds_fails_instead_of_passing_for_i
         assert container.run("systemctl", "is-active", "mcp-sdreal_fetch_squid.service", check=False).stdout.strip() == "active"
     finally:
         container.sh(f"systemctl stop {unit}; systemctl reset-failed {unit}", check=False)
+
+
+def _start_host_service(container: Container) -> None:
+    """The container host's services a sandbox must not reach, and proof that they answer there."""
+    if container.run("systemctl", "is-active", "mcpspec-host.service", check=False).stdout.strip() != "active":
+        container.run("systemd-run", "--unit=mcpspec-host.service", "/usr/bin/python3", "/opt/sdreal/host_service.py", HOST_ABSTRACT, HOST_PATH, str(HOST_PORT))
+    reach = (
+        "import socket,sys,time\n"
+        "for _ in range(100):\n"
+        "  try:\n"
+        "    targets=[(socket.AF_UNIX,'\\0'+sys.argv[1]),(socket.AF_UNIX,sys.argv[2]),(socket.AF_INET,('127.0.0.1',int(sys.argv[3])))]\n"
+        "    for family,address in targets:\n"
+        "      s=socket.socket(family); s.connect(address); assert s.recv(64)==b'host-service-reached\\n'; s.close()\n"
+        "    break\n"
+        "  except OSError: time.sleep(0.1)\n"
+        "else: sys.exit('the host service does not answer')\n"
+    )
+    container.run("/usr/bin/python3", "-c", reach, HOST_ABSTRACT, HOST_PATH, str(HOST_PORT))
+
+
+def _first_answer(client: Client, port: int) -> dict[str, Any]:
+    """The server's whoami, once it answers (the forwarder waits for it; without one, the test does)."""
+    deadline = time.monotonic() + 20
+    while True:
+        me = client.http(port, "whoami")
+        if me.get("ok") or time.monotonic() > deadline:
+            return me
+        time.sleep(0.2)
+
+
+def _stop_run(container: Container, unit: str) -> None:
+    container.run("systemctl", "stop", unit, check=False)
+    container.run("systemctl", "reset-failed", unit, check=False)
+
+
+def test_an_http_server_has_its_own_network_namespace_and_only_its_port_is_forwarded(container: Container, client: Client) -> None:
+    """Red team (issue 25, item 10): an egress-denied HTTP unit shared the host's network namespace
+    and reached host services on abstract unix sockets (and on the host's loopback)."""
+    _start_host_service(container)
+    host_netns = container.sh("readlink /proc/1/ns/net").strip()
+    units = ("mcp-sdreal_web@itemten.service", "mcp-sdreal_weblisten@itemten.service", "mcp-sdreal_webfetch@itemten.service")
+    try:
+        container.run("systemctl", "start", *units, timeout=120)
+        for port in (8941, 8942, 8944):  # the HTTP port is reachable from the host, through the forwarder
+            me = _first_answer(client, port)
+            assert me["ok"] and me["uid"] != 0 and "@itemten.service" in me["cgroup"], me
+            assert client.http(port, "netns")["netns"] != host_netns
+        # web: egress denied, no unix socket at all; weblisten may listen, so it keeps AF_UNIX,
+        # and only its own network namespace keeps the host's abstract sockets away.
+        for port, unix_refusal in ((8941, "EAFNOSUPPORT"), (8942, "ECONNREFUSED")):
+            assert client.http(port, "connect_abstract", name=HOST_ABSTRACT)["errno"] == unix_refusal, port
+            assert client.http(port, "connect_unix", path=HOST_PATH)["errno"] in (unix_refusal, "ENOENT"), port
+            assert client.http(port, "connect_tcp", host="127.0.0.1", port=HOST_PORT)["errno"] == "ECONNREFUSED", port
+            assert client.http(port, "connect_tcp", host="127.0.0.2", port=HOST_PORT)["errno"] in ("ECONNREFUSED", "EPERM", "ENETUNREACH"), port
+            assert client.http(port, "socket", family="AF_NETLINK")["errno"] == "EAFNOSUPPORT", port
+        # With an allowlist: only the egress socket, never another server's squid on the host's loopback.
+        other_squid = int(container.sh("grep -ho 'http_port 127.0.0.1:[0-9]*' /etc/mcpspec/sdreal/fetch.squid.conf").rsplit(":", 1)[1])
+        container.run("systemctl", "start", "mcp-sdreal_fetch_squid.service", timeout=90)
+        assert client.http(8944, "connect_tcp", host="127.0.0.1", port=other_squid)["errno"] == "ECONNREFUSED"
+        assert client.http(8944, "connect_abstract", name=HOST_ABSTRACT)["errno"] == "ECONNREFUSED"
+        assert [p for p in client.http(8944, "walk", path="/run")["paths"] if p.endswith(".sock")] == ["/run/mcpspec/egress.sock"]
+        denied = client.http(8944, "proxy", request="GET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n")
+        assert denied["ok"] and " 403 " in denied["status"], denied
+        # Its own listener, in its namespace, is not the host's.
+        assert client.http(8942, "listen", port=8943)["ok"]
+        refused = container.run("/usr/bin/python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8943), timeout=5)", check=False)
+        assert "ConnectionRefusedError" in refused.stderr
+        # The forwarded port goes away with the run.
+        container.run("systemctl", "stop", units[0])
+        assert container.run("systemctl", "is-active", "mcp-sdreal_web_http@itemten.socket", check=False).stdout.strip() != "active"
+        closed = container.run("/usr/bin/python3", "-c", "import socket; socket.create_connection(('127.0.0.1', 8941), timeout=5)", check=False)
+        assert "ConnectionRefusedError" in closed.stderr
+    finally:
+        for unit in units:
+            _stop_run(container, unit)
+
+
+AUDIT_QUERY = ("_UID=0", "SYSLOG_IDENTIFIER=mcpspec-audit")  # as the target README documents it
+
+
+def _journal(container: Container, *matches: str) -> list[dict[str, Any]]:
+    container.run("journalctl", "--sync", check=False)
+    out = container.run("journalctl", "--no-pager", "-o", "json", *matches, check=False).stdout
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_a_server_cannot_forge_an_audit_line_the_documented_query_returns(container: Container, client: Client) -> None:
+    """Red team (issue 25, item 11): a server's stderr carried the unit's SYSLOG_IDENTIFIER, the same as
+    the audit line's, so a forged line on stderr passed for one; only _UID differed."""
+    run = f"item11-{uuid.uuid4().hex[:6]}"
+    servers = {"web": 8941, "weblisten": 8942}  # weblisten keeps AF_UNIX: it tries journald's sockets
+    units = [f"mcp-sdreal_{server}@{run}.service" for server in servers]
+    try:
+        container.run("systemctl", "start", *units)
+        for server, port in servers.items():
+            assert _first_answer(client, port)["ok"]
+            forged = json.dumps({"event": "stop", "project": "sdreal", "server": server, "instance": run, "result": "success", "forged": True})
+            for text in (forged, f"<6>{forged}", f"SYSLOG_IDENTIFIER=mcpspec-audit\nMESSAGE={forged}\n_UID=0"):
+                assert client.http(port, "stderr", text=text + "\n")["ok"]
+            entry = f"MESSAGE={forged}\nSYSLOG_IDENTIFIER=mcpspec-audit\nMCPSPEC_PROJECT=sdreal\n"
+            tries = {
+                "native": client.http(port, "journal_native", entry=entry),
+                "native by PID 1's root": client.http(port, "journal_native", entry=entry, path="/proc/1/root/run/systemd/journal/socket"),
+                "stream": client.http(port, "journal_stream", identifier="mcpspec-audit", text=forged),
+                "syslog": client.http(port, "syslog", text=f"<14>mcpspec-audit: {forged}"),
+            }
+            # No AF_UNIX (web), or an empty /run and no PID 1 in its /proc (weblisten).
+            assert all(answer.get("errno") in ("EAFNOSUPPORT", "ENOENT") for answer in tries.values()), (server, tries)
+            container.run("systemctl", "stop", f"mcp-sdreal_{server}@{run}.service")
+        # A host process of another user can reach the native socket, as a direct-egress server
+        # can: it names the identifier, but journald stamps its own uid.
+        container.run("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                      "import socket,sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(sys.argv[1].encode(), '/run/systemd/journal/socket')",
+                      f"MESSAGE={{\"instance\": \"{run}\", \"forged\": true}}\nSYSLOG_IDENTIFIER=mcpspec-audit\nMCPSPEC_PROJECT=sdreal\n")
+        deadline = time.monotonic() + 15
+        while True:
+            genuine = [e for e in _journal(container, *AUDIT_QUERY, "MCPSPEC_PROJECT=sdreal") if run in e["MESSAGE"]]
+            if len(genuine) >= len(servers) or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        # The documented query: exactly one line per run, each the helper's own.
+        lines = [json.loads(e["MESSAGE"]) for e in genuine]
+        assert sorted(line["server"] for line in lines) == sorted(servers), genuine
+        assert all(line["instance"] == run and "forged" not in line and line["event"] == "stop" for line in lines), lines
+        assert all(e["_SYSTEMD_UNIT"] in units and e["_COMM"].startswith("python") for e in genuine)
+        # The forgeries did happen, under the server's own identifier and transient uid.
+        for unit in units:
+            own = _journal(container, f"_SYSTEMD_UNIT={unit}")
+            printed = [e for e in own if '"forged": true' in str(e.get("MESSAGE"))]
+            assert len(printed) >= 3 and all(e["SYSLOG_IDENTIFIER"] == unit.split("@")[0] and e["_UID"] != "0" for e in printed), printed
+        nobody = [e for e in _journal(container, "SYSLOG_IDENTIFIER=mcpspec-audit", "MCPSPEC_PROJECT=sdreal") if run in str(e.get("MESSAGE")) and e["_UID"] == "65534"]
+        assert nobody, "the control (a forgery by another host user) did not reach the journal"
+    finally:
+        for unit in units:
+            _stop_run(container, unit)
+
+
+# What the project's syscall policy refuses, as the probe names it: EPERM in every unit.
+REFUSED = (
+    "io_uring_setup", "keyctl_session_keyring_id", "keyctl_read_session_keyring", "add_key", "request_key", "userfaultfd",
+    "perf_event_open", "bpf", "ptrace_attach_child", "ptrace_traceme", "process_vm_readv_child", "unshare_user",
+    "unshare_mount", "unshare_net", "clone_newuser", "setns", "mount_tmpfs", "kexec_load", "init_module", "personality_no_randomize",
+)
+FAMILIES = ("unix", "inet", "inet6")
+
+
+def _syscalls(answer: dict[str, Any]) -> dict[str, str]:
+    assert answer.get("ok") and answer["status"] == 0, answer
+    found: dict[str, str] = json.loads(answer["stdout"])
+    return found
+
+
+def _assert_policy(found: dict[str, str], families: tuple[str, ...], where: str) -> None:
+    wrong = {name: found[name] for name in REFUSED if found[name] != "EPERM"}
+    assert not wrong, (where, wrong)
+    # clone3 cannot be filtered by its flags: ENOSYS (RestrictNamespaces=), so libc falls back to clone.
+    assert (found["clone3_newuser"], found["clone_plain"], found["socketpair_unix"]) == ("ENOSYS", "ok", "ok"), (where, found)
+    for family in ("vsock", "netlink", "packet"):
+        assert found[f"socket_{family}"] == "EAFNOSUPPORT", (where, family, found)
+    for family in FAMILIES:
+        assert found[f"socket_{family}"] == ("ok" if family in families else "EAFNOSUPPORT"), (where, family, found)
+    # AF_INET with upper bits set: systemd compares all 64 bits and refuses it even where AF_INET is allowed.
+    assert found["socket_inet_upper_bits"] == "EAFNOSUPPORT", (where, found)
+    assert found["ioctl_tiocsti"] != "ok" and found["ioctl_tiocsti_upper_bits"] != "ok", (where, found)  # no terminal to push into
+
+
+def test_every_unit_refuses_what_the_syscall_policy_refuses(container: Container, client: Client) -> None:
+    """Red team (issue 25, item 2): SystemCallFilter=@system-service keeps @aio, and io_uring's
+    IORING_OP_SOCKET made AF_UNIX, AF_INET and AF_VSOCK sockets in an egress-denied stdio unit
+    (RestrictAddressFamilies=none sees only socket()); @keyring, userfaultfd and process_vm_readv
+    were open too. Each unit kind runs the shared syscall probe: io_uring_setup itself fails, so
+    no io_uring operation can run."""
+    probe = ["/usr/bin/python3", "/probe/syscall_probe.py"]
+    stdio = {"probe": (), "fetch": ("unix", "inet", "inet6")}
+    for server, families in stdio.items():
+        client.open(f"sc-{server}", server)
+        _assert_policy(_syscalls(client.ask(f"sc-{server}", "run", argv=probe)), families, server)
+    http = {"web": (8941, ("inet", "inet6")), "weblisten": (8942, ("unix", "inet", "inet6")), "webfetch": (8944, ("unix", "inet", "inet6"))}
+    units = [f"mcp-sdreal_{server}@syscalls.service" for server in http]
+    try:
+        container.run("systemctl", "start", *units, timeout=120)
+        for server, (port, families) in http.items():
+            assert _first_answer(client, port)["ok"]
+            _assert_policy(_syscalls(client.http(port, "run", argv=probe)), families, server)
+    finally:
+        for unit in units:
+            _stop_run(container, unit)
+    # The control: the filter the target wrote before, on the same unit, let all of it through.
+    client.open("sc-old", "oldfilter")
+    old = _syscalls(client.ask("sc-old", "run", argv=probe))
+    opened = {name for name in ("io_uring_setup", "keyctl_session_keyring_id", "add_key", "userfaultfd", "process_vm_readv_child") if old[name] == "ok"}
+    assert opened == {"io_uring_setup", "keyctl_session_keyring_id", "add_key", "userfaultfd", "process_vm_readv_child"}, old

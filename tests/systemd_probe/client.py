@@ -2,11 +2,13 @@
 (each one starts an instance) and relays the test's requests to them.
 
 Lines in: {"open": id, "path": socket} | {"to": id, "request": {...}} |
-{"close": id} | {"wait_closed": id, "timeout": s}. One JSON line out for each.
+{"close": id} | {"wait_closed": id, "timeout": s} | {"http": port, "request": {...}}
+(one POST to 127.0.0.1:port, an HTTP server's forwarded port). One JSON line out for each.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import sys
@@ -29,6 +31,13 @@ def handle(message: dict[str, Any]) -> dict[str, Any]:
         stream.flush()
         line = stream.readline()
         return json.loads(line) if line else {"ok": False, "errno": "closed"}
+    if "http" in message:
+        connection = http.client.HTTPConnection("127.0.0.1", int(message["http"]), timeout=30)
+        try:
+            connection.request("POST", "/", body=json.dumps(message["request"]), headers={"Content-Type": "application/json"})
+            return json.loads(connection.getresponse().read())
+        finally:
+            connection.close()
     if "wait_closed" in message:
         sock, _ = connections[message["wait_closed"]]
         sock.settimeout(float(message["timeout"]))

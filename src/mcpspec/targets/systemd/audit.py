@@ -5,11 +5,15 @@ sandbox, with an empty environment), from values systemd fills in at stop:
 
     project server instance result exit_code exit_status sink mounts_json egress_json
 
-``sink`` is ``stderr``/``journal`` (the line goes to the journal) or an absolute
-path. A path is opened one component at a time, never following a symbolic link;
+``sink`` is ``stderr``/``journal`` or an absolute path. Journal lines are sent to
+journald's native socket with ``SYSLOG_IDENTIFIER=mcpspec-audit``, a fixed
+``MESSAGE_ID`` and ``MCPSPEC_*`` fields; journald adds ``_UID=0``, which no sandbox
+can claim (the server's own output carries its unit's identifier and its transient
+uid), so ``journalctl _UID=0 SYSLOG_IDENTIFIER=mcpspec-audit`` holds only these lines.
+Without journald the line goes to stderr. A path is opened one component at a time, never following a symbolic link;
 the file must be a regular file owned by root with one link, so a link or a file
 that a sandbox planted in place of the sink, or of a directory above it, is
-refused: the line then goes to the journal with the reason.
+refused: the line then goes to the journal with the reason (``MCPSPEC_EVENT=sink-refused``).
 Only the standard library: it runs on the host's python3, not in a venv.
 """
 
@@ -18,11 +22,18 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import stat
 import sys
 import time
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:@-]")
+# systemd applies TemporaryFileSystem= (the sandbox's empty /run) to "+" commands too, so
+# journald's socket is reached through PID 1's root first; the sandbox itself cannot
+# (another uid, and ProtectProc= hides PID 1 from it).
+JOURNAL_SOCKETS = ("/proc/1/root/run/systemd/journal/socket", "/run/systemd/journal/socket")
+IDENTIFIER = "mcpspec-audit"
+MESSAGE_ID = "4b109a9eccf44729a3965719d3306099"  # every audit line of this target
 
 
 def clean(value: str) -> str:
@@ -86,17 +97,41 @@ def append(sink: str, line: str) -> None:
         os.close(fd)
 
 
+def journal_entry(message: str, priority: int, fields: dict[str, str]) -> bytes:
+    """journald's native protocol: KEY=value lines. No value holds a newline (the message
+    is one JSON line or built from cleaned words; the fields are cleaned)."""
+    lines = [f"MESSAGE={message.replace(chr(10), ' ')}", f"PRIORITY={priority}", f"SYSLOG_IDENTIFIER={IDENTIFIER}", f"MESSAGE_ID={MESSAGE_ID}"]
+    lines += [f"MCPSPEC_{key}={clean(value)}" for key, value in fields.items()]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def emit(message: str, priority: int, fields: dict[str, str], sockets: tuple[str, ...] = JOURNAL_SOCKETS) -> None:
+    """To the journal's native socket; to stderr where there is no journald."""
+    entry = journal_entry(message, priority, fields)
+    reason = "no socket"
+    for path in sockets:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as journal:
+                journal.sendto(entry, path)
+            return
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+    print(f"mcpspec: journald's socket refused the audit line ({reason}); it goes to stderr", file=sys.stderr)
+    print(message, file=sys.stderr)
+
+
 def main(argv: list[str]) -> int:
     os.umask(0o077)
     line = audit_line(argv, time.time())
+    fields = {"PROJECT": argv[0], "SERVER": argv[1], "INSTANCE": argv[2], "EVENT": "stop"}
     sink = argv[6]
     if sink in ("stderr", "journal"):
-        print(line, file=sys.stderr)
+        emit(line, 6, fields)
         return 0
     try:
         append(sink, line)
     except (Refused, OSError) as exc:
-        print(f"mcpspec: refusing the audit sink {clean(sink)}: {exc}; the line: {line}", file=sys.stderr)
+        emit(f"mcpspec: refusing the audit sink {clean(sink)}: {exc}; the line: {line}", 3, {**fields, "EVENT": "sink-refused"})
         return 1
     return 0
 

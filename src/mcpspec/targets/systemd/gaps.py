@@ -17,7 +17,7 @@ ENV_SHIM_TOOLS = frozenset({"bash"})
 
 def shim_tools(sandbox: EffectiveSandbox, egress: EgressPlan) -> frozenset[str]:
     """The programs the in-sandbox shim needs for this server (none: no shim)."""
-    if egress.mode == "proxy" and not isinstance(sandbox.transport, HttpTransport):
+    if egress.mode == "proxy":
         return SHIM_TOOLS
     if any(grant.env is not None for grant in sandbox.secrets):
         return ENV_SHIM_TOOLS
@@ -34,13 +34,7 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
         bind = transport.bind  # the resolver binds every launched HTTP server (127.0.0.1 unless set)
         if bind is not None and not _is_loopback(bind):
             gaps.append(Gap("listeners", "none", (*sandbox.path, "transport", "bind"),
-                            f"transport.bind {bind}: the systemd target serves HTTP on loopback only (IPAddressAllow=127.0.0.1 ::1); bind 127.0.0.1 and put a reverse proxy in front"))
-        overrides["egress-deny"] = ("partial", "an HTTP server shares the host network: IPAddressAllow=127.0.0.1 ::1 lets it reach every loopback service of the host listening there")
-        if egress.mode == "proxy":
-            overrides["egress-allowlist"] = ("partial", "an HTTP server shares the host's loopback, where every squid of every server and project listens: "
-                                             "it can use another server's proxy, so its allowlist is the union of theirs")
-        if not sandbox.process.listeners:
-            overrides["listeners"] = ("partial", "an HTTP server shares the host network: SocketBindDeny= allows only its port where systemd has the BPF framework, and IPAddressDeny= keeps other listeners reachable from loopback only")
+                            f"transport.bind {bind}: the systemd target serves HTTP on the host's loopback only; bind 127.0.0.1 and put a reverse proxy in front"))
     if egress.mode == "direct-open":
         _direct_gaps(sandbox, egress, http, gaps, overrides)
     _secret_gaps(plan, sandbox, gaps)
@@ -60,6 +54,13 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox) -> tuple[list[Gap], Overr
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink} lies in a directory that {', '.join(sorted(set(holders)))} can write: a sandbox can rename or delete "
                         "the log with every line in it; keep the sink outside writable mounts"))
+    if sandbox.logging.audit and file is not None and not file.in_home:
+        covering = _mounted_over(sandbox, egress, file.path)
+        if covering:
+            gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
+                            f"logging.sink {sink} lies under {covering}, which the server's own unit mounts: systemd applies BindPaths= and TemporaryFileSystem= "
+                            "to the stop-time audit command (ExecStopPost=+) too, so the line would go into what the server mounts there (which it may write) "
+                            "or vanish with the instance's tmpfs; keep the sink outside the server's mounts, /run and /dev/shm"))
     if sandbox.logging.audit and file is not None and file.in_home:
         gaps.append(Gap("audit-log", "none", sandbox.origin("logging.sink"),
                         f"logging.sink {sink}: a system unit has no invoking user, so ~ cannot be resolved; audit lines go to the journal"))
@@ -78,8 +79,11 @@ def _direct_gaps(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool, gaps
     if any(d.kind != "cidr" for d in egress.deny):
         gaps.append(Gap("egress-deny", "none", sandbox.origin("egress.deny"),
                         "names in egress.deny cannot be refused by IP rules (via: direct); set egress.via: proxy"))
+    shared = "direct egress shares the host's network namespace: every abstract unix socket of the host stays reachable" + (
+        ", and so does every service on the host's 127.0.0.1 and ::1" if http else "")
     if any(d.kind == "cidr" and d.port is not None for d in egress.allow):
-        overrides["egress-deny"] = ("partial", "direct egress: IPAddressAllow= opens the listed addresses on every port, not only the listed ones")
+        shared += "; IPAddressAllow= opens the listed addresses on every port, not only the listed ones"
+    overrides["egress-deny"] = ("partial", shared)
     for destination in egress.allow:
         if destination.kind != "cidr" or "metadata-blocking" in overrides:
             continue
@@ -88,8 +92,10 @@ def _direct_gaps(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool, gaps
             if network.version == metadata.version and metadata != network and metadata.subnet_of(network):  # type: ignore[arg-type]
                 overrides["metadata-blocking"] = ("none", f"the allowed range {network} contains the metadata range {metadata}, which IP rules cannot carve out (IPAddressAllow= wins over IPAddressDeny=); set egress.via: proxy")
                 break
-    if not sandbox.process.listeners and not http:
-        overrides["listeners"] = ("partial", "direct egress shares the host network: SocketBindDeny=any refuses listeners where systemd has the BPF framework, and IPAddressDeny= lets only the allowed addresses reach one")
+    if not sandbox.process.listeners:
+        overrides["listeners"] = ("partial", "direct egress shares the host network: SocketBindDeny=any refuses listeners"
+                                  + (" but the server's port" if http else "") + " where systemd has the BPF framework, and IPAddressDeny= lets only the allowed addresses"
+                                  + (" and the host's loopback" if http else "") + " reach one")
     overrides["hidden-paths"] = ("partial", "direct egress keeps /run visible (name resolution may need it): world-accessible sockets there, D-Bus and systemd-resolved among them, stay reachable")
 
 
@@ -114,6 +120,15 @@ def _secret_gaps(plan: Plan, sandbox: EffectiveSandbox, gaps: list[Gap]) -> None
 def _writers_of(plan: Plan, path: str) -> list[str]:
     """The servers (that run here) with a writable host directory mounted at ``path`` or above it."""
     return [server.name for server, _ in writable_index(plan).holding(path)]
+
+
+def _mounted_over(sandbox: EffectiveSandbox, egress: EgressPlan, path: str) -> str | None:
+    """The mount of the server's own unit at or above ``path`` (its binds and tmpfs, the private /run and /dev/shm), if any."""
+    targets = [mount.target for mount in sandbox.mounts] + (["/run"] if egress.mode != "direct-open" else []) + ["/dev/shm"]
+    for target in targets:
+        if path == target or path.startswith(target.rstrip("/") + "/"):
+            return target
+    return None
 
 
 def _is_loopback(address: str) -> bool:

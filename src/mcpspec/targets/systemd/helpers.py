@@ -7,8 +7,10 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.common import embedded_source, header_text
 from mcpspec.targets.egress import HOST_ACL, METADATA_RANGES, PORT_ACL, EgressPlan, squid_config
+from mcpspec.targets.seccomp import syscall_policy
 from mcpspec.targets.systemd.directive import Directive, Fixed, UnitArg, UnitInt, UnitName, UnitNetwork, UnitPath, UnitText, directive, fixed, joined
-from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names
+from mcpspec.targets.systemd.names import SQUID_PORT_BASE, SQUID_PORT_SPAN, Names, instance_of
+from mcpspec.targets.systemd.service import forwarded, http_port
 from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, hardening, render, shell_template
 
 SOCKET_PROXYD = "/usr/lib/systemd/systemd-socket-proxyd"
@@ -23,16 +25,17 @@ def own_addresses_path(names: Names) -> str:
 
 def helper_files(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> dict[str, str]:
     """Every file of one server except its template."""
-    http = isinstance(sandbox.transport, HttpTransport)
     files: dict[str, str] = {}
-    if not http:
+    if not isinstance(sandbox.transport, HttpTransport):
         files[names.socket] = _socket(plan, sandbox, names)
+    elif forwarded(sandbox, egress):
+        files[names.http_socket] = _http_socket(plan, sandbox, names)
+        files[names.http_forwarder] = _http_forwarder(plan, sandbox, names)
     if egress.mode == "proxy":
         files[names.squid_conf] = _squid_conf(plan, sandbox, names, egress)
         files[names.squid_service] = _squid_service(plan, sandbox, names)
-        if not http:
-            files[names.egress_socket] = _egress_socket(plan, sandbox, names)
-            files[names.egress_service] = _egress_service(plan, sandbox, names)
+        files[names.egress_socket] = _egress_socket(plan, sandbox, names)
+        files[names.egress_service] = _egress_service(plan, sandbox, names)
     return files
 
 
@@ -44,6 +47,47 @@ def _socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
         *(fixed(line) for line in ("SocketMode=0600", "DirectoryMode=0755", "Accept=yes", "RemoveOnStop=yes")),
     ]
     return render(head, [("Unit", unit), ("Socket", socket), ("Install", [fixed("WantedBy=sockets.target")])])
+
+
+def _http_socket(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
+    port = http_port(sandbox)
+    server = UnitName(instance_of(names.service, "%i"))
+    head = comments(plan, f"the HTTP port of MCP server {sandbox.name} on the host: 127.0.0.1:{port}, one run at a time")
+    head.append(f"# Started with {instance_of(names.service, '%i')} (its Wants=) and stopped with it (BindsTo=); a connection")
+    head.append(f"# starts {instance_of(names.http_forwarder, '%i')}, which relays it into the run's own network namespace.")
+    unit = [directive("Description", describe(sandbox, "HTTP port of run %i")), directive("BindsTo", server)]
+    socket = [
+        directive("ListenStream", joined(Fixed("127.0.0.1:"), UnitInt(port))),
+        fixed("IPAddressDeny=any"),
+        fixed("IPAddressAllow=localhost"),
+    ]
+    return render(head, [("Unit", unit), ("Socket", socket)])
+
+
+def _http_forwarder(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
+    port = http_port(sandbox)
+    transport = sandbox.transport
+    inside = "[::1]" if isinstance(transport, HttpTransport) and transport.bind == "::1" else "127.0.0.1"
+    server = UnitName(instance_of(names.service, "%i"))
+    head = comments(plan, f"relays the HTTP port of MCP server {sandbox.name} into the network namespace of one run")
+    head.append("# systemd-socket-proxyd's documented namespace pattern: the listening socket is the host's")
+    head.append(f"# (from {instance_of(names.http_socket, '%i')}), every connection it makes is inside the run's namespace.")
+    head.append("# JoinsNamespaceOf= also joins the run's /tmp and IPC namespace (both units have them private); it uses neither.")
+    unit = [
+        directive("Description", describe(sandbox, "HTTP forwarder of run %i")),
+        directive("BindsTo", server),
+        directive("After", server),
+        directive("JoinsNamespaceOf", server),
+    ]
+    wait = shell_template("http-ready.sh", port=port, hex=f"{port:04X}")
+    service = [
+        directive("ExecStartPre", Fixed("/bin/bash -c"), UnitArg(wait)),
+        directive("ExecStart", Fixed(SOCKET_PROXYD), joined(Fixed(f"{inside}:"), UnitInt(port))),
+        directive("SyslogIdentifier", UnitName(f"{names.stem}_http")),
+        *_helper_hardening(sandbox),
+        *(fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=AF_INET AF_INET6", "IPAddressDeny=any", "IPAddressAllow=localhost", "SocketBindDeny=any")),
+    ]
+    return render(head, [("Unit", unit), ("Service", service)])
 
 
 def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:
@@ -64,8 +108,9 @@ def _squid_conf(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: Egr
     return body + f"access_log stdio:/var/log/{names.squid_dir}/access.log mcpspec\n"
 
 
-def _helper_hardening() -> list[Directive]:
-    return [fixed("DynamicUser=yes"), *confinement("@privileged"), *hardening()]
+def _helper_hardening(sandbox: EffectiveSandbox) -> list[Directive]:
+    """Every helper gets its server's syscall allow-list; each sets its own RestrictAddressFamilies=."""
+    return [fixed("DynamicUser=yes"), *confinement(syscall_policy(sandbox), "@privileged"), *hardening()]
 
 
 def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
@@ -94,7 +139,7 @@ def _squid_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
         fixed("LimitNOFILE=65536"),
         directive("SyslogIdentifier", UnitName(names.squid_dir)),
         fixed("Restart=on-failure"),
-        *_helper_hardening(),
+        *_helper_hardening(sandbox),
         fixed("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6"),
         # squid refuses these after resolution; the IP rule is a second wall.
         directive("IPAddressDeny", *(UnitNetwork(network) for network in METADATA_RANGES)),
@@ -125,7 +170,7 @@ def _egress_service(plan: Plan, sandbox: EffectiveSandbox, names: Names) -> str:
     service = [
         directive("ExecStart", Fixed(SOCKET_PROXYD), joined(Fixed("127.0.0.1:"), UnitInt(names.squid_port))),
         directive("SyslogIdentifier", UnitName(f"{names.stem}_egress")),
-        *_helper_hardening(),
+        *_helper_hardening(sandbox),
         *(fixed(line) for line in ("PrivateNetwork=no", "RestrictAddressFamilies=AF_UNIX AF_INET", "IPAddressDeny=any", "IPAddressAllow=localhost", "SocketBindDeny=any")),
     ]
     return render(head, [("Unit", unit), ("Service", service)])

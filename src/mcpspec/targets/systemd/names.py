@@ -56,6 +56,16 @@ class Names:
         return f"{self.stem}_egress.service"
 
     @property
+    def http_socket(self) -> str:
+        """An HTTP server's port on the host's loopback, one per run (a template like the server's)."""
+        return f"{self.stem}_http@.socket"
+
+    @property
+    def http_forwarder(self) -> str:
+        """The systemd-socket-proxyd that the http socket starts, inside the run's network namespace."""
+        return f"{self.stem}_http@.service"
+
+    @property
     def squid_conf(self) -> str:
         return f"{self.server}.squid.conf"
 
@@ -107,6 +117,11 @@ class Names:
     @property
     def crc(self) -> int:
         return zlib.crc32(f"{self.project}/{self.server}".encode())
+
+
+def instance_of(template: str, instance: str) -> str:
+    """The name of one instance of a template unit (``x@.service`` -> ``x@<instance>.service``)."""
+    return template.replace("@.", f"@{instance}.", 1)
 
 
 def names(project: str, server: str) -> Names:

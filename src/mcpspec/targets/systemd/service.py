@@ -12,6 +12,7 @@ from mcpspec.spec.models import HttpTransport
 from mcpspec.targets.base import Refused
 from mcpspec.targets.common import compact_json
 from mcpspec.targets.egress import METADATA_RANGES, PRIVATE_RANGES, EgressPlan
+from mcpspec.targets.seccomp import syscall_policy
 from mcpspec.targets.systemd.directive import (
     Directive,
     Fixed,
@@ -28,7 +29,7 @@ from mcpspec.targets.systemd.directive import (
     joined,
 )
 from mcpspec.targets.systemd.gaps import shim_tools
-from mcpspec.targets.systemd.names import Names
+from mcpspec.targets.systemd.names import Names, instance_of
 from mcpspec.targets.systemd.unitfile import comments, confinement, describe, embedded_python, embedded_shell, hardening, render
 
 # Runtimes that compile code at run time and so need writable executable memory:
@@ -60,42 +61,57 @@ _CREDENTIAL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,255}\Z")
 
 def service(plan: Plan, sandbox: EffectiveSandbox, names: Names, egress: EgressPlan) -> str:
     http = isinstance(sandbox.transport, HttpTransport)
-    proxied_stdio = egress.mode == "proxy" and not http
+    proxied = egress.mode == "proxy"
     unit = [directive("Description", describe(sandbox, "run %i")), fixed("CollectMode=inactive-or-failed")]
     needs: list[UnitValue] = []
-    if egress.mode == "proxy":
-        needs.append(UnitName(names.squid_service))
-        if proxied_stdio:
-            needs.append(UnitName(names.egress_socket))
+    if proxied:
+        needs += [UnitName(names.squid_service), UnitName(names.egress_socket)]
     if needs:
         unit += [directive("Requires", *needs), directive("After", *needs)]
-    if http or egress.mode == "direct-open":
+    if forwarded(sandbox, egress):
+        # The run's port on the host: the socket is bound to this instance (BindsTo=) and stops with it.
+        unit.append(directive("Wants", UnitName(instance_of(names.http_socket, "%i"))))
+    if egress.mode == "direct-open":
         unit += [fixed("Wants=network-online.target"), fixed("After=network-online.target")]
 
     body: list[Directive] = [fixed("Type=simple")]
-    body += _exec_start(sandbox, egress, proxied_stdio)
+    body += _exec_start(sandbox, egress, proxied)
     streams = ("null", "journal", "journal") if http else ("socket", "socket", "journal")
     body += [directive(key, Fixed(value)) for key, value in zip(("StandardInput", "StandardOutput", "StandardError"), streams, strict=True)]
     body.append(directive("SyslogIdentifier", UnitName(names.identifier)))
     if sandbox.workdir is not None:
         body.append(directive("WorkingDirectory", UnitPath(sandbox.workdir, ("mounts", sandbox.origin("workdir")))))
-    body += _environment(sandbox, names, egress, http)
+    body += _environment(sandbox, egress)
     body += _identity(sandbox, names)
     body += _network(sandbox, egress, http)
-    body += _filesystem(sandbox, names, egress, proxied_stdio)
+    body += _filesystem(sandbox, names, egress, proxied)
     body += _secrets(sandbox)
     body += _limits(sandbox)
     body += _audit(sandbox, names, egress)
 
     head = comments(plan, f"the sandbox of MCP server {sandbox.name}, one instance per agent run")
-    if http:
+    if forwarded(sandbox, egress):
+        head.append(f"# Start one instance per run: systemctl start {names.stem}@<run-id>.service; it listens in its own")
+        head.append(f"# network namespace, and {instance_of(names.http_socket, '<run-id>')} forwards the host's 127.0.0.1:{http_port(sandbox)} to it")
+    elif http:
         head.append(f"# Start one instance per run: systemctl start {names.stem}@<run-id>.service")
     else:
         head.append(f"# Started by {names.socket}: one instance per connection to {names.listen_path}")
     return render(head, [("Unit", unit), ("Service", body)])
 
 
-def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied_stdio: bool) -> list[Directive]:
+def forwarded(sandbox: EffectiveSandbox, egress: EgressPlan) -> bool:
+    """An HTTP server in its own network namespace, whose port the host reaches through a forwarder."""
+    return isinstance(sandbox.transport, HttpTransport) and egress.mode != "direct-open"
+
+
+def http_port(sandbox: EffectiveSandbox) -> int:
+    transport = sandbox.transport
+    assert isinstance(transport, HttpTransport) and transport.port is not None  # the resolver requires a port of a launched HTTP server
+    return int(transport.port)
+
+
+def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied: bool) -> list[Directive]:
     spec_path: SpecPath = (*sandbox.path, "command")
     if sandbox.command_is_shell:
         raise Refused("process-policy", spec_path, "a command given as one string is run by a shell; give it as a list of words")
@@ -107,16 +123,16 @@ def _exec_start(sandbox: EffectiveSandbox, egress: EgressPlan, proxied_stdio: bo
     words: list[UnitValue] = [UnitArg(word, ("process-policy", spec_path)) for word in sandbox.command]
     if shim_tools(sandbox, egress):
         # Names only (validated: a variable and a secret name), never a value.
-        options = (["egress"] if proxied_stdio else []) + [f"{g.env}={g.name}" for g in sandbox.secrets if g.env is not None]
+        options = (["egress"] if proxied else []) + [f"{g.env}={g.name}" for g in sandbox.secrets if g.env is not None]
         shim = [Fixed("/bin/bash --noprofile --norc -c"), UnitArg(SHIM), Fixed("mcpspec-shim"), *(UnitName(option) for option in options), Fixed("--")]
         words = [*shim, *words]
     return [directive("ExecStart", *words)]
 
 
-def _environment(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, http: bool) -> list[Directive]:
+def _environment(sandbox: EffectiveSandbox, egress: EgressPlan) -> list[Directive]:
     declared = dict(sandbox.env.set)
     if egress.mode == "proxy":
-        proxy = f"http://127.0.0.1:{names.squid_port if http else PROXY_PORT}"
+        proxy = f"http://127.0.0.1:{PROXY_PORT}"
         for variable in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"):
             declared[variable] = proxy  # over any spec value: nothing else is reachable
     lines = []
@@ -133,38 +149,62 @@ def _identity(sandbox: EffectiveSandbox, names: Names) -> list[Directive]:
     jit = program in JIT_RUNTIMES or re.sub(r"[0-9.]+$", "", program) in JIT_RUNTIMES
     # One transient user per instance: concurrent runs of a server cannot read each
     # other's workspaces or /proc/<pid>/environ, nor signal each other.
-    return [fixed("DynamicUser=yes"), directive("User", UnitName(names.user)), *confinement("@privileged @resources", write_execute=jit)]
+    return [fixed("DynamicUser=yes"), directive("User", UnitName(names.user)), *confinement(syscall_policy(sandbox), "@privileged @resources", write_execute=jit)]
+
+
+def address_families(sandbox: EffectiveSandbox, wanted: tuple[str, ...]) -> Directive:
+    """RestrictAddressFamilies=: what this unit needs, never more than the syscall policy allows."""
+    allowed = syscall_policy(sandbox).socket_families
+    families = [family for family in wanted if family in allowed]
+    return fixed(f"RestrictAddressFamilies={' '.join(families) or 'none'}")
 
 
 def _network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[Directive]:
+    if egress.mode == "direct-open":
+        return _host_network(sandbox, egress, http)
+    # Its own network namespace: only the instance's loopback, and no abstract unix socket
+    # of the host either (those belong to a network namespace, not to the file system).
     listeners = sandbox.process.listeners
-    if not http and egress.mode == "none":
-        # The stdio connection arrives as a file descriptor: no socket of its own is needed.
-        if not listeners:
-            return [fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=none", "IPAddressDeny=any", "SocketBindDeny=any")]
-        return [fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX", "IPAddressDeny=any")]
-    if not http and egress.mode == "proxy":
-        # Only the instance's own loopback exists: the shim's socat and the server talk over it.
-        lines = [fixed(line) for line in ("PrivateNetwork=yes", "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6", "IPAddressDeny=any", "IPAddressAllow=localhost")]
-        return lines if listeners else [*lines, directive("SocketBindAllow", joined(Fixed("ipv4:tcp:"), UnitInt(PROXY_PORT))), fixed("SocketBindDeny=any")]
-    lines = [fixed("PrivateNetwork=no"), fixed("RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6")]
+    lines = [fixed("PrivateNetwork=yes")]
+    families: tuple[str, ...] = ("AF_UNIX", "AF_INET", "AF_INET6")  # as far as the policy allows
+    if egress.mode == "none" and not listeners:
+        # A stdio connection arrives as a file descriptor: no socket of its own is needed; an
+        # HTTP server needs its inet listener only. (With an allowlist, the shim's socat reaches
+        # the egress socket over AF_UNIX and the server reaches socat over the instance's loopback.)
+        families = ("AF_INET", "AF_INET6") if http else ()
+    lines.append(address_families(sandbox, families))
+    lines.append(fixed("IPAddressDeny=any"))
+    if http or egress.mode == "proxy":
+        lines.append(fixed("IPAddressAllow=localhost"))
+    if listeners:
+        return lines
+    binds: list[UnitValue] = []
+    if http:
+        binds.append(joined(Fixed("tcp:"), UnitInt(http_port(sandbox))))
+    if egress.mode == "proxy":
+        if http and http_port(sandbox) == PROXY_PORT:
+            raise Refused("listeners", (*sandbox.path, "transport", "port"), f"port {PROXY_PORT} is where the egress bridge listens inside the sandbox; give the server another port")
+        binds.append(joined(Fixed("ipv4:tcp:"), UnitInt(PROXY_PORT)))
+    lines += [directive("SocketBindAllow", bind) for bind in binds]  # one rule a line
+    return [*lines, fixed("SocketBindDeny=any")]
+
+
+def _host_network(sandbox: EffectiveSandbox, egress: EgressPlan, http: bool) -> list[Directive]:
+    """Direct egress: the host's network, limited by IP rules."""
+    lines = [fixed("PrivateNetwork=no"), address_families(sandbox, ("AF_UNIX", "AF_INET", "AF_INET6"))]
     # 127.0.0.1 and ::1, not all of loopback: 127.0.0.53 and .54 are systemd-resolved's stubs.
     allow = ["127.0.0.1", "::1"] if http else []
-    if egress.mode == "direct-open":
-        allow += _allowed_networks(egress)
-        if egress.default == "allow":
-            denied = [*METADATA_RANGES, *PRIVATE_RANGES, *(_cidr(d.host) for d in egress.deny if d.kind == "cidr")]
-            lines.append(directive("IPAddressDeny", *(UnitNetwork(network) for network in dict.fromkeys(denied))))
-        else:
-            lines.append(fixed("IPAddressDeny=any"))
+    allow += _allowed_networks(egress)
+    if egress.default == "allow":
+        denied = [*METADATA_RANGES, *PRIVATE_RANGES, *(_cidr(d.host) for d in egress.deny if d.kind == "cidr")]
+        lines.append(directive("IPAddressDeny", *(UnitNetwork(network) for network in dict.fromkeys(denied))))
     else:
         lines.append(fixed("IPAddressDeny=any"))
     if allow:
         lines.append(directive("IPAddressAllow", *(UnitNetwork(network) for network in allow)))
-    if not listeners:
-        transport = sandbox.transport
-        if isinstance(transport, HttpTransport) and transport.port is not None:
-            lines.append(directive("SocketBindAllow", joined(Fixed("tcp:"), UnitInt(int(transport.port)))))
+    if not sandbox.process.listeners:
+        if http:
+            lines.append(directive("SocketBindAllow", joined(Fixed("tcp:"), UnitInt(http_port(sandbox)))))
         lines.append(fixed("SocketBindDeny=any"))
     return lines
 
@@ -187,7 +227,7 @@ def _cidr(host: str) -> str:
     return str(ipaddress.ip_network(host, strict=False))
 
 
-def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, proxied_stdio: bool) -> list[Directive]:
+def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, proxied: bool) -> list[Directive]:
     lines = hardening()
     runtime_dirs: list[str] = []
     binds: list[Directive] = []
@@ -219,7 +259,7 @@ def _filesystem(sandbox: EffectiveSandbox, names: Names, egress: EgressPlan, pro
             binds.append(directive(setting, joined(UnitPath(mount.source, ("mounts", (*mount.path, "from"))), Fixed(":"), target)))
     if runtime_dirs:
         lines += [directive("RuntimeDirectory", *(UnitName(d) for d in runtime_dirs)), fixed("RuntimeDirectoryMode=0700")]
-    if proxied_stdio:
+    if proxied:
         binds.append(directive("BindPaths", joined(UnitPath(names.egress_path), Fixed(":"), UnitPath(EGRESS_SOCKET))))
         kept.append(EGRESS_SOCKET)
     lines += binds + temporary

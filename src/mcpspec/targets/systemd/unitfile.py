@@ -9,11 +9,16 @@ from importlib import resources
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.common import embedded_source, header
+from mcpspec.targets.seccomp import SyscallPolicy
 from mcpspec.targets.systemd.directive import Directive, Fixed, UnitBool, UnitText, UnitValue, directive, fixed, joined
 
 __all__ = ["comments", "confinement", "describe", "embedded_python", "embedded_shell", "hardening", "render", "shell_template"]
 
 _TEMPLATE_VALUE = re.compile(r"^[A-Za-z0-9_./:-]+\Z")
+_SYSCALL = re.compile(r"^[a-z_][a-z0-9_]*\Z")
+# Never in a unit's allow-list, whatever a policy says: io_uring runs socket, connect and open
+# operations that neither SystemCallFilter= nor RestrictAddressFamilies= sees.
+REFUSED_HERE = frozenset({"io_uring_setup", "io_uring_enter", "io_uring_register"})
 
 
 @functools.lru_cache(maxsize=16)
@@ -90,7 +95,27 @@ def hardening() -> list[Directive]:
     )]
 
 
-def confinement(system_calls: str, write_execute: bool = False) -> list[Directive]:
+def system_call_filter(policy: SyscallPolicy, refused: str) -> list[Directive]:
+    """The project's syscall policy as SystemCallFilter= lines: its allow-list by name (no group,
+    so nothing the policy refuses, io_uring above all, comes back with one), then the groups this
+    target refuses on top (``refused``, which also keeps systemd-analyze's score).
+
+    The policy's argument filters are systemd settings here: clone without namespace flags is
+    RestrictNamespaces=, personality is LockPersonality=, socket's families are
+    RestrictAddressFamilies= (socketpair makes AF_UNIX pairs only). ``clone3`` is listed so that
+    RestrictNamespaces= answers it with ENOSYS, as the policy does (libc then falls back to clone):
+    left out, it would fail with EPERM and no thread could start.
+    """
+    if policy.enosys != ("clone3",):
+        raise ValueError(f"the systemd target answers only clone3 with ENOSYS (through RestrictNamespaces=), not {policy.enosys}")
+    names = sorted({*policy.allowed, *policy.enosys})
+    bad = [name for name in names if not _SYSCALL.match(name) or name in REFUSED_HERE]
+    if bad:
+        raise ValueError(f"not in this target's syscall allow-list: {bad}")
+    return [directive("SystemCallFilter", *(Fixed(name) for name in names)), directive("SystemCallFilter", Fixed(f"~{refused}"))]
+
+
+def confinement(policy: SyscallPolicy, refused: str, write_execute: bool = False) -> list[Directive]:
     """Privileges, system calls and kernel features every unit of this target gives up."""
     return [
         *(fixed(line) for line in (
@@ -98,8 +123,9 @@ def confinement(system_calls: str, write_execute: bool = False) -> list[Directiv
             "CapabilityBoundingSet=",
             "AmbientCapabilities=",
             "PrivateUsers=yes",
-            "SystemCallFilter=@system-service",
-            f"SystemCallFilter=~{system_calls}",
+        )),
+        *system_call_filter(policy, refused),
+        *(fixed(line) for line in (
             "SystemCallArchitectures=native",
             "SystemCallErrorNumber=EPERM",
             "LockPersonality=yes",
