@@ -46,7 +46,7 @@ def _rules(egress: str) -> str:
 
 def _unguarded(rules: str) -> str:
     """The rules as they were before issue 25: no rule 0, no refusal of the host's own addresses."""
-    dropped = {*SQUID_ONLY_WEB, "http_access deny host_addresses", "http_access deny host_addresses proxy_port", "cachemgr_passwd disable all",
+    dropped = {*SQUID_ONLY_WEB, "http_access deny host_addresses", "http_access deny proxy_port host_addresses", "cachemgr_passwd disable all",
                "global_internal_static off"}
     return "".join(line + "\n" for line in rules.splitlines() if line not in dropped)
 

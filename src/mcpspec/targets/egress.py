@@ -129,7 +129,7 @@ def squid_rules(plan: EgressPlan, host_addresses: bool = False) -> list[str]:
     """
     names = [d for d in plan.allow if d.kind != "cidr"]
     addresses = [d for d in plan.allow if d.kind == "cidr"]
-    lines = [*SQUID_ONLY_WEB, *([f"http_access deny {HOST_ACL} {PORT_ACL}"] if host_addresses else []), "acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
+    lines = [*SQUID_ONLY_WEB, "acl ip_literal dstdom_regex -n ^[0-9.]+$ ^\\[[0-9a-fA-F:.]+\\]$"]
     if plan.default == "deny":
         listed = []
         for index, destination in enumerate(names, 1):
@@ -137,6 +137,10 @@ def squid_rules(plan: EgressPlan, host_addresses: bool = False) -> list[str]:
             lines.append(f"acl listed_{index} {kind} {value}")
             listed.append(f"!listed_{index}")
         lines.append(" ".join(["http_access deny !ip_literal", *listed]))
+    if host_addresses:
+        # The port first: HOST_ACL is a dst ACL, which resolves the request's name, and only a
+        # request for squid's own port needs that (a flood of names sent none to a resolver).
+        lines.append(f"http_access deny {PORT_ACL} {HOST_ACL}")
     lines.extend(_acl("metadata_names", "dstdomain -n", METADATA_HOSTS))
     lines.append("http_access deny metadata_names")
     lines.extend(_acl("never", "dst", SQUID_NEVER))
