@@ -320,3 +320,12 @@ def test_every_example_against_the_risky_one_renders_in_every_format(target: str
         assert text(found).count("\n") == len(found.changes) + 1
         back = diff_plans(risky, _plan(example), Settings(), target)
         assert {c.effect for c in back.changes} >= {"shrank"}
+
+
+def test_max_chars_caps_the_markdown_comment() -> None:
+    old, new = str(REPO / "examples" / "coding-agent.yaml"), str(REPO / "examples" / "risky.yaml")
+    whole = run_cli("diff", old, new, "-f", "markdown").stdout
+    capped = run_cli("diff", old, new, "-f", "markdown", "--max-chars", "3000")
+    assert len(whole) > 3000 >= len(capped.stdout) and "more changes are not shown" in capped.stdout
+    refused = run_cli("diff", old, new, "--max-chars", "3000")
+    assert refused.returncode == 2 and "--max-chars applies to the markdown format" in refused.stderr

@@ -196,7 +196,8 @@ def test_markdown_of_hostile_spec_is_inert() -> None:
     # Outside code blocks, no tag, mention, issue link or Markdown link from the spec survives.
     assert "<script" not in prose and "<img" not in prose and "<iframe" not in prose and "<marquee" not in prose
     assert "@octocat" not in prose and "@security-team" not in prose and "#1 " not in prose
-    assert "](https" not in prose and "https://evil" not in prose
+    ours = re.sub(r"\]\(https://mcpspec\.dev/docs/rules/[A-Z]{2}\d{3}-[a-z0-9-]+\.md\)", "]", prose)  # the rule links mcpspec writes
+    assert "](https" not in ours and "https://evil" not in prose
     assert "&#64;octocat" in prose and "&#60;script&#62;" in prose
     assert prose.count("<details") == prose.count("</details>")
     # Mermaid labels are entity-coded too: no quote, bracket or tag can end a label.
@@ -347,3 +348,23 @@ def test_host_paths_in_the_picture_are_never_cut_inside_a_name(tmp_path: Path) -
         assert segments[: len(head.split("/"))] == head.split("/") and segments[-len(tail.split("/")) + 1 :] == tail.split("/")[1:], shown
         assert len(shown) <= 3
     assert boxes[LONG_PATHS[0]].lines[:3] == ("/srv/customers", "/acme-corporation-exports", "/2026/quarterly-reports")
+
+
+def test_rule_links_are_absolute_by_default_and_the_same_as_sarifs() -> None:
+    """A relative link in a pull-request comment resolves against the pull request's page."""
+    sarif = json.loads(run_cli("lint", "-f", "sarif", str(RISKY.relative_to(REPO)), "--select", "GR001").stdout)
+    (help_uri,) = {rule["helpUri"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"] if rule["id"] == "GR001"}
+    assert help_uri.startswith("https://")
+    markdown = run_cli("report", str(RISKY.relative_to(REPO)), "-f", "markdown").stdout
+    html = run_cli("report", str(RISKY.relative_to(REPO))).stdout
+    assert f"[GR001]({help_uri})" in markdown and f'href="{help_uri}"' in html
+    assert "](docs/rules/" not in markdown and 'href="docs/rules/' not in html
+    refused = run_cli("report", str(RISKY.relative_to(REPO)), "--docs-url", "docs/rules/")
+    assert refused.returncode == 2 and "not an absolute http(s) URL" in refused.stderr
+
+
+def test_max_chars_caps_the_markdown_and_is_refused_for_html() -> None:
+    done = run_cli("report", str(RISKY.relative_to(REPO)), "-f", "markdown", "--max-chars", "9000")
+    assert len(done.stdout) <= 9000 and "to stay under 9,000 characters" in done.stdout and _balanced(done.stdout)
+    refused = run_cli("report", str(RISKY.relative_to(REPO)), "--max-chars", "9000")
+    assert refused.returncode == 2 and "--max-chars applies to the markdown format" in refused.stderr

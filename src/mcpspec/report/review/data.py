@@ -20,6 +20,7 @@ from mcpspec.report.model import FileLint
 from mcpspec.report.review.reach import egress_reach
 from mcpspec.report.review.values import duration, number, plural, size
 from mcpspec.rules import facts
+from mcpspec.rules.base import DEFAULT_DOCS_URL
 from mcpspec.rules.engine import LEVELS, Result
 from mcpspec.rules.registry import find
 
@@ -190,7 +191,7 @@ class Review:
     rules: list[RuleDoc] = field(default_factory=list)
     shown: GraphView | None = None
     target: str | None = None
-    rule_docs_url: str = "docs/rules/"
+    rule_docs_url: str = DEFAULT_DOCS_URL
 
     @property
     def valid(self) -> bool:
@@ -212,7 +213,7 @@ def review(
     failed: bool,
     today: datetime.date,
     target: str | None = None,
-    rule_docs_url: str = "docs/rules/",
+    rule_docs_url: str = DEFAULT_DOCS_URL,
 ) -> Review:
     """The report of one file: ``lint`` as `mcpspec lint` found it, ``plan`` None when the spec is invalid."""
     lines = lint.text.splitlines() if lint.text is not None else []
