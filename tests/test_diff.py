@@ -329,3 +329,10 @@ def test_max_chars_caps_the_markdown_comment() -> None:
     assert len(whole) > 3000 >= len(capped.stdout) and "more changes are not shown" in capped.stdout
     refused = run_cli("diff", old, new, "--max-chars", "3000")
     assert refused.returncode == 2 and "--max-chars applies to the markdown format" in refused.stderr
+
+
+def test_target_client_is_a_usage_error_naming_the_targets_to_use() -> None:
+    """A client config's enforcement is its sandbox's: asking for it was an internal error."""
+    case = CASES_DIR / "egress-added"
+    result = run_cli("diff", str(case / "old.yaml"), str(case / "new.yaml"), "--target", "client")
+    assert result.returncode == 2 and "give --target bwrap or compose" in result.stderr and "internal error" not in result.stderr

@@ -368,3 +368,8 @@ def test_max_chars_caps_the_markdown_and_is_refused_for_html() -> None:
     assert len(done.stdout) <= 9000 and "to stay under 9,000 characters" in done.stdout and _balanced(done.stdout)
     refused = run_cli("report", str(RISKY.relative_to(REPO)), "--max-chars", "9000")
     assert refused.returncode == 2 and "--max-chars applies to the markdown format" in refused.stderr
+
+
+def test_target_client_is_a_usage_error_naming_the_targets_to_use() -> None:
+    result = run_cli("report", "examples/coding-agent.yaml", "-f", "markdown", "--target", "client")
+    assert result.returncode == 2 and "give --target bwrap or compose" in result.stderr and "internal error" not in result.stderr

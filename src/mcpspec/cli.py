@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+# A client config starts each server under `mcpspec run` (or a compose service): what it
+# enforces is that sandbox's, so report and diff ask for that target instead.
+CLIENT_TARGET_NOTE = "--target client: a client config starts each server under `mcpspec run` (bwrap's sandbox) or a compose service; give --target bwrap or compose"
 # --max-chars below this leaves no room for a Markdown report's head and its truncation note.
 MIN_COMMENT_CHARS = 2_000
 CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward)."
@@ -357,13 +360,14 @@ def init(
     project: Annotated[str | None, typer.Option("--project", help="Project name (default: the output directory's name).")] = None,
     list_servers: Annotated[bool, typer.Option("--list", help="List the catalog's servers and exit.")] = False,
 ) -> None:
-    """Write a commented starter mcp-sandbox.yaml for this project from the built-in catalog.
+    """Write a commented starter mcp-sandbox.yaml for this project from the built-in catalog,
+    and beside it mcp-sandbox.schema.json, the schema its editor modeline names.
 
     Every choice a person must check is marked `# REVIEW:`. Exit status: 0 written, 2 when the
     file exists (without --force) or a server is not in the catalog.
     """
     from mcpspec.catalog import entries
-    from mcpspec.init import InitError, write_starter
+    from mcpspec.init import InitError, write_schema_beside, write_starter
 
     if list_servers:
         for entry in entries():
@@ -371,9 +375,11 @@ def init(
         return
     try:
         write_starter(output, servers or (), force=force, project=project)
+        schema = write_schema_beside(output, force=force)
     except (InitError, OSError) as exc:
         _usage(str(exc))
     typer.echo(f"wrote {output}: review the lines marked REVIEW, then run `mcpspec lint {output}`")
+    typer.echo(schema)
 
 
 @app.command()
@@ -444,6 +450,8 @@ def report(
         _usage(str(exc))
     if max_chars is not None and chosen_format != "markdown":
         _usage("--max-chars applies to the markdown format")
+    if target == "client":
+        _usage(CLIENT_TARGET_NOTE)
     chosen = _settings(Flags(config, fail_on=fail_on, docs_url=docs_url))
     try:
         found, failed = api.review_file(file, chosen, target=target, rule_docs_url=chosen.docs_url)
@@ -509,6 +517,8 @@ def diff(
         _usage("--max-chars applies to the markdown format")
     if target is not None and target not in TARGET_NAMES:
         _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
+    if target == "client":
+        _usage(CLIENT_TARGET_NOTE)
     chosen = _settings(Flags(config))
     try:
         sides = [load_side(old), load_side(new)]
