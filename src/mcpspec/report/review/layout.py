@@ -76,6 +76,7 @@ class Box:
     kind: str
     lines: tuple[str, ...]
     title: str  # the full text, shown as a tooltip
+    heading: int  # how many of ``lines`` are the box's name (a host path may wrap over several)
     fill: str
     stroke: str
     radius: int
@@ -212,6 +213,7 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
                     picture.columns.append((x + COLUMN_WIDTH / 2, y - 8, section))
             previous = section
             lines = _lines(shown, node)
+            shown_lines = _display(node, lines)
             box = Box(
                 id=node.id,
                 x=x,
@@ -219,7 +221,8 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
                 w=COLUMN_WIDTH,
                 h=height,
                 kind=node.kind,
-                lines=tuple(_display(node, lines)),
+                lines=tuple(shown_lines),
+                heading=len(shown_lines) - len(lines) + 1,
                 title=" — ".join(lines),
                 fill=shown.fill(node.id),
                 stroke=ATTACK_COLOUR if node.id in attack_nodes else KIND_STROKE[node.kind],
