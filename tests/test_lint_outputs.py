@@ -101,6 +101,16 @@ def test_inline_suppressions_with_reason_apply_and_can_be_turned_off(spec: Path)
     assert central.returncode == 1 and [c for c, _ in codes(central)] == ["FS004", "FS004"]
 
 
+def test_a_suppression_reason_ends_at_a_following_comment(spec: Path) -> None:
+    text = SPEC.replace("to: /data, mode: rw}", "to: /data, mode: rw}  # mcpspec: ignore[FS004] reason: importer rewrites it # TODO: drop in 2027")
+    text = text.replace("      - {from: /srv/logs", "      # mcpspec: ignore[FS004] # no reason, only a comment\n      - {from: /srv/logs")
+    spec.write_text(text, encoding="utf-8")
+    result = lint(spec.name, "--select", "FS004,SU", "--format", "json", cwd=spec.parent)
+    reasons = [r["suppression"]["justification"] for r in json.loads(result.stdout)["results"] if r["suppression"]]
+    assert reasons == ["importer rewrites it"]
+    assert codes(result) == [("SU001", ""), ("FS004", "servers.files.mounts[1].mode")]  # a comment is no reason
+
+
 def test_config_file_is_found_upward_and_applied(spec: Path) -> None:
     (spec.parent / ".mcpspec.yaml").write_text("select: [FS004]\nseverity: {FS004: high}\nfail-on: high\n", encoding="utf-8")
     nested = spec.parent / "deploy"
