@@ -32,7 +32,8 @@ CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upwar
 app = App(
     name="mcpspec",
     help="Lint and compile MCP server sandbox policy (mcp-sandbox.yaml).",
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -80,6 +81,16 @@ def _usage_errors() -> tuple[type[Exception], ...]:
     from mcpspec.targets.writer import OutputError
 
     return (ConfigError, UsageError, UnknownFormat, BaselineError, OutputError, GraphvizMissing, GraphvizFailed)
+
+
+def _needs_run_extra(command: str) -> None:
+    """Stop with one line when the MCP SDK, which only `run` and `lock` use, is not installed."""
+    import importlib
+
+    try:
+        importlib.import_module("mcp")
+    except ImportError:
+        _usage(f"`mcpspec {command}` needs the MCP SDK, which a lint-only install leaves out: pip install 'mcpspec[run]'")
 
 
 def _settings(flags: Flags) -> Settings:
@@ -317,6 +328,7 @@ def lock(
     servers offer something else, 2 when a server does not start or answer, the spec has
     errors, or the lock cannot be read (the previous lock is then left as it was).
     """
+    _needs_run_extra("lock")
     from mcpspec import api
     from mcpspec.report import text
     from mcpspec.report.model import LintReport
@@ -406,14 +418,14 @@ def graph(
     if output_format == "json":  # written in pieces as it is encoded: never the whole document at once
         from mcpspec.report.graph.json_graph import json_chunks
 
-        _emit(json_chunks(shown), output)
+        _emit(json_chunks(shown), output, "the json trust graph")
         return
     try:
         with gc_paused():
             rendered = render(shown)
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(rendered, output)
+    _emit(rendered, output, f"the {output_format} trust graph")
 
 
 @app.command()
@@ -444,8 +456,11 @@ def report(
         found, failed = api.review_file(file, chosen, target=target, rule_docs_url=docs_url or chosen.config.docs_url or "docs/rules/")
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(render_report(found, chosen_format), output)
-    raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+    _emit(render_report(found, chosen_format), output, f"the {chosen_format} report")
+    if failed and not exit_zero:
+        typer.echo(f"mcpspec: exit 1: the report shows findings at or above --fail-on {chosen.fail_on} (--exit-zero to exit 0)", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
+    raise typer.Exit(EXIT_CLEAN)
 
 
 @app.command()
@@ -472,7 +487,7 @@ def plan(
     if data is None:
         sys.stderr.write(text.render(LintReport([found])))
         raise typer.Exit(EXIT_FINDINGS)
-    _emit(render(data), output)
+    _emit(render(data), output, f"the {output_format} plan")
 
 
 @app.command()
@@ -515,7 +530,7 @@ def diff(
         found = diff_plans(before, after, chosen, target, (old, new))
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(RENDERERS[output_format](found), output)
+    _emit(RENDERERS[output_format](found), output, f"the {output_format} diff")
     raise typer.Exit(EXIT_FINDINGS if fail_on_growth and found.grew else EXIT_CLEAN)
 
 
@@ -577,6 +592,7 @@ def run_command(
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
     3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first."""
+    _needs_run_extra("run")
     from mcpspec.config import ConfigError, split_approver
     from mcpspec.run.session import RunOptions, run_session
     from mcpspec.settings import Flags
@@ -626,8 +642,9 @@ def import_command(
     raise typer.Exit(EXIT_CLEAN)
 
 
-def _emit(text: str | Iterable[str], output: Path | None) -> None:
-    """Write ``text`` (or its pieces, in order) to stdout, or atomically to ``output``."""
+def _emit(text: str | Iterable[str], output: Path | None, what: str | None = None) -> None:
+    """Write ``text`` (or its pieces, in order) to stdout, or atomically to ``output`` and, when
+    ``what`` names it, say on stderr what was written where (stdout may be a pipe of something else)."""
     from mcpspec.output import write_atomically
 
     if output is None:
@@ -635,8 +652,11 @@ def _emit(text: str | Iterable[str], output: Path | None) -> None:
         return
     try:
         write_atomically(output, text)
+        size = output.stat().st_size
     except OSError as exc:
         _usage(f"cannot write {output}: {exc.strerror or exc}")
+    if what is not None:
+        typer.echo(f"wrote {what} to {output} ({size:,} bytes)", err=True)
 
 
 def _internal_error(exc: BaseException) -> NoReturn:
