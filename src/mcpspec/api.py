@@ -160,7 +160,7 @@ def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Set
     from mcpspec.rules import baseline as baselines
 
     chosen = settings if settings is not None else Settings()
-    report = LintReport([lint_file(file, chosen.lint_options(_name(file)), display_name=_name(file)) for file in files])
+    report = LintReport([lint_file(file, chosen.lint_options(spec_name(file)), display_name=spec_name(file)) for file in files])
     baseline = chosen.baseline(writing=write_baseline)
     if write_baseline:
         assert baseline is not None
@@ -174,7 +174,8 @@ def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Set
     return LintRun(report, chosen.fail_on)
 
 
-def _name(file: str | os.PathLike[str] | SpecText) -> str:
+def spec_name(file: str | os.PathLike[str] | SpecText) -> str:
+    """The name a spec is reported under: its path as given, or a SpecText's name."""
     return file.name if isinstance(file, SpecText) else str(file)
 
 

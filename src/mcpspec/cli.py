@@ -21,6 +21,7 @@ from mcpspec.report.renderers import GRAPH_FORMATS, LINT_FORMATS, PLAN_FORMATS
 from mcpspec.targets import TARGET_NAMES
 
 if TYPE_CHECKING:
+    from mcpspec.api import LintRun
     from mcpspec.settings import Flags, Settings
     from mcpspec.source.discover import SpecText
 
@@ -93,12 +94,24 @@ def _needs_run_extra(command: str) -> None:
         _usage(f"`mcpspec {command}` needs the MCP SDK, which a lint-only install leaves out: pip install 'mcpspec[run]'")
 
 
-def _settings(flags: Flags) -> Settings:
+def _settings(flags: Flags, spec: Path | None) -> Settings:
+    """The settings of a command on ``spec``: its config is looked for from the spec's directory up
+    (from the working directory when there is no spec file)."""
     from mcpspec.config import ConfigError
-    from mcpspec.settings import settings
+    from mcpspec.settings import config_start, settings
 
     try:
-        return settings(flags)
+        return settings(flags, config_start(spec))
+    except ConfigError as exc:
+        _usage(str(exc))
+
+
+def _settings_per_spec(flags: Flags, specs: list[Path | SpecText]) -> list[tuple[Settings, list[Path | SpecText]]]:
+    from mcpspec.config import ConfigError
+    from mcpspec.settings import settings_per_spec
+
+    try:
+        return settings_per_spec(flags, specs)
     except ConfigError as exc:
         _usage(str(exc))
 
@@ -140,7 +153,9 @@ def lint(
 
     formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
     outputs = list(output or [])
-    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline, docs_url))
+    inputs = _lint_inputs(files)
+    groups = _settings_per_spec(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline, docs_url), inputs)
+    chosen = groups[0][0]
     try:
         renderers = [lint_renderer(name, chosen.docs_url) for name in formats]
         colour = colour_wanted(color, sys.stdout, os.environ)
@@ -153,10 +168,13 @@ def lint(
     on_stdout = formats[-1] if len(formats) > len(outputs) else None
     if statistics and on_stdout not in (None, "text"):
         _usage(f"--statistics prints text; write the {on_stdout} output to a file with --output")
+    if write_baseline and len(groups) > 1:
+        _usage(f"these files are under {len(groups)} different configs, each with its own baseline: write each baseline in a run of its own")
     try:
-        run = api.lint_files(_lint_inputs(files), chosen, write_baseline=write_baseline)
+        runs = [api.lint_files(group, settings, write_baseline=write_baseline) for settings, group in groups]
     except _usage_errors() as exc:
         _usage(str(exc))
+    run = runs[0] if len(runs) == 1 else _merged(runs, inputs)
     if run.baseline_refused:
         errors = LintReport([replace(item, results=[r for r in item.results if r.severity == "error"]) for item in run.report.files])
         sys.stdout.write(text.render(errors, colour))
@@ -178,7 +196,20 @@ def lint(
             sys.stdout.write(text.summary(run.report) + "\n")
     else:
         sys.stdout.write(renderers[-1](run.report, colour))
-    raise typer.Exit(EXIT_FINDINGS if run.failed and not exit_zero else EXIT_CLEAN)
+    failed = any(each.failed for each in runs)  # each group judged by its own config's fail-on
+    raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+
+
+def _merged(runs: list[LintRun], inputs: list[Path | SpecText]) -> LintRun:
+    """The runs of several config groups as one, the files in the order they were given."""
+    from dataclasses import replace
+
+    from mcpspec.api import spec_name
+    from mcpspec.report.model import LintReport
+
+    position = {spec_name(spec): index for index, spec in reversed(list(enumerate(inputs)))}
+    files = sorted((item for each in runs for item in each.report.files), key=lambda item: position.get(item.file, len(position)))
+    return replace(runs[0], report=LintReport(files), baseline_refused=any(each.baseline_refused for each in runs))
 
 
 def _lint_inputs(arguments: list[Path]) -> list[Path | SpecText]:
@@ -273,7 +304,7 @@ def build(
     from mcpspec.targets.base import BuildOptions
     from mcpspec.targets.writer import drift, write_build
 
-    chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions))
+    chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions), file)
     if egress not in ("proxy", "cilium"):
         _usage("--egress must be proxy or cilium")
     if via not in ("run", "docker-compose", "podman-compose"):
@@ -338,7 +369,7 @@ def lock(
 
     if not timeout > 0:
         _usage("--timeout must be a positive number of seconds")
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), file)
     try:
         plan, errors = api.load_or_errors(file, str(file))
     except _usage_errors() as exc:
@@ -409,7 +440,7 @@ def graph(
 
     try:
         render = graph_renderer(output_format)
-        shown, found = api.graph_file(file, _settings(Flags(config)), display_name=str(file), keep_nodes=False)
+        shown, found = api.graph_file(file, _settings(Flags(config), file), display_name=str(file), keep_nodes=False)
     except _usage_errors() as exc:
         _usage(str(exc))
     if shown is None:
@@ -451,7 +482,7 @@ def report(
         chosen_format = format_for(output_format, output)
     except ValueError as exc:
         _usage(str(exc))
-    chosen = _settings(Flags(config, fail_on=fail_on))
+    chosen = _settings(Flags(config, fail_on=fail_on), file)
     try:
         found, failed = api.review_file(file, chosen, target=target, rule_docs_url=docs_url or chosen.config.docs_url or "docs/rules/")
     except _usage_errors() as exc:
@@ -480,7 +511,7 @@ def plan(
 
     try:
         render = plan_renderer(output_format)
-        _settings(Flags(config))
+        _settings(Flags(config), file)
         data, found = api.plan_file(file, display_name=str(file))
     except _usage_errors() as exc:
         _usage(str(exc))
@@ -515,7 +546,7 @@ def diff(
         _usage(f"--format must be one of {', '.join(FORMATS)}")
     if target is not None and target not in TARGET_NAMES:
         _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), None if new.startswith("git:") else Path(new))
     try:
         sides = [load_side(old), load_side(new)]
     except _usage_errors() as exc:
@@ -567,7 +598,7 @@ def verify(
     except ValueError as exc:
         _usage(str(exc))
     options = Options(denied, allowed, lifetime_check_limit, frozenset(skip or ()))
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), file)
     try:
         rows = verify_file(file, servers or [], options, build_dir, chosen)
     except VerifyError as exc:
@@ -597,7 +628,7 @@ def run_command(
     from mcpspec.run.session import RunOptions, run_session
     from mcpspec.settings import Flags
 
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), file)
     try:
         command = split_approver(approver) if approver is not None else None
     except ConfigError as exc:
