@@ -3,6 +3,7 @@ and a line on stderr saying what a command wrote to its --output file."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -106,3 +107,29 @@ def test_a_failing_report_says_why_it_exits_1(tmp_path: Path) -> None:
     result = run_cli("report", str(REPO / "examples" / "risky.yaml"), "-o", "out.html", cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines()[-1] == "mcpspec: exit 1: the report shows findings at or above --fail-on low (--exit-zero to exit 0)"
+
+
+def test_lint_of_the_examples_directory_checks_every_example() -> None:
+    result = run_cli("lint", "examples/", "--format", "json", "--exit-zero")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["summary"]["files"] == len(list((REPO / "examples").glob("*.yaml"))) == 6
+
+
+def test_a_directory_yields_specs_by_name_by_modeline_or_by_their_top_level_keys(tmp_path: Path) -> None:
+    from mcpspec.source.discover import walk
+
+    spec = "version: 1\nproject: p\nservers: {a: {command: [x]}}\n"
+    files = {
+        "mcp-sandbox.yaml": "{}\n",  # by name, whatever it holds
+        "agents.yaml": "# yaml-language-server: $schema=https://mcpspec.dev/schema/1/mcp-sandbox.schema.json\n{}\n",
+        "sub/dev.yml": "# team sandbox\n" + spec,
+        "docker-compose.yaml": "version: '3'\nservices: {a: {image: x}}\n",
+        "ci.yml": "on: push\njobs: {}\n",
+        "nested.yaml": "x:\n  version: 1\n  project: p\n  servers: {}\n",  # not at the top level
+        "late-modeline.yaml": "a: 1\n" * 5 + "# yaml-language-server: $schema=../schemas/mcp-sandbox.schema.json\n",
+        "notes.txt": spec,
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    assert [p.relative_to(tmp_path).as_posix() for p in walk(tmp_path)] == ["agents.yaml", "mcp-sandbox.yaml", "sub/dev.yml"]
