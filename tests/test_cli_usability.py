@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -133,3 +134,23 @@ def test_a_directory_yields_specs_by_name_by_modeline_or_by_their_top_level_keys
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")
     assert [p.relative_to(tmp_path).as_posix() for p in walk(tmp_path)] == ["agents.yaml", "mcp-sandbox.yaml", "sub/dev.yml"]
+
+
+def test_linting_a_client_config_is_one_error_that_names_the_client_and_import() -> None:
+    clients = sorted(p for p in (REPO / "tests" / "clients").iterdir() if p.suffix in (".json", ".toml", ".yaml"))
+    assert len(clients) == 10
+    result = run_cli("lint", "--format", "json", *[str(p.relative_to(REPO)) for p in clients])
+    assert result.returncode == 1, result.stderr
+    found = json.loads(result.stdout)["results"]
+    assert [(r["file"], r["code"], r["severity"]) for r in found] == [(str(p.relative_to(REPO)), "SC007", "error") for p in clients]
+    for item in found:
+        assert re.fullmatch(r"this looks like a [a-z-]+ config, not a sandbox spec: run `mcpspec import --from auto \S+` to write a spec for its \d+ servers", item["message"]), item
+    named = {r["file"].rsplit("/", 1)[1]: r["message"].split()[4] for r in found}
+    assert (named["claude_desktop_config.json"], named["vscode-mcp.json"], named["codex-config.toml"]) == ("claude-desktop", "vscode", "codex")
+
+
+def test_a_broken_spec_written_as_json_keeps_its_own_errors(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp.json"
+    spec.write_text('{"version": 1, "servers": {"a": {"comand": ["x"]}}}\n', encoding="utf-8")
+    result = run_cli("lint", "--format", "json", str(spec))
+    assert sorted(r["code"] for r in json.loads(result.stdout)["results"]) == ["SC001", "SC002"]

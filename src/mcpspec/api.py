@@ -232,7 +232,11 @@ def load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tu
     try:
         return load(path, name), FileLint(name, [])
     except SpecError as exc:
-        return None, FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
+        from mcpspec.importer.recognize import client_config_error  # only for a file that is no spec
+
+        found = client_config_error(path, name)
+        diagnostics = [found] if found is not None else exc.diagnostics
+        return None, FileLint(name, [from_diagnostic(d) for d in diagnostics], _text_or_none(path))
 
 
 class PlanOutcome(NamedTuple):
