@@ -358,6 +358,7 @@ def lock(
     Exit status: 0 locked (or, with --check, the lock matches), 1 with --check when the
     servers offer something else, 2 when a server does not start or answer, the spec has
     errors, or the lock cannot be read (the previous lock is then left as it was).
+    Needs the run extra: pip install 'mcpspec[run]'.
     """
     _needs_run_extra("lock")
     from mcpspec import api
@@ -622,7 +623,8 @@ def run_command(
     allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
-    3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first."""
+    3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first.
+    Needs the run extra: pip install 'mcpspec[run]'."""
     _needs_run_extra("run")
     from mcpspec.config import ConfigError, split_approver
     from mcpspec.run.session import RunOptions, run_session

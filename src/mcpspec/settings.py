@@ -126,9 +126,12 @@ def settings_per_spec(flags: Flags, specs: Sequence[_Spec]) -> list[tuple[Settin
     if flags.config is not None:
         return [(settings(flags), list(specs))]
     found: dict[Path | None, tuple[Settings, list[_Spec]]] = {}
+    config_of: dict[Path, Path | None] = {}  # searched once per directory, not once per spec
     for spec in specs:
         start = config_start(spec if isinstance(spec, (str, os.PathLike)) else None)
-        path = find_config(start)
+        if start not in config_of:
+            config_of[start] = find_config(start)
+        path = config_of[start]
         if path not in found:
             found[path] = (settings(flags, start), [])
         found[path][1].append(spec)
