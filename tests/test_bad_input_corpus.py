@@ -156,9 +156,16 @@ def test_good_spec_is_valid(tmp_path: Path) -> None:
     assert run.status == 0, run.stdout + run.stderr
 
 
+def _without_specs(tmp: Path) -> Path:
+    """A directory of YAML that is no spec by name or by text (good.yaml beside it would count)."""
+    (tmp / "other").mkdir()
+    (tmp / "other" / "compose.yaml").write_text("services:\n  web: {image: nginx}\n", encoding="utf-8")
+    return tmp / "other"
+
+
 USAGE_CASES: dict[str, Callable[[Path], list[str]]] = {
     "missing-file": lambda tmp: ["lint", str(tmp / "missing.yaml")],
-    "directory": lambda tmp: ["lint", str(tmp)],
+    "directory": lambda tmp: ["lint", str(_without_specs(tmp))],
     "unknown-flag": lambda tmp: ["lint", "--bogus", "x"],
     "no-arguments": lambda tmp: ["lint"],
     "missing-among-good": lambda tmp: ["lint", str(tmp / "good.yaml"), str(tmp / "missing.yaml"), str(tmp / "good.yaml")],

@@ -3,8 +3,11 @@
 A third-party module that `src/` imports must come from a distribution in
 `dependencies`, or (imported only inside a function or for type checking) from a
 non-test extra; every distribution in `dependencies` or such an extra must be
-imported somewhere under `src/`. Distribution names are mapped to the import names
-the installed distributions provide (PyYAML -> yaml), not to a hand-kept table.
+imported somewhere under `src/`. The `run` extra (the MCP SDK) may also be imported when a
+module of `src/mcpspec/run/` loads: only `mcpspec run` and `mcpspec lock` load those modules, after
+checking that the extra is installed, and the last test runs every other command without it.
+Distribution names are mapped to the import names the installed distributions provide
+(PyYAML -> yaml), not to a hand-kept table.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from conftest import EXAMPLES, REPO
 
 SRC = REPO / "src" / "mcpspec"
 OWN = {"mcpspec", "__future__"}
+RUN_EXTRA_HOME = "src/mcpspec/run/"  # modules only `run` and `lock` load
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,12 @@ def declared() -> tuple[set[str], set[str]]:
     assert isinstance(extras, dict)
     optional = {_distribution(r) for name, items in extras.items() if name != "test" for r in items}
     return required, optional - required
+
+
+def run_extra() -> set[str]:
+    extras = _project().get("optional-dependencies", {})
+    assert isinstance(extras, dict)
+    return {_distribution(r) for r in extras["run"]}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -121,6 +131,8 @@ def test_src_imports_only_declared_distributions() -> None:
             continue
         elif item.lazy and owners & optional:
             continue
+        elif item.where.startswith(RUN_EXTRA_HOME) and owners & run_extra():
+            continue
         elif owners & optional:
             problems.append(f"{item.where}: imports {item.module} (an optional extra) when the module loads; import it where it is used")
         else:
@@ -153,8 +165,9 @@ def _closure(names: set[str]) -> set[str]:
 
 
 def test_the_tool_runs_with_only_its_dependencies_importable(tmp_path: Path) -> None:
-    """lint, graph and build of every example, with every installed module that neither mcpspec's
-    dependencies nor what they need provide made unimportable (the test extra, networkx, ...)."""
+    """lint, graph and build of every example (report, plan, diff and import too), with every installed
+    module that neither mcpspec's dependencies nor what they need provide made unimportable (the test
+    extra, networkx, the `run` extra's MCP SDK...); `run` and `lock` then stop with one line naming the extra."""
     required, _ = declared()
     needed = _closure(required) | {"mcpspec"}
     blocked = sorted(
@@ -162,7 +175,7 @@ def test_the_tool_runs_with_only_its_dependencies_importable(tmp_path: Path) -> 
         for module, owners in importlib.metadata.packages_distributions().items()
         if module.isidentifier() and not {_normalized(o) for o in owners} & needed and module not in sys.stdlib_module_names
     )
-    assert {"networkx", "hypothesis", "pytest"} <= set(blocked)  # what the test extra installs (jsonschema comes with mcp)
+    assert {"networkx", "hypothesis", "pytest", "mcp"} <= set(blocked)  # what the test and run extras install
     examples = [str(p) for p in EXAMPLES]
     script = f"""
 import sys
@@ -177,7 +190,7 @@ import json
 from mcpspec.cli import app
 for args in json.load(sys.stdin):
     code = app(args=args, prog_name="mcpspec", standalone_mode=False)
-    if code not in (0, 1, None):
+    if code not in ((2,) if args[0] in ("run", "lock") else (0, 1, None)):
         sys.exit(f"exit {{code}}: mcpspec {{' '.join(args)}}")
 """
     runs = [["lint", *examples, "--format", fmt, "--output", str(tmp_path / f"lint.{fmt}")] for fmt in ("text", "json", "sarif", "github", "junit")]
@@ -186,7 +199,17 @@ for args in json.load(sys.stdin):
             runs.append(["graph", example, "--format", fmt, "--output", str(tmp_path / f"graph.{fmt}")])
         for target in ("bwrap", "systemd"):
             runs.append(["build", example, "--target", target, "--out", str(tmp_path / target / Path(example).stem)])
+    example = examples[0]
+    runs += [
+        ["report", example, "-o", str(tmp_path / "report.html")], ["report", example, "-o", str(tmp_path / "report.md")],
+        ["plan", example, "-o", str(tmp_path / "plan.json")], ["diff", example, examples[1], "-o", str(tmp_path / "diff.md"), "-f", "markdown"],
+        ["import", "--from", "auto", str(REPO / "tests" / "clients" / "claude_desktop_config.json"), "-o", str(tmp_path / "imported.yaml")],
+        ["run", example, "repo"], ["lock", example],
+    ]
     done = subprocess.run([sys.executable, "-c", script], input=json.dumps(runs), capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "not a dependency" not in done.stderr
     assert (tmp_path / "graph.json").stat().st_size > 0 and (tmp_path / "bwrap" / "coding-agent" / "repo.py").is_file()
+    assert all((tmp_path / name).stat().st_size > 0 for name in ("report.html", "report.md", "plan.json", "diff.md", "imported.yaml"))
+    extra = "needs the MCP SDK, which a lint-only install leaves out: pip install 'mcpspec[run]'"
+    assert [line for line in done.stderr.splitlines() if extra in line] == [f"mcpspec: error: `mcpspec {name}` {extra}" for name in ("run", "lock")]

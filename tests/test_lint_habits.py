@@ -45,9 +45,10 @@ def _write(path: Path, text: str = SPEC) -> Path:
 
 def test_a_directory_is_walked_for_spec_files_by_the_hook_pattern(tmp_path: Path) -> None:
     for name in ("mcp-sandbox.yaml", "sub/dir/x.mcp-sandbox.yaml", "deploy/mcp-sandbox.prod.yml",
-                 ".git/mcp-sandbox.yaml", ".venv/lib/mcp-sandbox.yaml", "node_modules/pkg/mcp-sandbox.yaml",
-                 "other.yaml", "my-mcp-sandbox.yaml"):
+                 ".git/mcp-sandbox.yaml", ".venv/lib/mcp-sandbox.yaml", "node_modules/pkg/mcp-sandbox.yaml"):
         _write(tmp_path / name)
+    for name in ("other.yaml", "my-mcp-sandbox.yaml"):  # neither the name nor the text of a spec
+        _write(tmp_path / name, SPEC.replace("servers:", "services:"))
     result = lint(".", "--select", "FS004", "--format", "json", cwd=tmp_path)
     assert result.returncode == 1, result.stderr
     assert files_of(result) == {"mcp-sandbox.yaml", "sub/dir/x.mcp-sandbox.yaml", "deploy/mcp-sandbox.prod.yml"}
@@ -58,7 +59,7 @@ def test_a_directory_is_walked_for_spec_files_by_the_hook_pattern(tmp_path: Path
 
 
 def test_a_directory_without_spec_files_is_a_usage_error(tmp_path: Path) -> None:
-    _write(tmp_path / "compose.yaml")
+    _write(tmp_path / "compose.yaml", "services:\n  web: {image: nginx}\n")
     result = lint(".", cwd=tmp_path)
     assert result.returncode == 2
     assert "no spec files in this directory" in result.stderr and "mcp-sandbox" in result.stderr

@@ -101,6 +101,16 @@ def test_inline_suppressions_with_reason_apply_and_can_be_turned_off(spec: Path)
     assert central.returncode == 1 and [c for c, _ in codes(central)] == ["FS004", "FS004"]
 
 
+def test_a_suppression_reason_ends_at_a_following_comment(spec: Path) -> None:
+    text = SPEC.replace("to: /data, mode: rw}", "to: /data, mode: rw}  # mcpspec: ignore[FS004] reason: importer rewrites it # TODO: drop in 2027")
+    text = text.replace("      - {from: /srv/logs", "      # mcpspec: ignore[FS004] # no reason, only a comment\n      - {from: /srv/logs")
+    spec.write_text(text, encoding="utf-8")
+    result = lint(spec.name, "--select", "FS004,SU", "--format", "json", cwd=spec.parent)
+    reasons = [r["suppression"]["justification"] for r in json.loads(result.stdout)["results"] if r["suppression"]]
+    assert reasons == ["importer rewrites it"]
+    assert codes(result) == [("SU001", ""), ("FS004", "servers.files.mounts[1].mode")]  # a comment is no reason
+
+
 def test_config_file_is_found_upward_and_applied(spec: Path) -> None:
     (spec.parent / ".mcpspec.yaml").write_text("select: [FS004]\nseverity: {FS004: high}\nfail-on: high\n", encoding="utf-8")
     nested = spec.parent / "deploy"
@@ -111,6 +121,31 @@ def test_config_file_is_found_upward_and_applied(spec: Path) -> None:
     (spec.parent / ".mcpspec.yaml").write_text("selcet: [FS004]\n", encoding="utf-8")
     broken = lint(str(spec), cwd=nested)
     assert broken.returncode == 2 and "selcet" in broken.stderr
+
+
+def test_the_config_beside_the_spec_applies_from_any_working_directory(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    (project / "deploy").mkdir(parents=True)
+    (project / ".mcpspec.yaml").write_text("select: [FS004]\nseverity: {FS004: high}\nper-file-ignores: {'deploy/quiet*.yaml': [FS004]}\n", encoding="utf-8")
+    (project / "deploy" / "mcp-sandbox.yaml").write_text(SPEC, encoding="utf-8")
+    (project / "deploy" / "quiet.mcp-sandbox.yaml").write_text(SPEC, encoding="utf-8")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / ".mcpspec.yaml").write_text("ignore: [FS004]\n", encoding="utf-8")  # the working directory's: never used
+    seen = set()
+    for cwd in (project, project / "deploy", elsewhere, tmp_path):
+        result = lint(str(project / "deploy"), "--format", "json", cwd=cwd)
+        data = json.loads(result.stdout)
+        seen.add((result.returncode, json.dumps(data["summary"]), tuple(sorted((Path(r["file"]).name, r["code"]) for r in data["results"]))))
+    assert seen == {(1, json.dumps({"files": 2, "problems": 2, "suppressed": 0, "by_severity": {"high": 2}}), (("mcp-sandbox.yaml", "FS004"),) * 2)}
+    (elsewhere / "mcp-sandbox.yaml").write_text(SPEC, encoding="utf-8")
+    both = lint(str(project / "deploy" / "mcp-sandbox.yaml"), "mcp-sandbox.yaml", "--format", "json", cwd=elsewhere)
+    assert both.returncode == 1
+    by_file = [(Path(r["file"]).parent.name or "elsewhere", r["code"]) for r in json.loads(both.stdout)["results"]]
+    assert by_file[:2] == [("deploy", "FS004"), ("deploy", "FS004")]  # each file, its own config, in the order given
+    assert by_file[2:] and all(where == "elsewhere" and code != "FS004" for where, code in by_file[2:])
+    refused = lint(str(project / "deploy" / "mcp-sandbox.yaml"), "mcp-sandbox.yaml", "--write-baseline", cwd=elsewhere)
+    assert refused.returncode == 2 and "under 2 different configs" in refused.stderr
 
 
 def test_pyproject_config_and_per_file_ignores(spec: Path) -> None:

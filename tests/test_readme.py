@@ -130,4 +130,4 @@ def test_the_commands_table_lists_every_command() -> None:
     section = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `mcpspec ([a-z-]+)", section, re.MULTILINE)
     commands = {name for name, command in typer.main.get_command(app).commands.items() if not command.hidden}  # type: ignore[attr-defined]
-    assert len(listed) == len(set(listed)) and set(listed) == commands | {"--version"}
+    assert len(listed) == len(set(listed)) and set(listed) == commands | {"--version", "-h"}

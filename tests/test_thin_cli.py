@@ -42,13 +42,16 @@ def test_config_ignore_of_a_target_rule_takes_effect_in_build(tmp_path: Path) ->
     plain = run_cli("build", str(CODING), "--target", "systemd", "--out", str(tmp_path / "plain"), "--config", str(_empty_config(tmp_path)))
     assert plain.returncode == 0, plain.stderr
     assert "TG003" in plain.stderr and _manifest_rules(tmp_path / "plain") == {"TG002", "TG003"}
+    # The config beside the spec (found upward from the spec's directory, whatever the working directory).
     (tmp_path / ".mcpspec.yaml").write_text("ignore: [TG003]\n")
-    found = run_cli("build", str(CODING), "--target", "systemd", "--out", str(tmp_path / "found"), cwd=tmp_path)
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(CODING.read_text())
+    found = run_cli("build", str(spec), "--target", "systemd", "--out", str(tmp_path / "found"), cwd=REPO)
     assert found.returncode == 0, found.stderr
     assert "TG003" not in found.stderr and "TG002" in found.stderr
     assert _manifest_rules(tmp_path / "found") == {"TG002"}
     # --config wins over the config found upward.
-    chosen = run_cli("build", str(CODING), "--target", "systemd", "--out", str(tmp_path / "chosen"), "--config", str(_empty_config(tmp_path)), cwd=tmp_path)
+    chosen = run_cli("build", str(spec), "--target", "systemd", "--out", str(tmp_path / "chosen"), "--config", str(_empty_config(tmp_path)), cwd=REPO)
     assert chosen.returncode == 0 and _manifest_rules(tmp_path / "chosen") == {"TG002", "TG003"}
 
 

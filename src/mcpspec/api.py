@@ -161,7 +161,7 @@ def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Set
     from mcpspec.rules import baseline as baselines
 
     chosen = settings if settings is not None else Settings()
-    report = LintReport([lint_file(file, chosen.lint_options(_name(file)), display_name=_name(file)) for file in files])
+    report = LintReport([lint_file(file, chosen.lint_options(spec_name(file)), display_name=spec_name(file)) for file in files])
     baseline = chosen.baseline(writing=write_baseline)
     if write_baseline:
         assert baseline is not None
@@ -175,7 +175,8 @@ def lint_files(files: Sequence[str | os.PathLike[str] | SpecText], settings: Set
     return LintRun(report, chosen.fail_on)
 
 
-def _name(file: str | os.PathLike[str] | SpecText) -> str:
+def spec_name(file: str | os.PathLike[str] | SpecText) -> str:
+    """The name a spec is reported under: its path as given, or a SpecText's name."""
     return file.name if isinstance(file, SpecText) else str(file)
 
 
@@ -232,7 +233,11 @@ def load_or_errors(path: str | os.PathLike[str], display_name: str | None) -> tu
     try:
         return load(path, name), FileLint(name, [])
     except SpecError as exc:
-        return None, FileLint(name, [from_diagnostic(d) for d in exc.diagnostics], _text_or_none(path))
+        from mcpspec.importer.recognize import client_config_error  # only for a file that is no spec
+
+        found = client_config_error(path, name)
+        diagnostics = [found] if found is not None else exc.diagnostics
+        return None, FileLint(name, [from_diagnostic(d) for d in diagnostics], _text_or_none(path))
 
 
 class PlanOutcome(NamedTuple):

@@ -21,6 +21,7 @@ from mcpspec.report.renderers import GRAPH_FORMATS, LINT_FORMATS, PLAN_FORMATS
 from mcpspec.targets import TARGET_NAMES
 
 if TYPE_CHECKING:
+    from mcpspec.api import LintRun
     from mcpspec.settings import Flags, Settings
     from mcpspec.source.discover import SpecText
 
@@ -37,7 +38,8 @@ CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upwar
 app = App(
     name="mcpspec",
     help="Lint and compile MCP server sandbox policy (mcp-sandbox.yaml).",
-    add_completion=False,
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -87,12 +89,34 @@ def _usage_errors() -> tuple[type[Exception], ...]:
     return (ConfigError, UsageError, UnknownFormat, BaselineError, OutputError, GraphvizMissing, GraphvizFailed)
 
 
-def _settings(flags: Flags) -> Settings:
-    from mcpspec.config import ConfigError
-    from mcpspec.settings import settings
+def _needs_run_extra(command: str) -> None:
+    """Stop with one line when the MCP SDK, which only `run` and `lock` use, is not installed."""
+    import importlib
 
     try:
-        return settings(flags)
+        importlib.import_module("mcp")
+    except ImportError:
+        _usage(f"`mcpspec {command}` needs the MCP SDK, which a lint-only install leaves out: pip install 'mcpspec[run]'")
+
+
+def _settings(flags: Flags, spec: Path | None) -> Settings:
+    """The settings of a command on ``spec``: its config is looked for from the spec's directory up
+    (from the working directory when there is no spec file)."""
+    from mcpspec.config import ConfigError
+    from mcpspec.settings import config_start, settings
+
+    try:
+        return settings(flags, config_start(spec))
+    except ConfigError as exc:
+        _usage(str(exc))
+
+
+def _settings_per_spec(flags: Flags, specs: list[Path | SpecText]) -> list[tuple[Settings, list[Path | SpecText]]]:
+    from mcpspec.config import ConfigError
+    from mcpspec.settings import settings_per_spec
+
+    try:
+        return settings_per_spec(flags, specs)
     except ConfigError as exc:
         _usage(str(exc))
 
@@ -134,7 +158,9 @@ def lint(
 
     formats = output_format or (["github"] if os.environ.get("GITHUB_ACTIONS") == "true" else ["text"])
     outputs = list(output or [])
-    chosen = _settings(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline, docs_url))
+    inputs = _lint_inputs(files)
+    groups = _settings_per_spec(Flags(config, select or (), ignore or (), fail_on, no_inline_suppressions, baseline, docs_url), inputs)
+    chosen = groups[0][0]
     try:
         renderers = [lint_renderer(name, chosen.docs_url) for name in formats]
         colour = colour_wanted(color, sys.stdout, os.environ)
@@ -147,10 +173,13 @@ def lint(
     on_stdout = formats[-1] if len(formats) > len(outputs) else None
     if statistics and on_stdout not in (None, "text"):
         _usage(f"--statistics prints text; write the {on_stdout} output to a file with --output")
+    if write_baseline and len(groups) > 1:
+        _usage(f"these files are under {len(groups)} different configs, each with its own baseline: write each baseline in a run of its own")
     try:
-        run = api.lint_files(_lint_inputs(files), chosen, write_baseline=write_baseline)
+        runs = [api.lint_files(group, settings, write_baseline=write_baseline) for settings, group in groups]
     except _usage_errors() as exc:
         _usage(str(exc))
+    run = runs[0] if len(runs) == 1 else _merged(runs, inputs)
     if run.baseline_refused:
         errors = LintReport([replace(item, results=[r for r in item.results if r.severity == "error"]) for item in run.report.files])
         sys.stdout.write(text.render(errors, colour))
@@ -172,7 +201,20 @@ def lint(
             sys.stdout.write(text.summary(run.report) + "\n")
     else:
         sys.stdout.write(renderers[-1](run.report, colour))
-    raise typer.Exit(EXIT_FINDINGS if run.failed and not exit_zero else EXIT_CLEAN)
+    failed = any(each.failed for each in runs)  # each group judged by its own config's fail-on
+    raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+
+
+def _merged(runs: list[LintRun], inputs: list[Path | SpecText]) -> LintRun:
+    """The runs of several config groups as one, the files in the order they were given."""
+    from dataclasses import replace
+
+    from mcpspec.api import spec_name
+    from mcpspec.report.model import LintReport
+
+    position = {spec_name(spec): index for index, spec in reversed(list(enumerate(inputs)))}
+    files = sorted((item for each in runs for item in each.report.files), key=lambda item: position.get(item.file, len(position)))
+    return replace(runs[0], report=LintReport(files), baseline_refused=any(each.baseline_refused for each in runs))
 
 
 def _lint_inputs(arguments: list[Path]) -> list[Path | SpecText]:
@@ -267,7 +309,7 @@ def build(
     from mcpspec.targets.base import BuildOptions
     from mcpspec.targets.writer import drift, write_build
 
-    chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions))
+    chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions), file)
     if egress not in ("proxy", "cilium"):
         _usage("--egress must be proxy or cilium")
     if via not in ("run", "docker-compose", "podman-compose"):
@@ -321,7 +363,9 @@ def lock(
     Exit status: 0 locked (or, with --check, the lock matches), 1 with --check when the
     servers offer something else, 2 when a server does not start or answer, the spec has
     errors, or the lock cannot be read (the previous lock is then left as it was).
+    Needs the run extra: pip install 'mcpspec[run]'.
     """
+    _needs_run_extra("lock")
     from mcpspec import api
     from mcpspec.report import text
     from mcpspec.report.model import LintReport
@@ -331,7 +375,7 @@ def lock(
 
     if not timeout > 0:
         _usage("--timeout must be a positive number of seconds")
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), file)
     try:
         plan, errors = api.load_or_errors(file, str(file))
     except _usage_errors() as exc:
@@ -405,7 +449,7 @@ def graph(
 
     try:
         render = graph_renderer(output_format)
-        shown, found = api.graph_file(file, _settings(Flags(config)), display_name=str(file), keep_nodes=False)
+        shown, found = api.graph_file(file, _settings(Flags(config), file), display_name=str(file), keep_nodes=False)
     except _usage_errors() as exc:
         _usage(str(exc))
     if shown is None:
@@ -414,14 +458,14 @@ def graph(
     if output_format == "json":  # written in pieces as it is encoded: never the whole document at once
         from mcpspec.report.graph.json_graph import json_chunks
 
-        _emit(json_chunks(shown), output)
+        _emit(json_chunks(shown), output, "the json trust graph")
         return
     try:
         with gc_paused():
             rendered = render(shown)
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(rendered, output)
+    _emit(rendered, output, f"the {output_format} trust graph")
 
 
 @app.command()
@@ -452,13 +496,16 @@ def report(
         _usage("--max-chars applies to the markdown format")
     if target == "client":
         _usage(CLIENT_TARGET_NOTE)
-    chosen = _settings(Flags(config, fail_on=fail_on, docs_url=docs_url))
+    chosen = _settings(Flags(config, fail_on=fail_on, docs_url=docs_url), file)
     try:
         found, failed = api.review_file(file, chosen, target=target, rule_docs_url=chosen.docs_url)
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(render_report(found, chosen_format, max_chars), output)
-    raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
+    _emit(render_report(found, chosen_format, max_chars), output, f"the {chosen_format} report")
+    if failed and not exit_zero:
+        typer.echo(f"mcpspec: exit 1: the report shows findings at or above --fail-on {chosen.fail_on} (--exit-zero to exit 0)", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
+    raise typer.Exit(EXIT_CLEAN)
 
 
 @app.command()
@@ -478,14 +525,14 @@ def plan(
 
     try:
         render = plan_renderer(output_format)
-        _settings(Flags(config))
+        _settings(Flags(config), file)
         data, found = api.plan_file(file, display_name=str(file))
     except _usage_errors() as exc:
         _usage(str(exc))
     if data is None:
         sys.stderr.write(text.render(LintReport([found])))
         raise typer.Exit(EXIT_FINDINGS)
-    _emit(render(data), output)
+    _emit(render(data), output, f"the {output_format} plan")
 
 
 @app.command()
@@ -519,7 +566,7 @@ def diff(
         _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
     if target == "client":
         _usage(CLIENT_TARGET_NOTE)
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), None if new.startswith("git:") else Path(new))
     try:
         sides = [load_side(old), load_side(new)]
     except _usage_errors() as exc:
@@ -537,9 +584,9 @@ def diff(
     if max_chars is not None:
         from mcpspec.diff.render import markdown
 
-        _emit(markdown(found, max_chars), output)
+        _emit(markdown(found, max_chars), output, f"the {output_format} diff")
     else:
-        _emit(RENDERERS[output_format](found), output)
+        _emit(RENDERERS[output_format](found), output, f"the {output_format} diff")
     raise typer.Exit(EXIT_FINDINGS if fail_on_growth and found.grew else EXIT_CLEAN)
 
 
@@ -576,7 +623,7 @@ def verify(
     except ValueError as exc:
         _usage(str(exc))
     options = Options(denied, allowed, lifetime_check_limit, frozenset(skip or ()))
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), file)
     try:
         rows = verify_file(file, servers or [], options, build_dir, chosen)
     except VerifyError as exc:
@@ -600,12 +647,14 @@ def run_command(
     allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
-    3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first."""
+    3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first.
+    Needs the run extra: pip install 'mcpspec[run]'."""
+    _needs_run_extra("run")
     from mcpspec.config import ConfigError, split_approver
     from mcpspec.run.session import RunOptions, run_session
     from mcpspec.settings import Flags
 
-    chosen = _settings(Flags(config))
+    chosen = _settings(Flags(config), file)
     try:
         command = split_approver(approver) if approver is not None else None
     except ConfigError as exc:
@@ -650,8 +699,9 @@ def import_command(
     raise typer.Exit(EXIT_CLEAN)
 
 
-def _emit(text: str | Iterable[str], output: Path | None) -> None:
-    """Write ``text`` (or its pieces, in order) to stdout, or atomically to ``output``."""
+def _emit(text: str | Iterable[str], output: Path | None, what: str | None = None) -> None:
+    """Write ``text`` (or its pieces, in order) to stdout, or atomically to ``output`` and, when
+    ``what`` names it, say on stderr what was written where (stdout may be a pipe of something else)."""
     from mcpspec.output import write_atomically
 
     if output is None:
@@ -659,8 +709,11 @@ def _emit(text: str | Iterable[str], output: Path | None) -> None:
         return
     try:
         write_atomically(output, text)
+        size = output.stat().st_size
     except OSError as exc:
         _usage(f"cannot write {output}: {exc.strerror or exc}")
+    if what is not None:
+        typer.echo(f"wrote {what} to {output} ({size:,} bytes)", err=True)
 
 
 def _internal_error(exc: BaseException) -> NoReturn:

@@ -1,5 +1,6 @@
 """Lint configuration: `.mcpspec.yaml` (or `.mcpspec.yml`), or `[tool.mcpspec]` in
-pyproject.toml, found by searching upward from the working directory.
+pyproject.toml, found by searching upward from the spec's directory (so a spec gets the same
+config from any working directory; standard input searches from the working directory).
 
 Keys (hyphens and underscores are the same): select, ignore, severity
 (rule -> severity), fail-on, per-file-ignores (glob -> rules), baseline (a path
@@ -66,12 +67,22 @@ class LintConfig:
     approver_timeout: float | None = None
 
     def ignored_for(self, file: str) -> list[str]:
-        """Rules per-file-ignores turns off for ``file`` (globs match the path or its name)."""
+        """Rules per-file-ignores turns off for ``file`` (globs match the path as given, the path
+        from the config's directory, or the file's name)."""
+        shown = [file, Path(file).name, *self._from_config_dir(file)]
         names: list[str] = []
         for pattern, rules in self.per_file_ignores.items():
-            if fnmatch.fnmatch(file, pattern) or fnmatch.fnmatch(Path(file).name, pattern):
+            if any(fnmatch.fnmatch(candidate, pattern) for candidate in shown):
                 names.extend(rules)
         return names
+
+    def _from_config_dir(self, file: str) -> list[str]:
+        if self.path is None or not file:
+            return []
+        try:
+            return [Path(file).absolute().relative_to(self.path.absolute().parent).as_posix()]
+        except ValueError:  # the file is not under the config's directory
+            return []
 
 
 def split_approver(text: str, where: str = "--approver") -> list[str]:

@@ -8,15 +8,18 @@ same thing everywhere.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from mcpspec.config import ConfigError, LintConfig, check_docs_url, find_config, load_config
 from mcpspec.rules.base import DEFAULT_DOCS_URL
 from mcpspec.rules.pipeline import LintOptions
 from mcpspec.rules.registry import expand
 
+_Spec = TypeVar("_Spec")
 FAIL_ON = ("critical", "high", "medium", "low", "info", "never")
 DEFAULT_FAIL_ON = "low"
 
@@ -28,7 +31,7 @@ class Flags:
     ``select`` and ``ignore`` take rule IDs, slugs or ID prefixes, comma-separated or not.
     """
 
-    config: Path | None = None  # None: the config found upward from the start directory
+    config: Path | None = None  # None: the config found upward from the spec's directory
     select: Sequence[str] = ()
     ignore: Sequence[str] = ()
     fail_on: str | None = None
@@ -81,9 +84,16 @@ class Settings:
         )
 
 
+def config_start(spec: str | os.PathLike[str] | None) -> Path:
+    """Where the search for a spec's config begins: the spec's own directory (made absolute, so
+    the search goes on above the working directory), or the working directory for standard input."""
+    return Path(spec).absolute().parent if spec is not None else Path.cwd()
+
+
 def settings(flags: Flags | None = None, start: Path | None = None) -> Settings:
     """Load the config (``flags.config``, else the nearest one at or above ``start``, default the
-    working directory) and check the flags; raises ConfigError for anything unusable."""
+    working directory; the commands start from the spec's directory, :func:`config_start`) and check
+    the flags; raises ConfigError for anything unusable."""
     chosen = flags if flags is not None else Flags()
     path = chosen.config if chosen.config is not None else find_config(start if start is not None else Path.cwd())
     if chosen.docs_url is not None:
@@ -107,3 +117,22 @@ def _expand(names: list[str]) -> set[str]:
         return expand(names)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def settings_per_spec(flags: Flags, specs: Sequence[_Spec]) -> list[tuple[Settings, list[_Spec]]]:
+    """``specs`` grouped by the config each one gets (one group with ``flags.config``), each group
+    with its settings, in the order the groups first appear; a spec that is not a file on disk
+    (standard input) gets the working directory's config."""
+    if flags.config is not None:
+        return [(settings(flags), list(specs))]
+    found: dict[Path | None, tuple[Settings, list[_Spec]]] = {}
+    config_of: dict[Path, Path | None] = {}  # searched once per directory, not once per spec
+    for spec in specs:
+        start = config_start(spec if isinstance(spec, (str, os.PathLike)) else None)
+        if start not in config_of:
+            config_of[start] = find_config(start)
+        path = config_of[start]
+        if path not in found:
+            found[path] = (settings(flags, start), [])
+        found[path][1].append(spec)
+    return list(found.values())

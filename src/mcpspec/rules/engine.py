@@ -118,4 +118,5 @@ SPEC_ERROR_SLUGS = {
     "SC004": "invalid-value",
     "SC005": "unresolved-reference",
     "SC006": "inconsistent-settings",
+    "SC007": "client-config-not-spec",
 }

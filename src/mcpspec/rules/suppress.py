@@ -3,7 +3,9 @@
 Inline: ``# mcpspec: ignore[FS004] reason: <why>`` as a trailing comment on the
 reported line or as an own-line comment on the line just above it; several
 rules may be listed (``ignore[FS004, NW001]``, IDs or slugs). The reason is
-mandatory: a suppression without one suppresses nothing and is reported.
+mandatory: a suppression without one suppresses nothing and is reported. The reason ends
+at a following `` #``, so ``reason: vendor path # TODO drop in 2027`` keeps ``vendor path``
+and the rest stays an ordinary comment.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from mcpspec.rules.registry import find
 from mcpspec.source.sourcemap import Comment
 
 DIRECTIVE = re.compile(r"^\s*mcpspec\s*:")
-INLINE = re.compile(r"^\s*mcpspec:\s*ignore\[(?P<rules>[^\]]*)\](?:\s+reason:\s*(?P<reason>.*?))?\s*$")
+INLINE = re.compile(r"^\s*mcpspec:\s*ignore\[(?P<rules>[^\]]*)\](?:\s+reason:\s*(?P<reason>.*?))?(?:\s+#.*)?\s*$")
 
 
 @dataclass(frozen=True, slots=True)

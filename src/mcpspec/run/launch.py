@@ -27,6 +27,10 @@ class LaunchError(Exception):
     """The server cannot be started: the spec does not build, or the server is not one this machine runs."""
 
 
+class NotAServer(LaunchError):
+    """The server named on the command line is not one of the spec's, or does not run here: a usage error."""
+
+
 @dataclass(frozen=True)
 class PreparedLauncher:
     """A written bwrap build and the launcher of one of its servers."""
@@ -46,9 +50,9 @@ def check_server(plan: Plan, server: str) -> None:
     """Raise LaunchError unless ``server`` is a server of ``plan`` that runs on this machine."""
     if server not in plan.servers:
         known = ", ".join(sorted(plan.servers))
-        raise LaunchError(f"{plan.source.file}: no server named {server!r} (the spec has: {known})")
+        raise NotAServer(f"{plan.source.file}: no server named {server!r} (the spec has: {known})")
     if not plan.servers[server].runs_here:
-        raise LaunchError(f"{plan.source.file}: server {server!r} has placement: external; it runs elsewhere")
+        raise NotAServer(f"{plan.source.file}: server {server!r} has placement: external; it runs elsewhere")
 
 
 def built(outcome: BuildOutcome, server: str) -> Build:

@@ -1,7 +1,7 @@
 """`mcpspec run FILE SERVER`: start one server through its bwrap launcher and relay MCP to it.
 
 Exit status: 0 the client ended the session; 1 the server could not be started (the spec does not
-build, the lock or the audit sink cannot be read); 2 usage; 3 the session refused a tool that is new
+build, the lock or the audit sink cannot be read); 2 usage (an unknown server, agent or run id); 3 the session refused a tool that is new
 or changed versus mcp-sandbox.lock (reported even when everything else went well); 4 the server
 ended before the client did; 128+N stopped by signal N (SIGTERM, SIGHUP, SIGINT), the sandbox with it.
 """
@@ -25,13 +25,14 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.run import watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
-from mcpspec.run.launch import LaunchError, PreparedLauncher, prepared_launcher
+from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
 from mcpspec.run.stderr import clean, pass_stderr
 from mcpspec.settings import Settings
+from mcpspec.targets.bwrap.runtime import RUN_ID
 
 EXIT_ENDED, EXIT_NOT_STARTED, EXIT_USAGE, EXIT_PINS, EXIT_SERVER_ENDED = 0, 1, 2, 3, 4
 APPROVER_TIMEOUT = 120.0
@@ -83,15 +84,25 @@ class _Context:
 
 def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, settings: Settings) -> int:
     """Run one session; messages for the user go to stderr (stdout is the protocol)."""
+    if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
+        _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
+        return EXIT_USAGE
     try:
         lock = _lock(spec)
         with prepared_launcher(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
+            wrong = _agent_problem(sandbox, options.agent)
+            if wrong:
+                _say(f"{server}: {wrong}")
+                return EXIT_USAGE
             if lock is None and sandbox.tools:
                 _say(f"{server}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
             return asyncio.run(_serve(launcher, lock, options, approver, timeout))
+    except NotAServer as exc:
+        _say(str(exc))
+        return EXIT_USAGE
     except (LaunchError, LockError, AuditError) as exc:
         _say(str(exc))
         return EXIT_NOT_STARTED
@@ -105,6 +116,15 @@ def _say(text: str) -> None:
 def _lock(spec: str | os.PathLike[str]) -> Lock | None:
     path = lock_path(spec)
     return load_lock(path) if path.exists() else None
+
+
+def _agent_problem(sandbox: EffectiveSandbox, chosen: str | None) -> str | None:
+    """Why ``--agent`` (or its absence) cannot start this server, as the launcher would refuse it; None when it can."""
+    agent = _agent(sandbox, chosen)
+    if not sandbox.agents or agent in sandbox.agents:
+        return None
+    served = ", ".join(sandbox.agents)
+    return f"no agent named {agent!r} uses this server (it serves: {served})" if agent else f"the server serves agents {served}: choose one with --agent"
 
 
 def _agent(sandbox: EffectiveSandbox, chosen: str | None) -> str:

@@ -20,6 +20,7 @@ WRONG_TYPE = "SC003"
 INVALID_VALUE = "SC004"
 UNRESOLVED_REFERENCE = "SC005"
 INCONSISTENT = "SC006"
+CLIENT_CONFIG = "SC007"  # an MCP client's config given where a spec belongs (mcpspec.importer.recognize)
 
 _QUOTED = re.compile(r"'([^']*)'")
 _EXPECTED = {
