@@ -132,6 +132,10 @@ class ClientTarget:
         if options.via != "run" and (options.out_dir is None or not options.out_dir.startswith("/")):
             raise ValueError(f"--via {options.via} needs the output directory's absolute path, where the entries find the compose file")
 
+    def secret_source(self, options: BuildOptions) -> str:
+        """Secrets come from the sources of what the entries start: `mcpspec run` (bwrap) or the compose file."""
+        return "bwrap" if options.via == "run" else "compose"
+
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         client = CLIENTS[str(options.client)]
         if options.via == "run":

@@ -14,7 +14,7 @@ _DIGEST = "@sha256:"
 def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
     gaps: list[Gap] = []
     overrides: Overrides = {}
-    image = (*sandbox.path, "image")
+    image = sandbox.origin("image")
     if sandbox.image is not None and _DIGEST not in sandbox.image:
         # The boundary comes from the compose file (user, capabilities, mounts, network), not from the
         # image; what runs inside is the supply chain's policy, reported as such.

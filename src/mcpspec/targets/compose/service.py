@@ -116,7 +116,7 @@ def delivered(sandbox: EffectiveSandbox) -> list[SecretGrant]:
 def service(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> dict[str, Any]:
     """The server's service; raises Refused for a value compose cannot carry."""
     if sandbox.image is None:
-        raise Refused("image", (*sandbox.path, "image"), f"server {sandbox.name!r} names no image: a compose service runs an image (give one, pinned by digest)")
+        raise Refused("image", sandbox.origin("image"), f"server {sandbox.name!r} names no image: a compose service runs an image (give one, pinned by digest)")
     if sandbox.command_is_shell:
         raise Refused("process-policy", (*sandbox.path, "command"), "a command given as one string is run by a shell; give it as a list of words")
     identity = sandbox.identity
