@@ -22,24 +22,21 @@ from mcpspec.targets.build import build_plan
 VALUE = "onespec-value-5c1d9e7a"
 DIGEST = "@sha256:" + "ab" * 32
 IMAGE = "registry.example/onespec" + DIGEST
+# One secret per server (a secret bound to two servers is a finding of its own), each with a source per target.
+SECRET = """\
+  {name}:
+    provider: env
+    ref: ONESPEC_{upper}
+    sources:
+      systemd: {{{{provider: file, ref: {{tmp}}/systemd-{name}}}}}
+      compose: {{{{provider: file, ref: {{tmp}}/compose-{name}}}}}
+      k8s: {{{{provider: k8s-secret, ref: "onespec-k8s#{name}"}}}}
+"""
 SPEC = """\
 version: 1
 project: onespec
 secrets:
-  token:
-    provider: env
-    ref: ONESPEC_TOKEN
-    sources:
-      systemd: {{provider: file, ref: {tmp}/systemd-token}}
-      compose: {{provider: file, ref: {tmp}/compose-token}}
-      k8s: {{provider: k8s-secret, ref: "onespec-k8s#token"}}
-  key:
-    provider: env
-    ref: ONESPEC_KEY
-    sources:
-      systemd: {{provider: file, ref: {tmp}/systemd-key}}
-      compose: {{provider: file, ref: {tmp}/compose-key}}
-      k8s: {{provider: k8s-secret, ref: "onespec-k8s#key"}}
+""" + "".join(SECRET.format(name=name, upper=name.upper()) for name in ("token", "key")) + """\
 images:
   onespec-server: {image}
 servers:
