@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from mcpspec.api import load_text
+from mcpspec.diff.compare import compare_plans
 from mcpspec.report.plan_output import plan_data
 from mcpspec.rules.pipeline import LintOptions, lint_plan
 from mcpspec.targets import get_target
@@ -196,3 +197,10 @@ def test_the_client_target_names_its_source_target() -> None:
     client = get_target("client")
     assert client.secret_source(BuildOptions(via="run")) == "bwrap"  # type: ignore[attr-defined]
     assert client.secret_source(BuildOptions(via="docker-compose")) == "compose"  # type: ignore[attr-defined]
+
+
+def test_diff_shows_a_change_of_one_targets_source(spec: str) -> None:
+    before = load_text(spec, "mcp-sandbox.yaml")
+    after = load_text(spec.replace('"onespec-k8s#token"', '"other-k8s#token"'), "mcp-sandbox.yaml")
+    said = [change.message for change in compare_plans(before, after) if change.category == "secrets"]
+    assert said == ["secret token source for k8s changed: k8s-secret:onespec-k8s#token -> k8s-secret:other-k8s#token"], said
