@@ -7,10 +7,12 @@ themselves (an environment variable and files the build could read) appear in no
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mcpspec.api import load_text
 from mcpspec.diff.compare import compare_plans
@@ -204,3 +206,15 @@ def test_diff_shows_a_change_of_one_targets_source(spec: str) -> None:
     after = load_text(spec.replace('"onespec-k8s#token"', '"other-k8s#token"'), "mcp-sandbox.yaml")
     said = [change.message for change in compare_plans(before, after) if change.category == "secrets"]
     assert said == ["secret token source for k8s changed: k8s-secret:onespec-k8s#token -> k8s-secret:other-k8s#token"], said
+
+
+def test_client_entries_start_a_server_with_an_env_secret_through_the_compose_wrapper(spec: str) -> None:
+    """podman-compose refuses an environment: secret source: the entry runs the engine through mcpspec-compose.sh."""
+    text = spec.replace("compose: {provider: file, ref: ", "compose: {provider: env, ref: COMPOSE_TOKEN} #")
+    options = BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml", via="podman-compose", out_dir="/srv/mcp/build")
+    files = _build(text, "client", options)
+    wrapper = next(name for name in files if name.endswith("/mcpspec-compose.sh"))
+    config = json.loads(files[".mcp.json"])["mcpServers"]
+    assert config["one"]["command"] == f"/srv/mcp/build/{wrapper}" and config["one"]["args"][0] == "podman-compose"
+    declared = yaml.safe_load(files[wrapper.replace("mcpspec-compose.sh", "compose.yaml")])["secrets"]
+    assert 'printf %s "$COMPOSE_TOKEN"' in files[wrapper] and not [name for name, entry in declared.items() if "environment" in entry]
