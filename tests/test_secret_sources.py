@@ -8,6 +8,7 @@ themselves (an environment variable and files the build could read) appear in no
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -218,3 +219,39 @@ def test_client_entries_start_a_server_with_an_env_secret_through_the_compose_wr
     assert config["one"]["command"] == f"/srv/mcp/build/{wrapper}" and config["one"]["args"][0] == "podman-compose"
     declared = yaml.safe_load(files[wrapper.replace("mcpspec-compose.sh", "compose.yaml")])["secrets"]
     assert 'printf %s "$COMPOSE_TOKEN"' in files[wrapper] and not [name for name, entry in declared.items() if "environment" in entry]
+
+
+ENGINE = """\
+d=$MCPSPEC_SECRETS_DIR
+echo "dir=$d"
+stat -c 'modes=%a' "$d"
+for f in "$d"/*; do [ -e "$f" ] && stat -c 'file=%n %a' "$f"; done
+[ -e "$d/token" ] && printf 'value=[%s]\\n' "$(cat "$d/token")"
+echo "inherited=${ONESPEC_TOKEN-unset}"
+exit 7
+"""
+
+
+@pytest.mark.parametrize("given", [True, False])
+def test_the_compose_wrapper_writes_env_secrets_privately_and_removes_them(spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, given: bool) -> None:
+    """mcpspec-compose.sh, run for real with a stand-in engine: the value lands byte for byte in a 0700 directory in memory,
+    the engine does not inherit the variable, its status is the wrapper's, and nothing is left behind. An unset variable
+    writes no file and says so (down, ps and logs still run)."""
+    text = spec.replace("compose: {provider: file, ref: ", "compose: {provider: env, ref: ONESPEC_TOKEN} #", 1)  # the token's only
+    wrapper = tmp_path / "mcpspec-compose.sh"
+    wrapper.write_text(_build(text, "compose")["mcpspec-compose.sh"])
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    (tmp_path / "runtime").mkdir()
+    if given:
+        monkeypatch.setenv("ONESPEC_TOKEN", VALUE + " \n")
+    else:
+        monkeypatch.delenv("ONESPEC_TOKEN")
+    done = subprocess.run(["/bin/sh", str(wrapper), "/bin/sh", "-c", ENGINE], capture_output=True, text=True, timeout=30, check=False)
+    said = dict(line.split("=", 1) for line in done.stdout.splitlines())
+    assert done.returncode == 7 and said["modes"] == "700" and said["inherited"] == "unset", done
+    assert Path(said["dir"]).parent == tmp_path / "runtime" and not list((tmp_path / "runtime").iterdir())
+    if given:
+        assert said["value"] == f"[{VALUE} ]" and said["file"] == f"{said['dir']}/token 444"  # $(cat) drops the newline, the file keeps it
+        assert VALUE not in done.stderr
+    else:
+        assert "file" not in said and "ONESPEC_TOKEN is not set" in done.stderr

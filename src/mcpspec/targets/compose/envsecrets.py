@@ -57,7 +57,6 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
         "set -eu",
         'if [ $# -eq 0 ]; then echo "usage: $0 COMPOSE-COMMAND [ARG...]" >&2; exit 2; fi',
     ]
-    lines += [f': "${{{g.ref}?mcpspec-compose.sh: secret {g.name} is read from {g.ref}, which is not set}}"' for g in unique.values()]
     lines += [
         "umask 077",
         'dir=$(mktemp -d "${XDG_RUNTIME_DIR:-/dev/shm}/mcpspec-secrets.XXXXXXXX")',
@@ -67,9 +66,15 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
         "trap 'exit 143' TERM",
     ]
     for grant in unique.values():
+        # An unset variable writes no file: commands that start nothing (down, ps, logs) still run, and a service
+        # that uses the secret does not start (the engine names the missing file).
         lines += [
-            f'printf %s "${grant.ref}" > "$dir/{grant.name}"',
-            f'chmod 0444 "$dir/{grant.name}"',
+            f'if [ -n "${{{grant.ref}+set}}" ]; then',
+            f'  printf %s "${grant.ref}" > "$dir/{grant.name}"',
+            f'  chmod 0444 "$dir/{grant.name}"',
+            "else",
+            f'  echo "mcpspec-compose.sh: {grant.ref} is not set, so secret {grant.name} is not written: a service that uses it does not start" >&2',
+            "fi",
         ]
     lines += [
         "unset " + " ".join(dict.fromkeys(grant.ref for grant in unique.values())),

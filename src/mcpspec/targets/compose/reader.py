@@ -47,7 +47,7 @@ def _secret_source(name: str, declared: Mapping[str, Any], files: Mapping[str, s
         return "env", str(declared["environment"])
     variable = str(declared.get(ENV_KEY, ""))
     written = f'printf %s "${variable}" > "$dir/{name}"'
-    if variable and written in files.get(WRAPPER_FILE, "").splitlines():
+    if variable and written in (line.strip() for line in files.get(WRAPPER_FILE, "").splitlines()):
         return "env", variable
     return "file", _host(str(declared.get("file", "")))
 
