@@ -308,18 +308,22 @@ class SecretGrant:
     sources: Mapping[str, SecretSource] = field(default_factory=dict)
 
     def for_target(self, target: str) -> SecretGrant:
-        """This grant as ``target`` reads it: its own source when the spec names one, else the default."""
+        """This grant as ``target`` reads it, with no other target's source left in it: its own source
+        when the spec names one, else the default."""
+        if not self.sources:
+            return self
         own = self.sources.get(target)
         if own is None:
-            return self if not self.sources else self.replace_source(self.provider, self.ref, self.secret_path, self.source)
-        return self.replace_source(own.provider, own.ref, own.path, own.source)
-
-    def replace_source(self, provider: str, ref: str, secret_path: SpecPath, source: HostPath | None) -> SecretGrant:
-        return SecretGrant(self.name, provider, ref, self.scopes, self.ttl, self.env, self.file, self.path, secret_path, source)
+            return self._reading(self.provider, self.ref, self.secret_path, self.source)
+        return self._reading(own.provider, own.ref, own.path, own.source)
 
     def every_source(self) -> tuple[SecretGrant, ...]:
         """The grant once per source the spec writes (the default first), for rules that check each."""
-        return (self.for_target(""), *(self.for_target(target) for target in self.sources))
+        default = self._reading(self.provider, self.ref, self.secret_path, self.source)
+        return (default, *(self.for_target(target) for target in self.sources))
+
+    def _reading(self, provider: str, ref: str, secret_path: SpecPath, source: HostPath | None) -> SecretGrant:
+        return SecretGrant(self.name, provider, ref, self.scopes, self.ttl, self.env, self.file, self.path, secret_path, source)
 
 
 
