@@ -17,6 +17,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "ci.md"
 WORKFLOW = ROOT / "docs" / "ci" / "mcpspec.yml"
+REVIEW_WORKFLOW = ROOT / "docs" / "ci" / "mcpspec-review.yml"
+WORKFLOWS = {"lint": WORKFLOW, "review": REVIEW_WORKFLOW}  # job -> the workflow that holds it
 MATCHER = ROOT / "docs" / "ci" / "mcpspec-matcher.json"
 BIN = Path(sys.executable).parent
 SEVERITY_OF_OWNER = {"mcpspec-spec-error": "error", "mcpspec-finding-error": "error", "mcpspec-finding-warning": "warning"}
@@ -26,41 +28,64 @@ def _fenced_blocks(language: str) -> list[str]:
     return re.findall(rf"^```{language}\n(.*?)^```$", DOC.read_text(encoding="utf-8"), flags=re.S | re.M)
 
 
-def _workflow() -> dict[str, Any]:
-    loaded = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+def _workflow(path: Path = WORKFLOW) -> dict[str, Any]:
+    loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
     assert isinstance(loaded, dict)
     return loaded
 
 
 def _step(job: str, name: str) -> dict[str, Any]:
-    steps: list[dict[str, Any]] = _workflow()["jobs"][job]["steps"]
+    steps: list[dict[str, Any]] = _workflow(WORKFLOWS[job])["jobs"][job]["steps"]
     matches = [step for step in steps if step.get("name") == name]
     assert len(matches) == 1, f"no single step {name!r} in job {job!r}"
     return matches[0]
 
 
 def test_the_page_shows_the_files_it_tells_users_to_copy() -> None:
-    assert WORKFLOW.read_text(encoding="utf-8") in _fenced_blocks("yaml")
+    for workflow in WORKFLOWS.values():
+        assert workflow.read_text(encoding="utf-8") in _fenced_blocks("yaml")
     assert MATCHER.read_text(encoding="utf-8") in _fenced_blocks("json")
 
 
-def test_the_workflow_is_valid_for_github_actions() -> None:
+def test_the_workflows_are_valid_for_github_actions() -> None:
     result = subprocess.run(
-        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", str(WORKFLOW)],
+        [str(BIN / "check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *map(str, WORKFLOWS.values())],
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_workflow_can_annotate_upload_and_comment() -> None:
-    workflow = _workflow()
-    assert workflow["jobs"]["lint"]["permissions"]["security-events"] == "write"
-    assert workflow["jobs"]["review"]["permissions"]["pull-requests"] == "write"
-    assert workflow["permissions"] == {"contents": "read"}, "the default token stays read-only"
+    lint, review = _workflow(WORKFLOW), _workflow(REVIEW_WORKFLOW)
+    assert lint["jobs"]["lint"]["permissions"]["security-events"] == "write"
+    assert review["jobs"]["review"]["permissions"]["pull-requests"] == "write"
+    assert lint["permissions"] == review["permissions"] == {"contents": "read"}, "the default token stays read-only"
     assert "::add-matcher::.github/mcpspec-matcher.json" in _step("lint", "Lint every spec in the repository")["run"]
     gate = _step("review", "Fail on privilege growth without approval")
     assert "steps.review.outputs.grew == 'true'" in gate["if"] and "env.APPROVAL_LABEL" in gate["if"]
-    assert "labeled" in workflow[True]["pull_request"]["types"], "adding the label must re-run the check"  # YAML 1.1 reads `on` as True
+
+
+def test_label_events_re_run_the_review_and_never_touch_lints_result() -> None:
+    """YAML 1.1 reads `on` as True. Lint's workflow has no label event, so no run of it can replace
+    a failed lint; and no job has an `if:`, since a skipped job passes a required check."""
+    lint, review = _workflow(WORKFLOW), _workflow(REVIEW_WORKFLOW)
+    assert lint[True] == {"push": {"branches": ["main"]}, "pull_request": {"types": ["opened", "synchronize", "reopened"]}}
+    assert review[True] == {"pull_request": {"types": ["opened", "synchronize", "reopened", "labeled", "unlabeled"]}}
+    assert all("if" not in job for workflow in (lint, review) for job in workflow["jobs"].values())
+
+
+USES = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40})  # v\d+\.\d+\.\d+$")
+
+
+def test_every_action_is_pinned_to_a_full_commit_hash_with_its_release_named() -> None:
+    texts = [path.read_text(encoding="utf-8") for path in WORKFLOWS.values()]
+    lines = [line for text in texts for line in text.splitlines() if re.match(r"^\s*(?:- )?uses:", line)]
+    assert len(lines) >= 6
+    unpinned = [line for line in lines if not USES.match(line)]
+    assert not unpinned, unpinned
+    steps = [step for path in WORKFLOWS.values() for job in _workflow(path)["jobs"].values() for step in job["steps"]]
+    assert len([step for step in steps if "uses" in step]) == len(lines)
+    assert "uses:" not in DOC.read_text(encoding="utf-8").replace(texts[0], "").replace(texts[1], ""), "the page shows no other action"
 
 
 def _lint(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -98,10 +123,12 @@ def _git(repo: Path, *arguments: str) -> str:
     return subprocess.run(["git", *arguments], cwd=repo, env=env, check=True, capture_output=True, text=True).stdout.strip()
 
 
-def _run_step(job: str, name: str, repo: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    """A `run:` step as the runner runs it (bash -e), with the workflow's env and ours on PATH."""
+def _run_step(job: str, name: str, repo: Path, first: Path | None = None, **extra: str) -> subprocess.CompletedProcess[str]:
+    """A `run:` step as the runner runs it (bash -e), with the workflow's env and ours on PATH
+    (after ``first``, where a test puts its stand-in for `gh`)."""
     step = _step(job, name)
-    env = {**os.environ, **{k: str(v) for k, v in _workflow()["env"].items()}, **extra, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    path = os.pathsep.join([*([str(first)] if first else []), str(BIN), os.environ["PATH"]])
+    env = {**os.environ, **{k: str(v) for k, v in _workflow(WORKFLOWS[job])["env"].items()}, **extra, "PATH": path}
     env["GITHUB_OUTPUT"] = str(repo / ".github-output")
     env.pop("GITHUB_ACTIONS", None)
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
@@ -130,8 +157,11 @@ def test_the_lint_step_finds_every_spec_and_writes_sarif(repo: Path) -> None:
     assert "team/legacy.mcp-sandbox.yaml" in uris and "notes.yaml" not in uris
 
 
+RUN_URL = "https://github.com/acme/agents/actions/runs/42"
+
+
 def _review(repo: Path, base: str) -> tuple[subprocess.CompletedProcess[str], str]:
-    result = _run_step("review", "Risk report and privilege diff", repo, BASE=base)
+    result = _run_step("review", "Risk report and privilege diff", repo, BASE=base, RUN_URL=RUN_URL)
     return result, (repo / ".github-output").read_text(encoding="utf-8") if (repo / ".github-output").exists() else ""
 
 
@@ -151,7 +181,97 @@ def test_the_review_step_flags_growth_and_writes_one_comment(repo: Path) -> None
     assert "grew=true" in outputs
     comment = (repo / "comment.md").read_text(encoding="utf-8")
     assert "exfil.acme.example" in comment
-    assert len(comment) < 2 * 65_000
+    assert comment.startswith(MARKER + "\n") and comment.count(MARKER) == 1
+    assert (repo / "diff.txt").exists() and (repo / "report.html").exists(), "the artifact's whole diff and report"
+
+
+MARKER = "<!-- mcpspec-review -->"
+GITHUB_COMMENT_LIMIT = 65_536
+
+
+def test_the_comment_of_a_change_to_the_risky_example_fits_github_and_says_what_it_cut(tmp_path: Path) -> None:
+    """The report of risky.yaml is about 65,000 characters alone: with the diff it went over GitHub's limit."""
+    _git(tmp_path, "init", "-q", "-b", "main")
+    spec = tmp_path / "mcp-sandbox.yaml"
+    shutil.copy(ROOT / "examples" / "risky.yaml", spec)
+    _git(tmp_path, "add", "-A")
+    _git(tmp_path, "commit", "-q", "-m", "base")
+    base = _git(tmp_path, "rev-parse", "HEAD")
+    text = spec.read_text(encoding="utf-8")
+    spec.write_text(text.replace('        - "webhook.site:443"', '        - "0.0.0.0/0"\n        - "webhook.site:443"', 1), encoding="utf-8")
+    result, outputs = _review(tmp_path, base)
+    assert result.returncode == 0, result.stderr
+    assert "grew=true" in outputs
+    comment = (tmp_path / "comment.md").read_text(encoding="utf-8")
+    # GitHub counts characters; an emoji may count twice (UTF-16), so both counts stay under.
+    assert len(comment) < GITHUB_COMMENT_LIMIT and len(comment.encode("utf-16-le")) // 2 < GITHUB_COMMENT_LIMIT, len(comment)
+    assert comment.startswith(MARKER + "\n### mcpspec diff: privileges grew")
+    assert "egress to 0.0.0.0/0 added" in comment and "## mcpspec report: risky-assistant" in comment
+    assert "**Truncated**" in comment, "the report says what it left out"
+    assert f"mcpspec-review artifact of [this run]({RUN_URL})" in comment
+    assert "](https://mcpspec.dev/docs/rules/GR001-lethal-trifecta.md)" in comment and "](docs/rules/" not in comment
+    assert "egress to all IPv4 and" in comment
+
+
+def _fake_gh(tmp_path: Path, comments: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """A `gh` that answers `gh api` from ``comments`` (its --jq run by the real jq) and records every write."""
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed: apt-get install jq")
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    (tmp_path / "comments.json").write_text(json.dumps(comments), encoding="utf-8")
+    log = tmp_path / "gh-writes.jsonl"
+    (bin_dir / "gh").write_text(
+        f"#!{sys.executable}\n"
+        "import json, subprocess, sys\n"
+        "args = sys.argv[1:]\n"
+        "assert args[0] == 'api', args\n"
+        "method, jq, fields, endpoint, i = 'GET', None, [], None, 1\n"
+        "while i < len(args):\n"
+        "    if args[i] in ('--method', '--jq', '-F'):\n"
+        "        value = args[i + 1]\n"
+        "        if args[i] == '--method': method = value\n"
+        "        elif args[i] == '--jq': jq = value\n"
+        "        else: fields.append(value)\n"
+        "        i += 2\n"
+        "    elif args[i] == '--paginate': i += 1\n"
+        "    else: endpoint, i = args[i], i + 1\n"
+        f"if method == 'GET':\n"
+        f"    data = open({str(tmp_path / 'comments.json')!r}).read()\n"
+        "    sys.stdout.write(subprocess.run(['jq', '-r', jq], input=data, capture_output=True, text=True, check=True).stdout if jq else data)\n"
+        "else:\n"
+        "    key, _, value = fields[0].partition('=')\n"
+        "    body = open(value[1:], encoding='utf-8').read() if value.startswith('@') else value\n"
+        f"    with open({str(log)!r}, 'a') as out: out.write(json.dumps({{'method': method, 'endpoint': endpoint, key: body}}) + '\\n')\n"
+        "    print('{}')\n",
+        encoding="utf-8",
+    )
+    (bin_dir / "gh").chmod(0o755)
+    return bin_dir, log
+
+
+def _post(tmp_path: Path, comments: list[dict[str, Any]]) -> list[dict[str, str]]:
+    (tmp_path / "comment.md").write_text(MARKER + "\n### mcpspec diff: privileges grew\n", encoding="utf-8")
+    bin_dir, log = _fake_gh(tmp_path, comments)
+    result = _run_step("review", "Post the report on the pull request", tmp_path, bin_dir, GH_TOKEN="t", PR="7", REPO="acme/agents")
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+
+
+OTHER_WORKFLOW = {"id": 101, "user": {"login": "github-actions[bot]"}, "body": "## Coverage report\nlines: 93%"}
+PERSON_QUOTING = {"id": 102, "user": {"login": "mallory"}, "body": MARKER + "\nplease edit me instead"}
+OURS = {"id": 103, "user": {"login": "github-actions[bot]"}, "body": MARKER + "\n### mcpspec diff: privileges unchanged"}
+
+
+def test_the_comment_step_edits_only_the_comment_with_its_marker(tmp_path: Path) -> None:
+    writes = _post(tmp_path, [OTHER_WORKFLOW, PERSON_QUOTING, OURS])
+    assert writes == [{"method": "PATCH", "endpoint": "repos/acme/agents/issues/comments/103", "body": MARKER + "\n### mcpspec diff: privileges grew\n"}]
+
+
+def test_the_comment_step_posts_a_new_comment_when_none_carries_the_marker(tmp_path: Path) -> None:
+    """--edit-last would have edited the other workflow's comment, the last one by the same bot."""
+    writes = _post(tmp_path, [OTHER_WORKFLOW, PERSON_QUOTING])
+    assert [(w["method"], w["endpoint"]) for w in writes] == [("POST", "repos/acme/agents/issues/7/comments")]
 
 
 def test_the_review_step_treats_a_new_spec_as_growth(tmp_path: Path) -> None:
@@ -163,7 +283,7 @@ def test_the_review_step_treats_a_new_spec_as_growth(tmp_path: Path) -> None:
     shutil.copy(ROOT / "examples" / "coding-agent.yaml", tmp_path / "mcp-sandbox.yaml")
     result, outputs = _review(tmp_path, base)
     assert result.returncode == 0, result.stderr
-    assert "grew=true" in outputs and (tmp_path / "comment.md").read_text(encoding="utf-8").startswith("mcp-sandbox.yaml is new")
+    assert "grew=true" in outputs and (tmp_path / "comment.md").read_text(encoding="utf-8").startswith(MARKER + "\nmcp-sandbox.yaml is new")
 
 
 def test_the_pre_commit_hook_runs_on_the_documented_files(repo: Path) -> None:

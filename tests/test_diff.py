@@ -12,7 +12,7 @@ import pytest
 
 from conftest import REPO, run_cli
 from mcpspec.diff.model import Change, Diff
-from mcpspec.diff.render import MARKDOWN_LIMIT, json_output, markdown, text
+from mcpspec.diff.render import MARKDOWN_LIMIT, json_output, markdown, text, verdict_line
 from mcpspec.diff.run import diff_plans, load_side
 from mcpspec.ir.plan import Plan
 from mcpspec.settings import Settings
@@ -205,8 +205,8 @@ def test_output_file_is_written_atomically(tmp_path: Path) -> None:
 
 def test_json_is_stable_and_documented() -> None:
     data = json.loads(json_output(_diff(CASES_DIR / "secret-scope-widened")))
-    assert list(data) == ["schema", "old", "new", "target", "verdict", "grew", "shrank", "counts", "changes"]
-    assert data["schema"] == "mcpspec-diff/1"
+    assert list(data) == ["schema", "old", "new", "target", "verdict", "grew", "shrank", "counts", "findings", "changes"]
+    assert data["schema"] == "mcpspec-diff/2"
     assert data["counts"] == {"grew": 1, "shrank": 0, "neutral": 0}
     assert data["changes"] == [{
         "server": "issues", "category": "secrets", "effect": "grew",
@@ -255,6 +255,21 @@ def test_a_secret_shaped_value_never_reaches_any_format() -> None:
         assert token not in render(found)
 
 
+def test_new_findings_are_counted_apart_from_privilege_growth() -> None:
+    """A new finding is lint's verdict, not a privilege: the summary counts it on its own, and a
+    change that only adds findings leaves privileges unchanged (--fail-on-growth still fails on it)."""
+    found = _diff(CASES_DIR / "new-attack-path")
+    assert text(found).splitlines()[-1] == "verdict: privileges grew (2 grew, 0 shrank, 0 neutral); 1 new finding, 1 new attack path"
+    assert found.counts() == {"grew": 2, "shrank": 0, "neutral": 0}
+    assert found.finding_counts()["findings"]["new"] == 1 and found.finding_counts()["attack-paths"]["new"] == 1
+    assert "Lint findings, apart from privileges: 1 new finding, 1 new attack path." in markdown(found)
+    only = Diff("old.yaml", "new.yaml", (Change("issues", "findings", "grew", "new finding: HR001 ...", None, "HR001"),))
+    assert (only.verdict, only.grew) == ("privileges unchanged", True)
+    assert text(only).splitlines()[-1] == "verdict: privileges unchanged; 1 new finding"
+    resolved = Diff("old.yaml", "new.yaml", (Change("", "attack-paths", "shrank", "attack path closed: GR001 ...", "GR001", None),))
+    assert verdict_line(resolved) == "verdict: privileges unchanged; 1 attack path closed"
+
+
 def test_the_text_example_of_the_docs_is_what_diff_prints() -> None:
     docs = (REPO / "docs" / "diff.md").read_text(encoding="utf-8")
     shown = docs.split("### text", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
@@ -298,7 +313,26 @@ def test_every_example_against_the_risky_one_renders_in_every_format(target: str
         found = diff_plans(_plan(example), risky, Settings(), target)
         assert found.grew, example.name
         assert len(markdown(found)) <= MARKDOWN_LIMIT
-        assert json.loads(json_output(found))["counts"]["grew"] == sum(1 for c in found.changes if c.effect == "grew")
+        data = json.loads(json_output(found))
+        assert data["counts"]["grew"] == sum(1 for c in found.privileges if c.effect == "grew")
+        counted = sum(n for kinds in data["findings"].values() for n in kinds.values())
+        assert counted == len(found.changes) - len(found.privileges) > 0
         assert text(found).count("\n") == len(found.changes) + 1
         back = diff_plans(risky, _plan(example), Settings(), target)
         assert {c.effect for c in back.changes} >= {"shrank"}
+
+
+def test_max_chars_caps_the_markdown_comment() -> None:
+    old, new = str(REPO / "examples" / "coding-agent.yaml"), str(REPO / "examples" / "risky.yaml")
+    whole = run_cli("diff", old, new, "-f", "markdown").stdout
+    capped = run_cli("diff", old, new, "-f", "markdown", "--max-chars", "3000")
+    assert len(whole) > 3000 >= len(capped.stdout) and "more changes are not shown" in capped.stdout
+    refused = run_cli("diff", old, new, "--max-chars", "3000")
+    assert refused.returncode == 2 and "--max-chars applies to the markdown format" in refused.stderr
+
+
+def test_target_client_is_a_usage_error_naming_the_targets_to_use() -> None:
+    """A client config's enforcement is its sandbox's: asking for it was an internal error."""
+    case = CASES_DIR / "egress-added"
+    result = run_cli("diff", str(case / "old.yaml"), str(case / "new.yaml"), "--target", "client")
+    assert result.returncode == 2 and "give --target bwrap or compose" in result.stderr and "internal error" not in result.stderr

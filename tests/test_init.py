@@ -99,7 +99,28 @@ def test_existing_file_is_kept_without_force(tmp_path: Path) -> None:
     result = run_cli("init", "-o", str(spec), "--force", "--server", "fetch", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "mcp-server-fetch" in spec.read_text(encoding="utf-8")
-    assert [p.name for p in tmp_path.iterdir()] == ["mcp-sandbox.yaml"], "no temporary file left"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mcp-sandbox.schema.json", "mcp-sandbox.yaml"], "no temporary file left"
+
+
+def test_the_modeline_names_the_schema_copy_written_beside_the_spec(tmp_path: Path) -> None:
+    """docs/schema.md: the $id is not served, so editors point at a copy; init writes both."""
+    (tmp_path / "ops").mkdir()
+    result = run_cli("init", "-o", "ops/mcp-sandbox.yaml", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    first = (tmp_path / "ops" / "mcp-sandbox.yaml").read_text(encoding="utf-8").splitlines()[0]
+    assert first == "# yaml-language-server: $schema=mcp-sandbox.schema.json"
+    assert "$schema=mcp-sandbox.schema.json" in (REPO / "docs" / "schema.md").read_text(encoding="utf-8")
+    committed = (REPO / "schemas" / "mcp-sandbox.schema.json").read_text(encoding="utf-8")
+    schema = tmp_path / "ops" / "mcp-sandbox.schema.json"
+    assert schema.read_text(encoding="utf-8") == committed
+    assert f"wrote {Path('ops') / 'mcp-sandbox.schema.json'}" in result.stdout
+    schema.write_text("{}\n", encoding="utf-8")
+    kept = run_cli("init", "-o", "ops/mcp-sandbox.yaml", "--force", "-s", "fetch", cwd=tmp_path)
+    assert kept.returncode == 0 and schema.read_text(encoding="utf-8") == committed, "--force refreshes the copy"
+    schema.write_text("{}\n", encoding="utf-8")
+    (tmp_path / "ops" / "mcp-sandbox.yaml").unlink()
+    kept = run_cli("init", "-o", "ops/mcp-sandbox.yaml", cwd=tmp_path)
+    assert kept.returncode == 0 and schema.read_text(encoding="utf-8") == "{}\n" and "kept" in kept.stdout, "a user's copy is kept"
 
 
 def test_unknown_server_is_a_usage_error_naming_the_catalog(tmp_path: Path) -> None:

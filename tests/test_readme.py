@@ -75,3 +75,59 @@ def test_the_demos_first_lint_passes_so_make_demo_goes_on() -> None:
     assert words[0] == "$(VENV)/bin/mcpspec"
     done = subprocess.run([sys.executable, "-m", "mcpspec", *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- counts and lists the README states, against the registries they come from ---
+
+_NUMBER_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
+
+
+def _number(text: str) -> int:
+    return int(text) if text.isdigit() else _NUMBER_WORDS[text]
+
+
+def test_the_rule_count_and_families_are_the_registrys() -> None:
+    from mcpspec.rules.registry import all_rules
+
+    rules = all_rules()
+    counts = re.findall(r"\b(\d+) risk rules\b", README)
+    assert counts and {int(n) for n in counts} == {len(rules)}, f"the README says {counts} risk rules; the registry has {len(rules)}"
+    families = {rule.id[:2] for rule in rules}
+    sentence = README.split(" risk rules in ", 1)[1].split("`mcpspec rules`", 1)[0]
+    said = re.match(r"(\w+) families:", sentence)
+    assert said is not None and _number(said[1]) == len(families)
+    assert set(re.findall(r"\(([A-Z]{2})[,)]", sentence)) == families, "a family is missing from the README's list, or one that is not a family"
+    graph = sorted(rule.id for rule in rules if rule.id.startswith("GR"))
+    assert re.findall(r"graph rules \((GR\d{3})-(GR\d{3})\)", README) == [(graph[0], graph[-1])]
+
+
+def test_every_target_list_is_the_target_registry() -> None:
+    from mcpspec.targets import TARGET_NAMES
+    from mcpspec.targets.client.formats import CLIENTS
+
+    lists = re.findall(r"--target ([a-z0-9]+(?:\|[a-z0-9]+)+)", README)
+    assert lists and all(names.split("|") == list(TARGET_NAMES) for names in lists), (lists, TARGET_NAMES)
+    build = next(line for line in README.splitlines() if line.startswith("| `mcpspec build"))
+    assert re.findall(r"`([a-z0-9]+)`", build.split("compile for ", 1)[1].split("(", 1)[0]) == list(TARGET_NAMES)
+    clients = re.findall(r"--client ([a-z0-9-]+(?:\|[a-z0-9-]+)+)", README)
+    assert clients and all(names.split("|") == list(CLIENTS) for names in clients), (clients, list(CLIENTS))
+
+
+def test_the_import_clients_are_the_importers() -> None:
+    from mcpspec.importer.clients import CLIENTS
+
+    counted = re.findall(r"one of (\w+) clients|the (\w+) client formats", README)
+    assert len(counted) == 2 and all(_number(a or b) == len(CLIENTS) for a, b in counted), counted
+    named = README.split("starts a spec from the MCP config a client already has:\n", 1)[1].split(" (`--from auto`", 1)[0]
+    assert len(re.split(r", | or ", named.replace("\n", " "))) == len(CLIENTS), named
+
+
+def test_the_commands_table_lists_every_command() -> None:
+    import typer.main
+
+    from mcpspec.cli import app
+
+    section = README.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `mcpspec ([a-z-]+)", section, re.MULTILINE)
+    commands = {name for name, command in typer.main.get_command(app).commands.items() if not command.hidden}  # type: ignore[attr-defined]
+    assert len(listed) == len(set(listed)) and set(listed) == commands | {"--version"}

@@ -196,7 +196,8 @@ def test_markdown_of_hostile_spec_is_inert() -> None:
     # Outside code blocks, no tag, mention, issue link or Markdown link from the spec survives.
     assert "<script" not in prose and "<img" not in prose and "<iframe" not in prose and "<marquee" not in prose
     assert "@octocat" not in prose and "@security-team" not in prose and "#1 " not in prose
-    assert "](https" not in prose and "https://evil" not in prose
+    ours = re.sub(r"\]\(https://mcpspec\.dev/docs/rules/[A-Z]{2}\d{3}-[a-z0-9-]+\.md\)", "]", prose)  # the rule links mcpspec writes
+    assert "](https" not in ours and "https://evil" not in prose
     assert "&#64;octocat" in prose and "&#60;script&#62;" in prose
     assert prose.count("<details") == prose.count("</details>")
     # Mermaid labels are entity-coded too: no quote, bracket or tag can end a label.
@@ -271,3 +272,104 @@ def test_rule_links_follow_the_config_docs_url_that_lint_uses(tmp_path: Path) ->
     out = tmp_path / "risky.md"
     subprocess.run([sys.executable, "-m", "mcpspec", "report", "risky.yaml", "-o", str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
     assert "](https://docs.acme.example/mcpspec/GR001-lethal-trifecta.md)" in out.read_text(encoding="utf-8")
+
+
+# --- ordering, egress in words, host paths in the picture ---
+
+
+def test_findings_are_listed_most_severe_first_then_by_place() -> None:
+    from mcpspec.rules.engine import LEVELS
+
+    found, _ = api.review_file(RISKY)
+    keys = [(LEVELS.index(f.severity), f.file, f.line, f.column, f.code) for f in found.findings]
+    assert keys == sorted(keys) and found.findings[0].severity == "critical"
+    assert any(a.line > b.line for a, b in zip(found.findings, found.findings[1:], strict=False)), "not merely by line"
+    html = run_cli("report", str(RISKY.relative_to(REPO)), "--exit-zero").stdout
+    section = html.split('<section id="findings">', 1)[1].split("</section>", 1)[0]
+    shown = re.findall(r'<article class="finding sev-([a-z]+)"', section)
+    assert shown == [f.severity for f in [*found.findings, *found.suppressed]]
+    assert shown[: len(found.findings)] == sorted(shown[: len(found.findings)], key=LEVELS.index)
+    markdown = render_markdown(found, limit=10**7)
+    assert markdown.index("[GR001]") < markdown.index("[TE002]"), "a critical attack path before a low at line 13"
+
+
+def _one_server(tmp_path: Path, body: str) -> Path:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text("version: 1\nproject: p\nservers:\n  s:\n    command: [s-mcp]\n" + body, encoding="utf-8")
+    return spec
+
+
+@pytest.mark.parametrize(
+    ("allow", "said"),
+    [
+        (["api.acme.example:443", "10.1.2.3:5432"], "egress to 2 destinations"),
+        (["0.0.0.0/0", "api.acme.example:443", "uploads.acme.example:443"], "egress to all IPv4 and 2 other destinations"),
+        (["::/0", "api.acme.example:443"], "egress to all IPv6 and 1 other destination"),
+        (["0.0.0.0/0", "::/0"], "egress to all addresses"),
+        (["0.0.0.0/1", "128.0.0.0/1"], "egress to all IPv4"),
+        (["0.0.0.0/0:443", "10.0.0.0/8"], "egress to all IPv4 on port 443 and 1 other destination"),
+    ],
+)
+def test_egress_that_covers_an_address_family_says_so(tmp_path: Path, allow: list[str], said: str) -> None:
+    spec = _one_server(tmp_path, f"    egress: {{default: deny, allow: {json.dumps(allow)}}}\n")
+    found, _ = api.review_file(spec)
+    (card,) = found.servers
+    assert said in card.traits, card.traits
+    assert said in render_markdown(found)
+
+
+LONG_PATHS = [
+    "/srv/customers/acme-corporation-exports/2026/quarterly-reports",
+    "/var/lib/mcp/acme-coding-agent/workspaces/shared/cache/pip/http/wheels/a1",
+    "/home/alice/.config/gcloud/application_default_credentials.json",
+    "/opt/" + "x" * 70 + "/bin",
+]
+
+
+def test_host_paths_in_the_picture_are_never_cut_inside_a_name(tmp_path: Path) -> None:
+    """A box shows a long host path wrapped between its segments, or with whole segments
+    given way to '/…': never 'acme-corpo…'."""
+    from mcpspec.report.review.layout import LABEL_CHARS, lay_out
+
+    mounts = "".join(f"      - {{from: {path}, to: /m{n}, mode: ro}}\n" for n, path in enumerate(LONG_PATHS))
+    found, _ = api.review_file(_one_server(tmp_path, "    mounts:\n" + mounts))
+    assert found.shown is not None
+    boxes = {box.title.split(" — ")[0]: box for box in lay_out(found.shown, {}).boxes if box.kind == "path"}
+    assert set(boxes) == set(LONG_PATHS)
+    for path, box in boxes.items():
+        shown = box.lines[: box.lines.index("host path")]
+        assert all(len(line) <= LABEL_CHARS for line in shown), shown
+        joined = "".join(shown)
+        segments = path.split("/")
+        if "/…" not in joined:
+            assert joined == path, shown
+            continue
+        head, tail = joined.split("/…")
+        assert segments[: len(head.split("/"))] == head.split("/") and segments[-len(tail.split("/")) + 1 :] == tail.split("/")[1:], shown
+        assert len(shown) <= 3
+    assert boxes[LONG_PATHS[0]].lines[:3] == ("/srv/customers", "/acme-corporation-exports", "/2026/quarterly-reports")
+
+
+def test_rule_links_are_absolute_by_default_and_the_same_as_sarifs() -> None:
+    """A relative link in a pull-request comment resolves against the pull request's page."""
+    sarif = json.loads(run_cli("lint", "-f", "sarif", str(RISKY.relative_to(REPO)), "--select", "GR001").stdout)
+    (help_uri,) = {rule["helpUri"] for rule in sarif["runs"][0]["tool"]["driver"]["rules"] if rule["id"] == "GR001"}
+    assert help_uri.startswith("https://")
+    markdown = run_cli("report", str(RISKY.relative_to(REPO)), "-f", "markdown").stdout
+    html = run_cli("report", str(RISKY.relative_to(REPO))).stdout
+    assert f"[GR001]({help_uri})" in markdown and f'href="{help_uri}"' in html
+    assert "](docs/rules/" not in markdown and 'href="docs/rules/' not in html
+    refused = run_cli("report", str(RISKY.relative_to(REPO)), "--docs-url", "docs/rules/")
+    assert refused.returncode == 2 and "not an absolute http(s) URL" in refused.stderr
+
+
+def test_max_chars_caps_the_markdown_and_is_refused_for_html() -> None:
+    done = run_cli("report", str(RISKY.relative_to(REPO)), "-f", "markdown", "--max-chars", "9000")
+    assert len(done.stdout) <= 9000 and "to stay under 9,000 characters" in done.stdout and _balanced(done.stdout)
+    refused = run_cli("report", str(RISKY.relative_to(REPO)), "--max-chars", "9000")
+    assert refused.returncode == 2 and "--max-chars applies to the markdown format" in refused.stderr
+
+
+def test_target_client_is_a_usage_error_naming_the_targets_to_use() -> None:
+    result = run_cli("report", "examples/coding-agent.yaml", "-f", "markdown", "--target", "client")
+    assert result.returncode == 2 and "give --target bwrap or compose" in result.stderr and "internal error" not in result.stderr

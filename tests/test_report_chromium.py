@@ -193,3 +193,47 @@ def test_report_prints(browser: Any, tmp_path: Path) -> None:
         assert visit.page.locator("#picture svg.graph").is_visible()
     finally:
         visit.close()
+
+
+# Long host paths, one with a name longer than a line (wrapped, never cut).
+LONG_PATHS = [
+    "/srv/customers/acme-corporation-exports/2026/quarterly-reports",
+    "/var/lib/mcp/acme-coding-agent/workspaces/shared/cache/pip/http/wheels/a1",
+    "/home/alice/.config/gcloud/application_default_credentials.json",
+]
+# Per path box: its rectangle, and each line of text with its drawn extent.
+PATH_BOXES = """() => [...document.querySelectorAll('#picture svg.graph g.node[data-kind="path"]')].map(g => {
+  const rect = g.querySelector('rect').getBBox();
+  return [g.querySelector('title').textContent, [rect.x, rect.width],
+          [...g.querySelectorAll('text')].map(t => { const b = t.getBBox(); return [t.textContent, b.x, b.width, t.getAttribute('font-weight')]; })];
+})"""
+
+
+def test_long_host_paths_wrap_between_segments_inside_their_boxes(browser: Any, tmp_path: Path) -> None:
+    """As drawn by the browser: every line of a path box lies inside the box, the path's lines
+    are its segments in order (bold, as the name), and no name is cut."""
+    spec = tmp_path / "long-paths.yaml"
+    mounts = "".join(f"      - {{from: {path}, to: /m{n}, mode: ro}}\n" for n, path in enumerate(LONG_PATHS))
+    spec.write_text("version: 1\nproject: long-paths\nservers:\n  s:\n    command: [s-mcp]\n    mounts:\n" + mounts, encoding="utf-8")
+    out = tmp_path / "long-paths.html"
+    done = run_cli("report", str(spec), "-o", str(out), "--exit-zero")
+    assert done.returncode == 0, done.stderr
+    visit = Visit(browser, out)
+    try:
+        boxes = visit.page.evaluate(PATH_BOXES)
+        assert sorted(title.split(" — ")[0] for title, _, _ in boxes) == sorted(LONG_PATHS)
+        for title, (x, width), texts in boxes:
+            path = title.split(" — ")[0]
+            for text, left, drawn, _ in texts:
+                assert x <= left and left + drawn <= x + width, (path, text, left, drawn, x, width)
+            name = [text for text, _, _, weight in texts if weight == "600"]
+            joined = "".join(name)
+            assert len(name) > 1, (path, name)
+            if "/…" in joined:  # whole segments gave way, the first and the last kept
+                head, tail = joined.split("/…")
+                assert path.startswith(head + "/") and path.endswith(tail) and tail.startswith("/"), (path, name)
+            else:
+                assert joined == path, (path, name)
+        assert visit.requests == [visit.url]
+    finally:
+        visit.close()

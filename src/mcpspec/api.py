@@ -20,6 +20,7 @@ from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath
 from mcpspec.ir.plan import Plan
 from mcpspec.perf import gc_paused
 from mcpspec.report.model import FileLint, LintReport
+from mcpspec.rules.base import DEFAULT_DOCS_URL
 from mcpspec.rules.pipeline import LintOptions
 from mcpspec.settings import Settings
 from mcpspec.source.discover import SpecText
@@ -330,7 +331,7 @@ def review_file(
     path: str | os.PathLike[str],
     settings: Settings | None = None,
     target: str | None = None,
-    rule_docs_url: str = "docs/rules/",
+    rule_docs_url: str = DEFAULT_DOCS_URL,
 ) -> tuple[Review, bool]:
     """The reviewer's report of one file (``mcpspec report``) and whether lint would fail it.
 

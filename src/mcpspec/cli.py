@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+# A client config starts each server under `mcpspec run` (or a compose service): what it
+# enforces is that sandbox's, so report and diff ask for that target instead.
+CLIENT_TARGET_NOTE = "--target client: a client config starts each server under `mcpspec run` (bwrap's sandbox) or a compose service; give --target bwrap or compose"
+# --max-chars below this leaves no room for a Markdown report's head and its truncation note.
+MIN_COMMENT_CHARS = 2_000
 CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward)."
 
 app = App(
@@ -355,13 +360,14 @@ def init(
     project: Annotated[str | None, typer.Option("--project", help="Project name (default: the output directory's name).")] = None,
     list_servers: Annotated[bool, typer.Option("--list", help="List the catalog's servers and exit.")] = False,
 ) -> None:
-    """Write a commented starter mcp-sandbox.yaml for this project from the built-in catalog.
+    """Write a commented starter mcp-sandbox.yaml for this project from the built-in catalog,
+    and beside it mcp-sandbox.schema.json, the schema its editor modeline names.
 
     Every choice a person must check is marked `# REVIEW:`. Exit status: 0 written, 2 when the
     file exists (without --force) or a server is not in the catalog.
     """
     from mcpspec.catalog import entries
-    from mcpspec.init import InitError, write_starter
+    from mcpspec.init import InitError, write_schema_beside, write_starter
 
     if list_servers:
         for entry in entries():
@@ -369,9 +375,11 @@ def init(
         return
     try:
         write_starter(output, servers or (), force=force, project=project)
+        schema = write_schema_beside(output, force=force)
     except (InitError, OSError) as exc:
         _usage(str(exc))
     typer.echo(f"wrote {output}: review the lines marked REVIEW, then run `mcpspec lint {output}`")
+    typer.echo(schema)
 
 
 @app.command()
@@ -422,7 +430,8 @@ def report(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically); its suffix (.html, .md) chooses the format.")] = None,
     output_format: Annotated[str | None, typer.Option("--format", "-f", help="html or markdown (default: from the --output suffix, else html).")] = None,
     target: Annotated[str | None, typer.Option("--target", "-t", help=f"Also show what this target enforces for each server: {', '.join(TARGET_NAMES)}.")] = None,
-    docs_url: Annotated[str | None, typer.Option("--docs-url", metavar="URL", help="Folder of the rule pages that findings link (this plus ID-slug.md; default: the config's docs-url, else docs/rules/).")] = None,
+    docs_url: Annotated[str | None, typer.Option("--docs-url", metavar="URL", help="Folder URL of the rule pages that findings link, as lint's SARIF helpUri (default: the config's docs-url, else https://mcpspec.dev/docs/rules/).")] = None,
+    max_chars: Annotated[int | None, typer.Option("--max-chars", min=MIN_COMMENT_CHARS, metavar="N", help="Markdown only: at most N characters (default 65000; GitHub's comment limit is 65536).")] = None,
     fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run, as for lint.")] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
@@ -439,12 +448,16 @@ def report(
         chosen_format = format_for(output_format, output)
     except ValueError as exc:
         _usage(str(exc))
-    chosen = _settings(Flags(config, fail_on=fail_on))
+    if max_chars is not None and chosen_format != "markdown":
+        _usage("--max-chars applies to the markdown format")
+    if target == "client":
+        _usage(CLIENT_TARGET_NOTE)
+    chosen = _settings(Flags(config, fail_on=fail_on, docs_url=docs_url))
     try:
-        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=docs_url or chosen.config.docs_url or "docs/rules/")
+        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=chosen.docs_url)
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(render_report(found, chosen_format), output)
+    _emit(render_report(found, chosen_format, max_chars), output)
     raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_CLEAN)
 
 
@@ -482,14 +495,16 @@ def diff(
     target: Annotated[str | None, typer.Option("--target", "-t", help=f"Also report controls this target enforces less well: {', '.join(TARGET_NAMES)}.")] = None,
     output_format: Annotated[str, typer.Option("--format", "-f", help="text, markdown or json.")] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
-    fail_on_growth: Annotated[bool, typer.Option("--fail-on-growth", help="Exit 1 when any privilege grew (for a required check).")] = False,
+    fail_on_growth: Annotated[bool, typer.Option("--fail-on-growth", help="Exit 1 when a privilege grew or a lint finding is new (for a required check).")] = False,
+    max_chars: Annotated[int | None, typer.Option("--max-chars", min=MIN_COMMENT_CHARS, metavar="N", help="Markdown only: at most N characters (default 65000; GitHub's comment limit is 65536).")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Compare the privileges two versions of a spec grant, server by server (resolved plans,
-    not YAML text), and print one verdict line (see docs/diff.md).
+    not YAML text), and print one verdict line, lint's new and resolved findings counted apart
+    (see docs/diff.md).
 
-    Exit status: 0, or 1 with --fail-on-growth when a privilege grew; 2 when a version cannot
-    be read or is not a valid spec."""
+    Exit status: 0, or 1 with --fail-on-growth when a privilege grew or a finding is new; 2 when
+    a version cannot be read or is not a valid spec."""
     from mcpspec.diff.render import FORMATS, RENDERERS
     from mcpspec.diff.run import diff_plans, load_side
     from mcpspec.report import text
@@ -498,8 +513,12 @@ def diff(
 
     if output_format not in FORMATS:
         _usage(f"--format must be one of {', '.join(FORMATS)}")
+    if max_chars is not None and output_format != "markdown":
+        _usage("--max-chars applies to the markdown format")
     if target is not None and target not in TARGET_NAMES:
         _usage(f"unknown target {target!r}; choose from {', '.join(TARGET_NAMES)}")
+    if target == "client":
+        _usage(CLIENT_TARGET_NOTE)
     chosen = _settings(Flags(config))
     try:
         sides = [load_side(old), load_side(new)]
@@ -515,7 +534,12 @@ def diff(
         found = diff_plans(before, after, chosen, target, (old, new))
     except _usage_errors() as exc:
         _usage(str(exc))
-    _emit(RENDERERS[output_format](found), output)
+    if max_chars is not None:
+        from mcpspec.diff.render import markdown
+
+        _emit(markdown(found, max_chars), output)
+    else:
+        _emit(RENDERERS[output_format](found), output)
     raise typer.Exit(EXIT_FINDINGS if fail_on_growth and found.grew else EXIT_CLEAN)
 
 

@@ -22,6 +22,8 @@ CATEGORIES = (
     "approvals", "workspace", "waivers", "findings", "attack-paths", "enforcement",
 )
 PROJECT = ""  # the scope of a change that concerns no single server
+# Lint's verdict on the new version, not a privilege: counted apart from privilege changes.
+FINDING_CATEGORIES = ("findings", "attack-paths")
 
 VERDICTS = {
     (True, True): "privileges grew and shrank",
@@ -60,6 +62,7 @@ class Diff:
 
     @property
     def grew(self) -> bool:
+        """Whether a privilege grew or a finding is new (or newly waived): what --fail-on-growth fails on."""
         return any(c.effect == "grew" for c in self.changes)
 
     @property
@@ -67,11 +70,27 @@ class Diff:
         return any(c.effect == "shrank" for c in self.changes)
 
     @property
+    def privileges(self) -> tuple[Change, ...]:
+        """The changes to what the servers may do: every change but new, resolved or reworded findings."""
+        return tuple(c for c in self.changes if c.category not in FINDING_CATEGORIES)
+
+    @property
     def verdict(self) -> str:
-        return VERDICTS[(self.grew, self.shrank)]
+        """What happened to privileges alone; findings are counted apart (:meth:`finding_counts`)."""
+        return VERDICTS[(any(c.effect == "grew" for c in self.privileges), any(c.effect == "shrank" for c in self.privileges))]
 
     def counts(self) -> dict[str, int]:
-        return {effect: sum(1 for c in self.changes if c.effect == effect) for effect in EFFECTS}
+        """Privilege changes by effect (findings apart)."""
+        return {effect: sum(1 for c in self.privileges if c.effect == effect) for effect in EFFECTS}
+
+    def finding_counts(self) -> dict[str, dict[str, int]]:
+        """``{"findings": {...}, "attack-paths": {...}}``, each counting what is new, resolved,
+        newly waived, no longer waived and reworded."""
+        out = {category: dict.fromkeys(FINDING_KINDS, 0) for category in FINDING_CATEGORIES}
+        for change in self.changes:
+            if change.category in FINDING_CATEGORIES:
+                out[change.category][_finding_kind(change)] += 1
+        return out
 
     def by_server(self) -> list[tuple[str, list[Change]]]:
         """The changes grouped by scope: the project's first, then servers by name."""
@@ -79,6 +98,19 @@ class Diff:
         for change in self.changes:
             groups.setdefault(change.server, []).append(change)
         return sorted(groups.items())
+
+
+FINDING_KINDS = ("new", "resolved", "waived", "unwaived", "reworded")
+
+
+def _finding_kind(change: Change) -> str:
+    """compare_findings writes a new finding with old None, a resolved one with new None, a waiver
+    that came or went with booleans, and a reworded one as neutral."""
+    if change.effect == "neutral":
+        return "reworded"
+    if change.effect == "grew":
+        return "new" if change.old is None else "waived"
+    return "resolved" if change.new is None else "unwaived"
 
 
 def ordered(changes: Sequence[Change]) -> tuple[Change, ...]:

@@ -15,7 +15,7 @@ from mcpspec.diff.model import PROJECT, Change, Diff
 from mcpspec.redact import redact
 
 FORMATS = ("text", "markdown", "json")
-JSON_SCHEMA = "mcpspec-diff/1"
+JSON_SCHEMA = "mcpspec-diff/2"
 MARKDOWN_LIMIT = 65_000
 _MARK = {"grew": "+", "shrank": "-", "neutral": "~"}
 _BADGE = {"grew": "🔺 grew", "shrank": "🔻 shrank", "neutral": "▫️ neutral"}
@@ -27,8 +27,30 @@ def _scope(server: str) -> str:
 
 def verdict_line(diff: Diff) -> str:
     counts = diff.counts()
-    tail = f" ({counts['grew']} grew, {counts['shrank']} shrank, {counts['neutral']} neutral)" if diff.changes else ""
-    return f"verdict: {diff.verdict}{tail}"
+    tail = f" ({counts['grew']} grew, {counts['shrank']} shrank, {counts['neutral']} neutral)" if diff.privileges else ""
+    found = findings_summary(diff)
+    return f"verdict: {diff.verdict}{tail}" + (f"; {found}" if found else "")
+
+
+_FINDING_WORDS = {
+    "findings": {"new": "new finding", "resolved": "finding resolved", "waived": "finding newly waived", "unwaived": "finding no longer waived", "reworded": "finding reworded"},
+    "attack-paths": {"new": "new attack path", "resolved": "attack path closed", "waived": "attack path newly waived", "unwaived": "attack path no longer waived", "reworded": "attack path reworded"},
+}
+
+
+def findings_summary(diff: Diff) -> str:
+    """``2 new findings, 1 new attack path, 1 finding resolved``: lint's changes, apart from privileges."""
+    parts: list[str] = []
+    for category, counted in diff.finding_counts().items():
+        for kind, count in counted.items():
+            if count:
+                words = _FINDING_WORDS[category][kind]
+                parts.append(f"{count} {words if count == 1 else _plural(words)}")
+    return ", ".join(parts)
+
+
+def _plural(words: str) -> str:
+    return words.replace("finding", "findings", 1).replace("path", "paths", 1)
 
 
 def text(diff: Diff) -> str:
@@ -62,6 +84,7 @@ def json_output(diff: Diff) -> str:
         "grew": diff.grew,
         "shrank": diff.shrank,
         "counts": diff.counts(),
+        "findings": diff.finding_counts(),
         "changes": [
             {
                 "server": None if c.server == PROJECT else c.server,
@@ -108,7 +131,13 @@ def markdown(diff: Diff, limit: int = MARKDOWN_LIMIT) -> str:
     ]
     if not diff.changes:
         return "\n".join([*head, "No privilege changed.", ""])
-    head += ["| grew | shrank | neutral |", "|---:|---:|---:|", f"| {counts['grew']} | {counts['shrank']} | {counts['neutral']} |", ""]
+    if diff.privileges:
+        head += ["| grew | shrank | neutral |", "|---:|---:|---:|", f"| {counts['grew']} | {counts['shrank']} | {counts['neutral']} |", ""]
+    else:
+        head += ["No privilege changed.", ""]
+    found = findings_summary(diff)
+    if found:
+        head += [f"Lint findings, apart from privileges: {found}.", ""]
     out = "\n".join(head) + "\n"
     shown = 0
     for server, changes in diff.by_server():

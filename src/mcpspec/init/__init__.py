@@ -10,10 +10,10 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 from mcpspec.catalog import Entry, entries, get
-from mcpspec.init.starter import DEFAULT_SERVERS, build_starter, project_name
+from mcpspec.init.starter import DEFAULT_SERVERS, SCHEMA_FILE, build_starter, project_name
 from mcpspec.output import write_atomically
 
-__all__ = ["InitError", "render_starter", "write_starter"]
+__all__ = ["SCHEMA_FILE", "InitError", "render_starter", "write_schema_beside", "write_starter"]
 
 
 class InitError(Exception):
@@ -57,3 +57,22 @@ def write_starter(path: Path, servers: Sequence[str] = (), force: bool = False, 
     text = render_starter(project or path.resolve().parent.name, servers)
     write_atomically(path, text)
     return text
+
+
+def write_schema_beside(spec: Path, force: bool = False) -> str:
+    """Write the JSON Schema the starter's modeline names (SCHEMA_FILE, beside ``spec``): the
+    schema's $id is not served yet, so editors read this copy (docs/schema.md). A copy that
+    differs is replaced only with ``force``; returns what was done, for the user."""
+    from mcpspec.spec.schema import render_schema
+
+    schema = spec.parent / SCHEMA_FILE
+    text = render_schema()
+    if schema.is_file() and not schema.is_symlink():
+        if schema.read_text(encoding="utf-8", errors="replace") == text:
+            return f"{schema} is current"
+        if not force:
+            return f"kept {schema}, which differs from this version's schema: `mcpspec schema > {schema}` refreshes it"
+    elif schema.exists() or schema.is_symlink():
+        return f"left {schema} alone (not a regular file): `mcpspec schema > FILE` writes the schema"
+    write_atomically(schema, text)
+    return f"wrote {schema}, the schema its modeline names"

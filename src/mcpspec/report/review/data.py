@@ -17,8 +17,10 @@ from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.redact import redact
 from mcpspec.report.graph.view_model import GraphView, view
 from mcpspec.report.model import FileLint
+from mcpspec.report.review.reach import egress_reach
 from mcpspec.report.review.values import duration, number, plural, size
 from mcpspec.rules import facts
+from mcpspec.rules.base import DEFAULT_DOCS_URL
 from mcpspec.rules.engine import LEVELS, Result
 from mcpspec.rules.registry import find
 
@@ -51,6 +53,7 @@ class FindingView:
     code: str
     slug: str
     severity: str
+    file: str
     line: int
     column: int
     path: str
@@ -188,7 +191,7 @@ class Review:
     rules: list[RuleDoc] = field(default_factory=list)
     shown: GraphView | None = None
     target: str | None = None
-    rule_docs_url: str = "docs/rules/"
+    rule_docs_url: str = DEFAULT_DOCS_URL
 
     @property
     def valid(self) -> bool:
@@ -210,7 +213,7 @@ def review(
     failed: bool,
     today: datetime.date,
     target: str | None = None,
-    rule_docs_url: str = "docs/rules/",
+    rule_docs_url: str = DEFAULT_DOCS_URL,
 ) -> Review:
     """The report of one file: ``lint`` as `mcpspec lint` found it, ``plan`` None when the spec is invalid."""
     lines = lint.text.splitlines() if lint.text is not None else []
@@ -236,6 +239,9 @@ def review(
     for number_, result in enumerate(lint.results):
         shown = _finding(result, number_, lines, attributed.servers(result))
         (out.suppressed if result.suppression is not None else out.findings).append(shown)
+    # Most severe first: a reviewer reads the criticals before a low at line 3.
+    out.findings.sort(key=_severity_first)
+    out.suppressed.sort(key=_severity_first)
     counted: dict[str, int] = {level: 0 for level in LEVELS}
     for item in out.findings:
         counted[item.severity] += 1
@@ -256,6 +262,10 @@ def review(
 # --- findings ---
 
 
+def _severity_first(item: FindingView) -> tuple[int, str, int, int, str]:
+    return (LEVELS.index(item.severity), item.file, item.line, item.column, item.code)
+
+
 def _finding(result: Result, index: int, lines: list[str], servers: Iterable[str]) -> FindingView:
     rule = find(result.code) if result.severity != "error" else None
     suppression = None
@@ -266,6 +276,7 @@ def _finding(result: Result, index: int, lines: list[str], servers: Iterable[str
         code=result.code,
         slug=result.slug,
         severity=result.severity,
+        file=result.file,
         line=result.span.line,
         column=result.span.col,
         path=redact(format_path(result.path)),
@@ -440,7 +451,7 @@ def _traits(plan: Plan, sandbox: EffectiveSandbox) -> tuple[str, ...]:
     if sandbox.runs_here and facts.egress_open(sandbox):
         out.append("open egress")
     elif sandbox.egress.allow:
-        out.append(f"egress to {plural(len(sandbox.egress.allow), 'destination')}")
+        out.append(egress_reach(sandbox.egress.allow))
     writable = [m for m in facts.host_mounts(sandbox) if m.writable] if sandbox.runs_here else []
     if writable:
         out.append(f"writes {plural(len(writable), 'host path')}")

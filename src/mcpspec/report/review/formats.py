@@ -24,5 +24,10 @@ def format_for(name: str | None, output: Path | None) -> str:
     return chosen
 
 
-def render_report(report: Review, name: str) -> str:
+def render_report(report: Review, name: str, max_chars: int | None = None) -> str:
+    """The report in format ``name``; ``max_chars`` caps the Markdown (default its MAX_CHARS)."""
+    if max_chars is not None and name == "markdown":
+        from mcpspec.report.review.markdown import render_markdown
+
+        return render_markdown(report, max_chars)
     return report_renderer(name)(report)

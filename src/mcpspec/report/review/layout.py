@@ -26,6 +26,7 @@ ROW_GAP = 12
 MARGIN = 20
 HEADER = 28
 LABEL_CHARS = 27
+PATH_LINES = 3
 # Beyond this many boxes a picture no longer fits a screen: the report says so instead.
 MAX_BOXES = 400
 
@@ -75,6 +76,7 @@ class Box:
     kind: str
     lines: tuple[str, ...]
     title: str  # the full text, shown as a tooltip
+    heading: int  # how many of ``lines`` are the box's name (a host path may wrap over several)
     fill: str
     stroke: str
     radius: int
@@ -118,13 +120,56 @@ class Picture:
 
 
 def _short(text: str, middle: bool = False) -> str:
-    """At most LABEL_CHARS characters; a path keeps its end, where paths differ."""
+    """At most LABEL_CHARS characters; a destination keeps its end, where names differ."""
     if len(text) <= LABEL_CHARS:
         return text
     if middle:
         head = 8
         return text[:head] + "…" + text[-(LABEL_CHARS - head - 1):]
     return text[: LABEL_CHARS - 1] + "…"
+
+
+def path_lines(path: str) -> list[str]:
+    """A host path over at most PATH_LINES lines of LABEL_CHARS, broken only between segments
+    (``/srv/data`` | ``/exports``). When it needs more, whole segments after the first give way
+    to one ``/…``, the last ones kept; a single segment longer than a line wraps over several,
+    never shortened. No line ever holds part of a name with the rest cut off."""
+    segments = ["/" + part for part in path.strip("/").split("/")] if path.startswith("/") else _relative_segments(path)
+    lines = _wrap(segments)
+    dropped = 1
+    while len(lines) > PATH_LINES and dropped < len(segments) - 1:
+        lines = _wrap([segments[0], "/…", *segments[1 + dropped :]])
+        dropped += 1
+    return lines
+
+
+def _relative_segments(path: str) -> list[str]:
+    first, *rest = path.split("/")
+    return [first, *("/" + part for part in rest)]
+
+
+def _wrap(segments: list[str]) -> list[str]:
+    lines: list[str] = []
+    for segment in segments:
+        while len(segment) > LABEL_CHARS:  # one name longer than a line: wrapped, never cut
+            lines.append(segment[:LABEL_CHARS])
+            segment = segment[LABEL_CHARS:]
+        if lines and len(lines[-1]) + len(segment) <= LABEL_CHARS:
+            lines[-1] += segment
+        else:
+            lines.append(segment)
+    return lines
+
+
+def _display(node: Node, lines: list[str]) -> list[str]:
+    """The lines a box shows: a host path wrapped between its segments, every other line shortened."""
+    out: list[str] = []
+    for number, line in enumerate(lines):
+        if number == 0 and node.kind == "path":
+            out.extend(path_lines(line))
+        else:
+            out.append(_short(line, middle=number == 0 and node.kind == "destination"))
+    return out
 
 
 def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
@@ -148,7 +193,7 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
     tallest = 0.0
     heights: list[list[float]] = []
     for members in columns:
-        sizes = [_lines_height(len(_lines(shown, node))) for node in members]
+        sizes = [_lines_height(len(_display(node, _lines(shown, node)))) for node in members]
         heights.append(sizes)
         tallest = max(tallest, _used(members, sizes))
     picture = Picture(width=MARGIN * 2 + len(COLUMNS) * COLUMN_WIDTH + (len(COLUMNS) - 1) * COLUMN_GAP, height=MARGIN * 2 + HEADER + tallest)
@@ -168,6 +213,7 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
                     picture.columns.append((x + COLUMN_WIDTH / 2, y - 8, section))
             previous = section
             lines = _lines(shown, node)
+            shown_lines = _display(node, lines)
             box = Box(
                 id=node.id,
                 x=x,
@@ -175,7 +221,8 @@ def lay_out(shown: GraphView, server_anchor: dict[str, str]) -> Picture:
                 w=COLUMN_WIDTH,
                 h=height,
                 kind=node.kind,
-                lines=tuple(_short(line, middle=number == 0 and node.kind in ("path", "destination")) for number, line in enumerate(lines)),
+                lines=tuple(shown_lines),
+                heading=len(shown_lines) - len(lines) + 1,
                 title=" — ".join(lines),
                 fill=shown.fill(node.id),
                 stroke=ATTACK_COLOUR if node.id in attack_nodes else KIND_STROKE[node.kind],

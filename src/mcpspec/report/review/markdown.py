@@ -56,21 +56,21 @@ def render_markdown(report: Review, limit: int = MAX_CHARS) -> str:
     for excerpts, compact, dropped in variants:
         blocks = _blocks(report, excerpts, compact)
         if dropped:
-            blocks.append(_note(report, f"leaves out the {dropped}"))
+            blocks.append(_note(report, f"leaves out the {dropped}", limit))
         whole = "\n\n".join(blocks) + "\n"
         if len(whole) <= limit:
             return whole
     return _cut(_blocks(report, False, True), report, limit)
 
 
-def _note(report: Review, what: str) -> str:
-    return f"> **Truncated**: this comment {what} to stay under {MAX_CHARS:,} characters; <code>mcpspec report {text(report.file)} -o report.html</code> shows everything."
+def _note(report: Review, what: str, limit: int) -> str:
+    return f"> **Truncated**: this comment {what} to stay under {limit:,} characters; <code>mcpspec report {text(report.file)} -o report.html</code> shows everything."
 
 
 def _cut(blocks: list[str], report: Review, limit: int) -> str:
     """The blocks that fit, in order (a block too long for what is left is skipped), the
     <details> they opened closed, then the note."""
-    note = _note(report, "leaves out what did not fit")
+    note = _note(report, "leaves out what did not fit", limit)
     kept: list[str] = []
     used = len(note) + 2
     depth = 0
