@@ -350,6 +350,10 @@ def test_an_env_secret_runs_under_podman_compose_and_leaves_no_trace(stack: Stac
     assert ENV_TOKEN not in inspected and ENV_TOKEN not in cmdlines
     assert not secret.is_relative_to(stack.dir) and modes == (0o700, 0o444), (secret, modes)
     assert not secret.parent.exists(), "the wrapper left the secret's directory behind"
+    # `up` too (where podman-compose refused an environment: source): the container is created with the bind, and holds no value.
+    stack.up("probe")
+    ids = _run(stack.podman, "ps", "-a", "-q", "--filter", f"label=io.podman.compose.project={stack.project}", "--filter", "label=io.podman.compose.service=probe").stdout.split()
+    assert ids and ENV_TOKEN not in _run(stack.podman, "inspect", *ids).stdout
 
 
 def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:
