@@ -66,6 +66,11 @@ BUILTIN: dict[str, dict[str, Any]] = {
 }
 
 
+def _secret_source(draw: st.DrawFn) -> dict[str, Any]:
+    provider = draw(st.sampled_from(["env", "file", "file", "systemd-credential", "systemd-credential", "vault"]))
+    return {"provider": provider, "ref": draw(st.sampled_from(SECRET_REFS[provider]))}
+
+
 def _section(draw: st.DrawFn, name: str, secret_envs: set[str] | None = None) -> dict[str, Any]:
     """Some fields of one overridable section (a server's or the defaults')."""
     out: dict[str, Any] = {}
@@ -125,10 +130,13 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
                     entry["size"] = draw(st.sampled_from(list(SIZES)))
             dirs[name] = entry
         spec["workspace"] = {"root": draw(st.sampled_from(["/srv/mcp/ws", "~/mcp-ws"])), "per_agent": draw(st.booleans()), "dirs": dirs}
-    secrets: dict[str, dict[str, str]] = {}
+    secrets: dict[str, dict[str, Any]] = {}
     for name in draw(st.lists(st.sampled_from(["tok-a", "tok-b", "tok-c"]), max_size=3, unique=True)):
-        provider = draw(st.sampled_from(["env", "file", "file", "systemd-credential", "systemd-credential", "vault"]))
-        secrets[name] = {"provider": provider, "ref": draw(st.sampled_from(SECRET_REFS[provider]))}
+        secrets[name] = _secret_source(draw)
+        # Sometimes a target reads a source of its own (secrets.NAME.sources): its build must read that one, never another's.
+        own = draw(st.lists(st.sampled_from(["bwrap", "systemd", "compose", "k8s"]), max_size=2, unique=True))
+        if own:
+            secrets[name]["sources"] = {target: _secret_source(draw) for target in own}
     if secrets:
         spec["secrets"] = secrets
     defaults = {name: section for name in BUILTIN if draw(st.booleans()) and (section := _section(draw, name))}
@@ -181,6 +189,9 @@ def specs(draw: st.DrawFn) -> dict[str, Any]:
     for name, secret in secrets.items():
         if secret["provider"] in ("vault", "env") and draw(st.booleans()):
             waivers.append({"rule": "TG001", "at": f"secrets.{name}.provider", "reason": "accepted", "expires": "2099-01-01"})
+        for target, own in secret.get("sources", {}).items():
+            if own["provider"] in ("vault", "env") and draw(st.booleans()):
+                waivers.append({"rule": "TG001", "at": f"secrets.{name}.sources.{target}.provider", "reason": "accepted", "expires": "2099-01-01"})
     if waivers:
         spec["waivers"] = waivers
     return spec
@@ -367,10 +378,11 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     # Secrets: only this server's bindings, in their own form, from the spec's source.
     bindings = [(b["use"], b["as"].get("env"), b["as"].get("file")) for b in server.get("secrets", [])]
     for landing in grants.secrets:
-        source = spec.get("secrets", {}).get(landing.name)
-        if source is None or not any(landing.name == use for use, _, _ in bindings):
+        declared = spec.get("secrets", {}).get(landing.name)
+        if declared is None or not any(landing.name == use for use, _, _ in bindings):
             problems.append(f"secret {landing.name} reaches a server that does not bind it")
             continue
+        source = declared.get("sources", {}).get(grants.target, declared)  # this target's own source, else the default
         if (landing.provider, landing.ref) != (source["provider"], source["ref"]):
             problems.append(f"secret {landing.name} is read from {landing.provider} {landing.ref}, the spec says {source}")
         if (landing.env or landing.file) and (landing.name, landing.env, landing.file) not in bindings and not (

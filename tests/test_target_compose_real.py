@@ -35,6 +35,7 @@ from egress_lab import PROXY_CLIENT
 from mcpspec.api import load_text
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import build_plan
+from mcpspec.targets.compose.envsecrets import WRAPPER_FILE
 from podman_images import Recipe, pinned, podman_env
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
@@ -50,6 +51,8 @@ SYSCALL_PROBE = Path(__file__).parent / "probe" / "syscall_probe.py"
 SUBNET_PREFIX = "44.1"
 TOKEN = "file-secret-7e1f0a"
 ENV_TOKEN = "env-secret-3b9c27"
+# The variable the `gh` secret is read from (provider: env): set only in the environment of the compose wrapper.
+ENV_SOURCE = "MCPSPEC_TEST_GH"
 
 SPEC = """\
 version: 1
@@ -61,7 +64,7 @@ workspace:
     input: {{mode: ro}}
 secrets:
   token: {{provider: file, ref: {base}/token}}
-  gh: {{provider: file, ref: {base}/gh}}
+  gh: {{provider: env, ref: MCPSPEC_TEST_GH}}
 defaults:
   runtime: {{user: 65532, pids: 32, memory: 256Mi}}
   env: {{set: {{PYTHONPATH: /opt/site}}}}
@@ -123,6 +126,7 @@ class Stack:
         self.dir.mkdir()
         for name, text in files.items():
             (self.dir / name).write_text(text, encoding="utf-8")
+        (self.dir / WRAPPER_FILE).chmod(0o755)
         self.run_dir = base / "run"
         for sub in ("output", "input"):
             (self.run_dir / sub).mkdir(parents=True)
@@ -130,24 +134,26 @@ class Stack:
         (self.run_dir / "input" / "data.txt").write_text("input\n")
 
     def env(self) -> dict[str, str]:
-        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir), "COMPOSE_PROJECT_DIR": str(self.dir)}
+        return {**podman_env(), "MCPSPEC_RUN_DIR": str(self.run_dir), "COMPOSE_PROJECT_DIR": str(self.dir), ENV_SOURCE: ENV_TOKEN}
 
     def args(self, *rest: str) -> list[str]:
-        return ["-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
+        """podman-compose with its arguments, through the build's wrapper (it writes the env-provided secrets' files)."""
+        return [str(self.dir / WRAPPER_FILE), self.compose, "-p", self.project, "-f", str(self.dir / "compose.yaml"), *rest]
 
     def up(self, *services: str) -> None:
         for service in services:
-            _run(self.compose, *self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
+            _run(*self.args("up", "-d", "--no-deps", service), env=self.env(), timeout=180)
 
     def call(self, service: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
         launcher = self.base / f"{service}.sh"
-        words = " ".join(f"'{w}'" for w in [self.compose, *self.args("run", "--rm", "-T", service)])
+        words = " ".join(f"'{w}'" for w in self.args("run", "--rm", "-T", service))
         launcher.write_text(f"#!/bin/sh\nexec {words} 2>>{self.base}/compose-stderr.log\n")
         launcher.chmod(0o755)
-        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "COMPOSE_PROJECT_DIR", "HOME", "PATH")}, timeout=120)
+        passed = ("CONTAINERS_CONF", "MCPSPEC_RUN_DIR", "COMPOSE_PROJECT_DIR", "HOME", "PATH", ENV_SOURCE)
+        return call_tools(launcher, calls, env={k: v for k, v in self.env().items() if k in passed}, timeout=120)
 
     def down(self) -> None:
-        _run(self.compose, *self.args("down", "-v", "-t", "0"), env=self.env(), check=False, timeout=180)
+        _run(*self.args("down", "-v", "-t", "0"), env=self.env(), check=False, timeout=180)
 
 
 def _create_internal_network(podman: str, name: str) -> str:
@@ -250,7 +256,6 @@ def stack() -> Iterator[Stack]:
     podman, compose, image = compose_tools()
     base = probe_base("mcpspec-compose-")
     (base / "token").write_text(TOKEN + "\n")
-    (base / "gh").write_text(ENV_TOKEN + "\n")
     web_port = _free_port()
     plan = load_text(SPEC.format(image=image, base=base, port=web_port), "mcp-sandbox.yaml")
     build = build_plan(plan, "compose", options=BuildOptions(proxy_image=image))
@@ -301,6 +306,54 @@ def test_secrets_land_only_as_declared(stack: Stack) -> None:
     assert TOKEN not in compose and ENV_TOKEN not in compose
     fetch_env, fetch_secrets = stack.call("fetch", [("environment", {}), ("list_dir", {"path": "/run/secrets"})])
     assert "GH_TOKEN" not in fetch_env["env"] and not fetch_secrets["ok"]
+
+
+def _secret_bind_sources(podman: str, project: str) -> tuple[str, list[str]]:
+    """(`podman inspect` of the project's running containers, the host sources of their env-secret binds)."""
+    ids = _run(podman, "ps", "-q", "--filter", f"label=io.podman.compose.project={project}").stdout.split()
+    inspected = _run(podman, "inspect", *ids).stdout if ids else ""
+    sources = [m["Source"] for c in (json.loads(inspected) if ids else []) for m in c.get("Mounts", []) if m.get("Destination") == "/run/secrets/mcpspec-env/GH_TOKEN"]
+    return inspected, sources
+
+
+def _command_lines() -> str:
+    lines = []
+    for entry in Path("/proc").iterdir():
+        try:
+            lines.append((entry / "cmdline").read_bytes().decode("utf-8", "replace"))
+        except OSError:
+            continue
+    return "\n".join(lines)
+
+
+def test_an_env_secret_runs_under_podman_compose_and_leaves_no_trace(stack: Stack) -> None:
+    """`provider: env` under podman-compose (which refuses a compose secret with an environment: source): the wrapper
+    writes the value to a private file for the command's life; the server gets it, and no artifact, `podman inspect`
+    output or command line holds it, and the file is gone when the command ends."""
+    for path in stack.dir.iterdir():
+        assert ENV_TOKEN not in path.read_text(encoding="utf-8", errors="replace"), path.name
+    seen: dict[str, Any] = {}
+    session = threading.Thread(target=lambda: seen.update(result=stack.call("probe", [("environment", {}), ("pause", {"seconds": 6})])), daemon=True)
+    session.start()
+    deadline = time.monotonic() + 60
+    sources: list[str] = []
+    while not sources and time.monotonic() < deadline and session.is_alive():
+        inspected, sources = _secret_bind_sources(stack.podman, stack.project)
+        time.sleep(0.3)
+    assert sources, "the probe's container did not come up with its env secret bound"
+    cmdlines = _command_lines()
+    secret = Path(sources[0])
+    modes = (secret.parent.stat().st_mode & 0o777, secret.stat().st_mode & 0o777)
+    session.join(90)
+    env = seen["result"][0]["env"]
+    assert env["GH_TOKEN"] == ENV_TOKEN and ENV_SOURCE not in env
+    assert ENV_TOKEN not in inspected and ENV_TOKEN not in cmdlines
+    assert not secret.is_relative_to(stack.dir) and modes == (0o700, 0o444), (secret, modes)
+    assert not secret.parent.exists(), "the wrapper left the secret's directory behind"
+    # `up` too (where podman-compose refused an environment: source): the container is created with the bind, and holds no value.
+    stack.up("probe")
+    ids = _run(stack.podman, "ps", "-a", "-q", "--filter", f"label=io.podman.compose.project={stack.project}", "--filter", "label=io.podman.compose.service=probe").stdout.split()
+    assert ids and ENV_TOKEN not in _run(stack.podman, "inspect", *ids).stdout
 
 
 def test_no_route_out_when_egress_is_denied(stack: Stack) -> None:

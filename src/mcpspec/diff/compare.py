@@ -271,6 +271,9 @@ def _secrets(found: Found, old: Sequence[SecretGrant], new: Sequence[SecretGrant
             found.add("secrets", "shrank", f"secret {name} scope narrowed: {scope} removed", list(a.scopes), list(b.scopes))
         found.limit("secrets", f"secret {name} ttl", a.ttl, b.ttl, "s")
         found.neutral("secrets", f"secret {name} source", f"{a.provider}:{a.ref}", f"{b.provider}:{b.ref}")
+        for target in sorted(a.sources.keys() | b.sources.keys()):  # a target that reads a source of its own, before or after
+            x, y = a.for_target(target), b.for_target(target)
+            found.neutral("secrets", f"secret {name} source for {target}", f"{x.provider}:{x.ref}", f"{y.provider}:{y.ref}")
         found.neutral("secrets", f"secret {name} form", _form(a), _form(b))
 
 

@@ -15,6 +15,7 @@ came from. A key missing from ``origins`` is a built-in default.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -275,8 +276,24 @@ class CallLimits:
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class SecretSource:
+    """Where one target reads a secret: ``path`` is the spec's ``secrets.NAME.sources.TARGET``."""
+
+    provider: str
+    ref: str
+    path: SpecPath
+    source: HostPath | None = None  # provider file: where the value is read
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class SecretGrant:
-    """A secret handed to one server, and the one form it takes inside."""
+    """A secret handed to one server, and the one form it takes inside.
+
+    ``provider``, ``ref`` and ``source`` are the default source, written at ``secret_path``;
+    ``sources`` holds the targets that read it elsewhere. A build sees only its own target's
+    (:meth:`for_target`), so a target never reads another's source.
+    """
 
     name: str
     provider: str
@@ -288,6 +305,25 @@ class SecretGrant:
     path: SpecPath
     secret_path: SpecPath
     source: HostPath | None = None  # provider file: where the value is read
+    sources: Mapping[str, SecretSource] = field(default_factory=dict)
+
+    def for_target(self, target: str) -> SecretGrant:
+        """This grant as ``target`` reads it, with no other target's source left in it: its own source
+        when the spec names one, else the default."""
+        if not self.sources:
+            return self
+        own = self.sources.get(target)
+        if own is None:
+            return self._reading(self.provider, self.ref, self.secret_path, self.source)
+        return self._reading(own.provider, own.ref, own.path, own.source)
+
+    def every_source(self) -> tuple[SecretGrant, ...]:
+        """The grant once per source the spec writes (the default first), for rules that check each."""
+        default = self._reading(self.provider, self.ref, self.secret_path, self.source)
+        return (default, *(self.for_target(target) for target in self.sources))
+
+    def _reading(self, provider: str, ref: str, secret_path: SpecPath, source: HostPath | None) -> SecretGrant:
+        return SecretGrant(self.name, provider, ref, self.scopes, self.ttl, self.env, self.file, self.path, secret_path, source)
 
 
 
@@ -349,6 +385,12 @@ class EffectiveSandbox:
     def runs_here(self) -> bool:
         """Whether mcpspec launches this server (external ones run elsewhere)."""
         return self.placement != "external"
+
+    def for_target(self, target: str) -> EffectiveSandbox:
+        """The sandbox as ``target`` builds it: each secret read from that target's source."""
+        if not any(grant.sources for grant in self.secrets):
+            return self
+        return dataclasses.replace(self, secrets=tuple(grant.for_target(target) for grant in self.secrets))
 
 
 @quick_init

@@ -16,7 +16,7 @@ from typing import Any, Literal, NamedTuple, TypeVar
 
 from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath, format_path
 from mcpspec.ir import sections as final
-from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, HostPath, LogSink, Plan, SecretGrant, host_path
+from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, HostPath, LogSink, Plan, SecretGrant, SecretSource, host_path
 from mcpspec.ir.sections import BUILTIN, DEFAULT_SCRATCH, SECTIONS
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.errors import INCONSISTENT, INVALID_VALUE, UNRESOLVED_REFERENCE
@@ -78,7 +78,7 @@ class _Resolver:
         self.spec = spec
         self.source = source
         self.errors: list[Diagnostic] = []
-        self.file_sources: dict[str, HostPath] = {}  # secret name -> where a file secret is read
+        self.file_sources: dict[SpecPath, HostPath] = {}  # a file source's spec path -> where its value is read
         self.dir_facts: dict[str, _DirFacts] = {}  # workspace dir name -> what its mounts share
 
     def error(self, code: str, path: SpecPath, message: str, on_key: bool = False) -> None:
@@ -128,16 +128,22 @@ class _Resolver:
 
     def check_secrets(self) -> None:
         for name, secret in self.spec.secrets.items():
-            path: SpecPath = ("secrets", name, "ref")
-            if secret.provider == "file":
-                try:
-                    self.file_sources[name] = host_path(normalize_host_path(secret.ref))
-                except ValueError as exc:
-                    self.error(INVALID_VALUE, path, f"{format_path(path)}: {exc}")
-                continue
-            pattern, hint = _SECRET_REF[secret.provider]
-            if not pattern.fullmatch(secret.ref):
-                self.error(INVALID_VALUE, path, f"{format_path(path)}: provider {secret.provider} needs {hint}, got {secret.ref!r}")
+            self.check_source(("secrets", name), secret.provider, secret.ref)
+            for target, source in secret.sources.items():
+                self.check_source(("secrets", name, "sources", target), source.provider, source.ref)
+
+    def check_source(self, at: SpecPath, provider: str, ref: str) -> None:
+        """Check one source's reference; a file source's host path is kept for its grants."""
+        path: SpecPath = (*at, "ref")
+        if provider == "file":
+            try:
+                self.file_sources[at] = host_path(normalize_host_path(ref))
+            except ValueError as exc:
+                self.error(INVALID_VALUE, path, f"{format_path(path)}: {exc}")
+            return
+        pattern, hint = _SECRET_REF[provider]
+        if not pattern.fullmatch(ref):
+            self.error(INVALID_VALUE, path, f"{format_path(path)}: provider {provider} needs {hint}, got {ref!r}")
 
     def check_workspace(self) -> None:
         workspace = self.spec.workspace
@@ -206,7 +212,7 @@ class _Resolver:
             trust=server.trust,
             placement=server.placement,
             transport=self.resolve_transport(name, server),
-            image=server.image,
+            image=self.resolve_image(server, origins),
             package=server.package,
             command=command,
             command_is_shell=is_shell,
@@ -227,6 +233,18 @@ class _Resolver:
             unlisted_tools=server.unlisted_tools or "deny",
             origins=origins,
         )
+
+    def resolve_image(self, server: Server, origins: dict[str, SpecPath]) -> str | None:
+        """The server's own image, else the top-level ``images`` entry of its package or its program."""
+        if server.image is not None or server.placement == "external" or not self.spec.images:
+            return server.image
+        program = server.command[0] if isinstance(server.command, list) and server.command else None
+        keys = [server.package.name if server.package is not None else None, program, program.rpartition("/")[2] if program else None]
+        for key in keys:
+            if key is not None and key in self.spec.images:
+                origins["image"] = ("images", key)
+                return self.spec.images[key]
+        return None
 
     def record_server_origins(self, base: SpecPath, server: Server, origins: dict[str, SpecPath]) -> None:
         """Origins of the server's own keys, and of the gid that follows the uid."""
@@ -367,9 +385,14 @@ class _Resolver:
                 if form.env in env_names:
                     self.error(INCONSISTENT, (*path, "as", "env"), f"{form.env} is already set by {format_path(env_names[form.env])}")
                 env_names[form.env] = (*path, "as", "env")
+            at: SpecPath = ("secrets", binding.use)
+            sources: dict[str, SecretSource] = {
+                target: SecretSource(own.provider, own.ref, (*at, "sources", target), self.file_sources.get((*at, "sources", target)))
+                for target, own in secret.sources.items()
+            }
             grants.append(SecretGrant(
                 name=binding.use, provider=secret.provider, ref=secret.ref, scopes=secret.scope_list, ttl=secret.ttl_seconds,
-                env=form.env, file=form.file, path=path, secret_path=("secrets", binding.use), source=self.file_sources.get(binding.use),
+                env=form.env, file=form.file, path=path, secret_path=at, source=self.file_sources.get(at), sources=sources,
             ))
         return tuple(grants)
 

@@ -4,7 +4,8 @@ Each leaf is ``{"value": ..., "from": ...}``; ``from`` is a logical path of the
 file (``servers.repo.egress.default``, ``defaults.egress.default``,
 ``workspace.dirs.tmp.size``) or ``default`` for a built-in default nobody wrote.
 Sizes are bytes, durations seconds, egress entries their spec text. Secrets show
-their provider and reference (where the value is read), never a value.
+their provider and reference (where the value is read; per target when a target has a source
+of its own), never a value.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from mcpspec.diagnostics import SpecPath, format_path
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, HostPath, LogSink, Plan, SecretGrant
-from mcpspec.spec.models import SpecModel, Workspace
+from mcpspec.spec.models import SOURCE_TARGETS, SpecModel, Workspace
 from mcpspec.spec.values import Destination
 
 DEFAULT = "default"
@@ -134,7 +135,14 @@ def secret_data(grant: SecretGrant, written: Mapping[str, set[str]]) -> dict[str
     }
     form = "env" if grant.env is not None else "file"
     out[form] = leaf(grant.env if grant.env is not None else grant.file, (*grant.path, "as", form))
+    if grant.sources:
+        # Which source each target reads: its own under `sources`, or the default above.
+        out["sources"] = {target: _source(grant.for_target(target)) for target in SOURCE_TARGETS}
     return out
+
+
+def _source(grant: SecretGrant) -> dict[str, Any]:
+    return {"provider": leaf(grant.provider, (*grant.secret_path, "provider")), "ref": leaf(grant.ref, (*grant.secret_path, "ref"))}
 
 
 def render_json(data: dict[str, Any]) -> str:

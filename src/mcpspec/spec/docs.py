@@ -48,6 +48,29 @@ A field whose type below reads "or null" takes `null` to lift a limit that
 `idle_timeout: null` no idle timeout). Elsewhere, leave a key out rather than
 write `null`: the JSON Schema offers editors only the real type.
 
+## One spec, every target
+
+Targets read secrets and run servers in their own ways: a pod reads a Kubernetes
+Secret, a host launcher an environment variable or a file, a system unit a file or
+a systemd credential. A secret's `provider` and `ref` are its default source; under
+`sources` a target (`bwrap`, `systemd`, `compose`, `k8s`) names its own, and each
+build reads only its own target's (`mcpspec plan` shows which source each target
+reads; the client target reads `bwrap`'s, or `compose`'s with `--via` a compose
+engine). Images for the container targets can be given once, under `images`, by the
+package name or the command's program a server runs; a server's own `image` wins.
+
+```yaml
+secrets:
+  issues-token:
+    provider: env                 # bwrap, and every target without its own source
+    ref: ISSUES_TOKEN
+    sources:
+      systemd: {provider: systemd-credential, ref: issues-token}
+      k8s: {provider: k8s-secret, ref: "issues-token#token"}
+images:
+  mcp-server-fetch: ghcr.io/acme/mcp-fetch@sha256:44e5fdaff82221d7e7630854bbf935a2503493cfdcc72f730939c8871d726700
+```
+
 ## Value formats
 
 | format | examples | notes |

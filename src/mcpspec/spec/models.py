@@ -411,16 +411,30 @@ class Rotation(SpecModel):
 
 
 SecretProvider = Literal["env", "file", "vault", "k8s-secret", "systemd-credential"]
+# The targets a secret may name a source of its own for (the client target reads the source of
+# what its entries start: `mcpspec run`, bwrap's, or the compose file, compose's).
+SourceTarget = Literal["bwrap", "systemd", "compose", "k8s"]
+SOURCE_TARGETS: tuple[str, ...] = ("bwrap", "systemd", "compose", "k8s")
+_REF_DOC = "Provider-specific reference: env var name, absolute file path, vault path#field, k8s name#key, or credential name."
+
+
+class SecretSource(SpecModel):
+    """Where one target reads a secret's value: a provider and its reference."""
+
+    provider: SecretProvider = _doc("Where the value is read at launch.", "k8s-secret", default=...)
+    ref: str = Field(min_length=1, description=_REF_DOC, examples=["issues-token#token"])
 
 
 class Secret(SpecModel):
     """A named credential: where its value comes from, never the value itself."""
 
-    provider: SecretProvider = _doc("Where the value is read at launch.", "env", default=...)
-    ref: str = Field(
-        min_length=1,
-        description="Provider-specific reference: env var name, absolute file path, vault path#field, k8s name#key, or credential name.",
-        examples=["ISSUES_TOKEN_RO"],
+    provider: SecretProvider = _doc("Where the value is read at launch, by every target without a source of its own in 'sources'.", "env", default=...)
+    ref: str = Field(min_length=1, description=_REF_DOC, examples=["ISSUES_TOKEN_RO"])
+    sources: dict[SourceTarget, SecretSource] = Field(
+        default_factory=dict,
+        description="Where a target reads the value instead of provider and ref, by target (bwrap, systemd, compose, k8s), "
+        "so one spec builds for each: a pod reads a Kubernetes Secret while a host launcher reads a file.",
+        examples=[{"k8s": {"provider": "k8s-secret", "ref": "issues-token#token"}, "systemd": {"provider": "systemd-credential", "ref": "issues-token"}}],
     )
     description: str = _doc("What the credential is for.", "Read-only issue tracker token.", default="")
     scopes: Scopes = Field(
@@ -430,6 +444,10 @@ class Secret(SpecModel):
     )
     ttl: Ttl | None = _doc("How long one issued value stays valid; none says it does not expire (a Slack bot token).", "1h")
     rotation: Rotation | None = _doc("Rotation policy.", {"every": "30d", "on_exposure": True})
+
+    def every_source(self) -> tuple[tuple[tuple[str, ...], str, str], ...]:
+        """(key path under the secret, provider, ref) of the default source, then of each target's own."""
+        return (((), self.provider, self.ref), *((("sources", target), own.provider, own.ref) for target, own in self.sources.items()))
 
     @property
     def scope_list(self) -> tuple[str, ...]:
@@ -621,6 +639,12 @@ class Spec(SpecModel):
     workspace: Workspace | None = _doc("The per-run workspace servers mount.", {"root": "/srv/mcp/workspaces"})
     agents: dict[Name, Agent] = Field(default_factory=dict, description="Model contexts and the servers each one uses.", examples=[{"coder": {"servers": ["repo", "fetch"]}}])
     secrets: dict[Name, Secret] = Field(default_factory=dict, description="Named credentials.", examples=[{"issues-ro": {"provider": "env", "ref": "ISSUES_TOKEN_RO"}}])
+    images: dict[Annotated[str, Field(min_length=1, pattern=r"^[^\s\x00]+$")], ImageRef] = Field(
+        default_factory=dict,
+        description="Images for the container targets (compose, k8s), written once: a server that names no image of its own runs the one "
+        "listed under its package's name or, failing that, under its command's program (the first word, or its last path segment).",
+        examples=[{"mcp-server-fetch": "ghcr.io/acme/mcp-fetch@sha256:44e5fdaff82221d7e7630854bbf935a2503493cfdcc72f730939c8871d726700"}],
+    )
     servers: dict[Name, Server] = Field(min_length=1, description="The MCP servers.", examples=[{"fetch": {"command": ["mcp-server-fetch"]}}])
     approvals: Approvals = Field(default_factory=Approvals, description="Approval policy.", examples=[{"show_arguments": True}])
     waivers: list[Waiver] = Field(default_factory=list, description="Accepted risks.", examples=[[{"rule": "NW004", "at": "servers.fetch.egress.allow[1]", "reason": "docs host only", "expires": "2027-03-01"}]])

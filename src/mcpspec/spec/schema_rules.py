@@ -43,6 +43,7 @@ RULES: dict[str, dict[str, Any]] = {
     "Lifecycle": {"dependentSchemas": {"template": {"not": {"required": ["snapshot"]}}}},
     # resolve.check_secrets: each provider has its own form of reference.
     "Secret": {"allOf": [_secret_ref(provider) for provider in SECRET_REF_PATTERNS]},
+    "SecretSource": {"allOf": [_secret_ref(provider) for provider in SECRET_REF_PATTERNS]},
     # resolve.check_server and resolve_transport.
     "Server": {
         "if": _EXTERNAL,

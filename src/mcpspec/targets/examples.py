@@ -14,6 +14,7 @@ from pathlib import Path
 from mcpspec.api import build_file
 from mcpspec.output import write_atomically
 from mcpspec.report import build_summary
+from mcpspec.report.model import FAIL_ORDER
 from mcpspec.targets import TARGET_NAMES, get_target
 from mcpspec.targets.base import CONTROLS, BuildOptions
 
@@ -37,6 +38,12 @@ def example_specs(repo: Path = REPO) -> list[Path]:
 def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[str, str], set[str]]:
     """(the text `mcpspec build` prints, the files, the executable ones) for one example, built with the built-in
     settings and the target's ``EXAMPLE_OPTIONS`` (then the first line names them)."""
+    printed, files, executable, _ = example_build(spec, target, repo)
+    return printed, files, executable
+
+
+def example_build(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[str, str], set[str], list[str]]:
+    """What :func:`build_report` returns, and why nothing was built: each blocking finding's rule and message, once."""
     options = EXAMPLE_OPTIONS.get(target)
     shown = options
     if options is not None and "spec_path" in get_target(target).options:
@@ -46,14 +53,27 @@ def build_report(spec: Path, target: str, repo: Path = REPO) -> tuple[str, dict[
     if shown is not None:
         given = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in shown.given().items())
         printed = f"mcpspec build {spec.relative_to(repo).as_posix()} --target {target} {given}\n" + printed
-    if outcome.stopped or outcome.build is None:
-        return printed, {}, set()
     build = outcome.build
-    return printed + f"built {len(build.files)} files for {target}\n", build.files, build.executable
+    if build is None:
+        return printed, {}, set(), ["the spec has errors"]
+    if outcome.stopped:
+        worst = FAIL_ORDER.index(build.fail_on)
+        blocking = [r for r in build.findings if r.suppression is None and FAIL_ORDER.index(r.severity) <= worst]
+        return printed, {}, set(), list(dict.fromkeys(f"{r.code} {r.message.removeprefix(f'{target}: ')}" for r in blocking))
+    return printed + f"built {len(build.files)} files for {target}\n", build.files, build.executable, []
 
 
-def readme(target_name: str, built: dict[str, int], repo: Path = REPO) -> str:
-    """The target's README; ``built`` maps each example's stem to the number of files it built (0: not built)."""
+def _not_built(reasons: list[str]) -> list[str]:
+    """Why an example is not built, as sub-items: the first three blocking findings."""
+    items = [f"  - {reason.replace('|', '/')}" for reason in reasons[:3]]
+    if len(reasons) > 3:
+        items.append(f"  - and {len(reasons) - 3} more")
+    return items
+
+
+def readme(target_name: str, built: dict[str, int], repo: Path = REPO, reasons: dict[str, list[str]] | None = None) -> str:
+    """The target's README; ``built`` maps each example's stem to the number of files it built (0: not built),
+    ``reasons`` each example that did not build to why."""
     target = get_target(target_name)
     usage = target.usage.strip()
     lines = [
@@ -86,8 +106,10 @@ def readme(target_name: str, built: dict[str, int], repo: Path = REPO) -> str:
     lines += ["", "## Compiled examples", ""]
     for spec in example_specs(repo):
         count = built[spec.stem]
-        status = f"built ({count} files)" if count else "not built: see `build.txt`"
+        status = f"built ({count} files)" if count else "not built (see `build.txt`), because of:"
         lines.append(f"- [`{spec.stem}/`]({spec.stem}/) from `examples/{spec.name}`: {status}")
+        if not count:
+            lines += _not_built((reasons or {}).get(spec.stem, []))
     return "\n".join(lines + side_by_side()) + "\n"
 
 
@@ -131,13 +153,14 @@ def expected_tree(repo: Path = REPO) -> dict[str, tuple[str, int]]:
     tree: dict[str, tuple[str, int]] = {}
     for target in TARGET_NAMES:
         built: dict[str, int] = {}
+        reasons: dict[str, list[str]] = {}
         for spec in example_specs(repo):
-            printed, files, executable = build_report(spec, target, repo)
+            printed, files, executable, reasons[spec.stem] = example_build(spec, target, repo)
             built[spec.stem] = len(files)
             tree[f"{target}/{spec.stem}/build.txt"] = (printed, 0o644)
             for name, content in files.items():
                 tree[f"{target}/{spec.stem}/{name}"] = (content, 0o755 if name in executable else 0o644)
-        tree[f"{target}/README.md"] = (readme(target, built, repo), 0o644)
+        tree[f"{target}/README.md"] = (readme(target, built, repo, reasons), 0o644)
     return tree
 
 

@@ -57,7 +57,7 @@ def requested_controls(sandbox: EffectiveSandbox) -> dict[str, SpecPath]:
     if sandbox.logging.audit:
         asked["audit-log"] = origin("logging.audit")
     if sandbox.image is not None:
-        asked["image"] = (*sandbox.path, "image")
+        asked["image"] = sandbox.origin("image")
     limits = sandbox.limits
     if limits.requests_per_minute is not None or limits.call_timeout is not None:
         asked["call-policy"] = origin("limits")

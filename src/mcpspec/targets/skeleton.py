@@ -33,9 +33,11 @@ def build(target: Target, plan: Plan, options: BuildOptions | None = None) -> Bu
     refuse_unused(target, options)
     output = BuildOutput()
     built: list[EffectiveSandbox] = []
-    for name, sandbox in plan.servers.items():
-        if not sandbox.runs_here:
+    key = source_target(target, options)
+    for name, written in plan.servers.items():
+        if not written.runs_here:
             continue
+        sandbox = written.for_target(key)  # each secret from this target's own source: never another target's
         own, overrides = target.server_gaps(plan, sandbox, options)
         # A gap at a shared path (defaults) names no server by its path: its finding must still name this one.
         own = [gap if gap.server else dataclasses.replace(gap, server=name) for gap in own]
@@ -58,6 +60,13 @@ def build(target: Target, plan: Plan, options: BuildOptions | None = None) -> Bu
     except Refused as exc:
         output.gaps.append(Gap(exc.control, "none", exc.path, str(exc), unrepresentable=True))
     return output
+
+
+def source_target(target: Target, options: BuildOptions) -> str:
+    """The target whose secret sources (``secrets.NAME.sources``) this build reads: its own, unless
+    it builds another target's sandbox (the client target: `mcpspec run`'s bwrap, or compose)."""
+    pick = getattr(target, "secret_source", None)
+    return str(pick(options)) if pick is not None else target.name
 
 
 def refuse_unused(target: Target, options: BuildOptions) -> None:

@@ -147,7 +147,7 @@ def secret_value(sandbox: EffectiveSandbox, name: str) -> bytes:
     grant = next(g for g in sandbox.secrets if g.name == name)
     secret = launcher_secret(grant)
     if secret is None:
-        raise KeyError(f"provider {grant.provider} is not one the bwrap launcher reads")
+        raise KeyError(f"provider {grant.for_target('bwrap').provider} is not one the bwrap launcher reads")
     return runtime.secret_value(runtime.TrustedPaths(), secret)
 
 

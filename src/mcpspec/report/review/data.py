@@ -404,7 +404,8 @@ def _secret(plan: Plan, grant: SecretGrant) -> SecretRow:
     scopes = ", ".join(grant.scopes) or ("none (declared)" if declared is not None and declared.scopes == "none" else "not given")
     ttl = duration(grant.ttl, "never expires (declared)" if declared is not None and declared.ttl == "none" else "not given")
     form = f"env {grant.env}" if grant.env else f"file {grant.file}"
-    return SecretRow(redact(grant.name), grant.provider, redact(scopes), ttl, redact(form))
+    own = "".join(f", {target}: {source.provider}" for target, source in grant.sources.items())  # targets that read their own source
+    return SecretRow(redact(grant.name), grant.provider + own, redact(scopes), ttl, redact(form))
 
 
 def _tier(own: list[FindingView]) -> tuple[str, str]:

@@ -92,9 +92,10 @@ def _grant(server: EffectiveSandbox, grant: SecretGrant) -> Finding | None:
     if grant.env is not None and cloud_variable(grant.env):
         message = f"server {server.name!r} gets long-lived secret {grant.name!r} as {grant.env}, a cloud credential variable"
         return Finding(path=(*grant.path, "as", "env"), message=message, related=related)
-    if grant.provider == "file" and cloud_paths(grant.ref):
-        message = f"server {server.name!r} gets secret {grant.name!r}, read from cloud credentials {grant.ref}"
-        return Finding(path=(*grant.path, "use"), message=message, related=related)
+    for source in grant.every_source():  # whichever target reads it
+        if source.provider == "file" and cloud_paths(source.ref):
+            message = f"server {server.name!r} gets secret {grant.name!r}, read from cloud credentials {source.ref}"
+            return Finding(path=(*grant.path, "use"), message=message, related=related)
     return None
 
 

@@ -99,9 +99,10 @@ def check(plan: Plan) -> Iterator[Finding]:
         yield from _command(name, server)
         yield from _url(name, server)
     for name, secret in spec.secrets.items():
-        if looks_like_secret(secret.ref):
-            message = f"secret {name!r} has a literal value that looks like {shape(secret.ref)} as its ref, instead of naming where the value is"
-            yield Finding(path=("secrets", name, "ref"), message=message)
+        for at, _provider, ref in secret.every_source():
+            if looks_like_secret(ref):
+                message = f"secret {name!r} has a literal value that looks like {shape(ref)} as its ref, instead of naming where the value is"
+                yield Finding(path=("secrets", name, *at, "ref"), message=message)
 
 
 RULE = Rule(

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import Plan
 from mcpspec.rules import facts
 from mcpspec.rules.base import Finding, Related, Rule
@@ -79,21 +80,27 @@ from mcpspec.spec.values import normalize_host_path
 def check(plan: Plan) -> Iterator[Finding]:
     writable = facts.writable_index(plan)
     for name, secret, bound in in_use(plan):
-        if secret.provider != "file" or not any(server.runs_here for server, _ in bound):
+        if not any(server.runs_here for server, _ in bound):
             continue
-        source = normalize_host_path(secret.ref)
-        found = sorted({id(w[1]): w for w in [*writable.holding(source), *writable.under(source)]}.values(), key=lambda w: writable.order[id(w[1])])
-        if not found:
-            continue
-        writers = named("server", dict.fromkeys(server.name for server, _ in found), commas)
-        where = ", ".join(dict.fromkeys(facts.shown(mount) for _, mount in found))
-        related = tuple(Related(mount.path, f"server '{server.name}' mounts {facts.shown(mount)} read-write here") for server, mount in found)
-        inside = all(facts.source_contains(mount.location, source) for _, mount in found)
-        message = (
-            f"file secret {name!r} ({secret.ref}) {'lies in' if inside else 'overlaps'} {where}, which {writers} can write: "
-            "a planted file or link becomes the next run's secret"
-        )
-        yield Finding(path=("secrets", name, "ref"), message=message, related=related)
+        for at, provider, ref in secret.every_source():  # each target's file source
+            if provider == "file":
+                yield from _writable(writable, name, ("secrets", name, *at, "ref"), ref)
+
+
+def _writable(writable: facts.WritableIndex, name: str, path: SpecPath, ref: str) -> Iterator[Finding]:
+    source = normalize_host_path(ref)
+    found = sorted({id(w[1]): w for w in [*writable.holding(source), *writable.under(source)]}.values(), key=lambda w: writable.order[id(w[1])])
+    if not found:
+        return
+    writers = named("server", dict.fromkeys(server.name for server, _ in found), commas)
+    where = ", ".join(dict.fromkeys(facts.shown(mount) for _, mount in found))
+    related = tuple(Related(mount.path, f"server '{server.name}' mounts {facts.shown(mount)} read-write here") for server, mount in found)
+    inside = all(facts.source_contains(mount.location, source) for _, mount in found)
+    message = (
+        f"file secret {name!r} ({ref}) {'lies in' if inside else 'overlaps'} {where}, which {writers} can write: "
+        "a planted file or link becomes the next run's secret"
+    )
+    yield Finding(path=path, message=message, related=related)
 
 
 RULE = Rule(

@@ -73,13 +73,14 @@ def check(plan: Plan) -> Iterator[Finding]:
     if len(servers) < 2:
         return
     for name, secret in plan.spec.secrets.items():
-        if secret.provider != "file":
+        files = [ref for _, provider, ref in secret.every_source() if provider == "file"]  # whichever target reads the file
+        if not files:
             continue
         bound = [(server, grant) for server, grant in bound_by[name] if server.runs_here]
         if {server.name for server, _ in bound} != set(servers):
             continue
         related = tuple(Related(grant.path, f"bound to server {server.name!r}") for server, grant in bound)
-        message = f"file secret {name!r} ({secret.ref}) is bound to every launched server ({len(servers)}), so each holds what any one needs"
+        message = f"file secret {name!r} ({files[0]}) is bound to every launched server ({len(servers)}), so each holds what any one needs"
         yield Finding(path=("secrets", name), message=message, related=related)
 
 

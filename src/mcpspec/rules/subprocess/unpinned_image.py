@@ -55,7 +55,7 @@ def check(plan: Plan) -> Iterator[Finding]:
     servers = list(launched(plan))
     for server in servers:
         if server.image is not None and "@sha256:" not in server.image:
-            yield Finding(path=(*server.path, "image"), message=f"server '{server.name}' runs image '{server.image}' {_problem(server.image)}")
+            yield Finding(path=server.origin("image"), message=f"server '{server.name}' runs image '{server.image}' {_problem(server.image)}")
     templated = [server for server in servers if _unpinned_image(server.lifecycle.template)]
     for path, group in by_origin(templated, "lifecycle.template").items():
         template = group[0].lifecycle.template or ""

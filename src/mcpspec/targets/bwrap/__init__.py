@@ -450,7 +450,8 @@ def _mount(mount: EffectiveMount) -> Mount:
 
 
 def launcher_secret(grant: SecretGrant) -> Secret | None:
-    """How the launcher reads ``grant`` (None: a provider the bwrap target does not read)."""
+    """How the launcher reads ``grant`` (None: a provider the bwrap target does not read), from bwrap's source."""
+    grant = grant.for_target("bwrap")
     provider, ref = grant.provider, grant.ref
     if provider in ("vault", "k8s-secret"):
         return None

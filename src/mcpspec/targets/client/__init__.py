@@ -18,6 +18,8 @@ from mcpspec.rules.facts import approval_mode
 from mcpspec.targets import bwrap, compose
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Level, Overrides, Refused
 from mcpspec.targets.client.formats import CLIENTS, Client, Entry, rule_tool, valid_server_name
+from mcpspec.targets.compose.envsecrets import WRAPPER_FILE, from_environment
+from mcpspec.targets.compose.service import delivered as compose_delivered
 
 _RUN = "tests/test_run_relay_real.py::"
 _CARRIERS = "tests/test_run_carriers.py::"
@@ -132,6 +134,10 @@ class ClientTarget:
         if options.via != "run" and (options.out_dir is None or not options.out_dir.startswith("/")):
             raise ValueError(f"--via {options.via} needs the output directory's absolute path, where the entries find the compose file")
 
+    def secret_source(self, options: BuildOptions) -> str:
+        """Secrets come from the sources of what the entries start: `mcpspec run` (bwrap) or the compose file."""
+        return "bwrap" if options.via == "run" else "compose"
+
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         client = CLIENTS[str(options.client)]
         if options.via == "run":
@@ -243,7 +249,10 @@ def run_directory(sandbox: EffectiveSandbox, client: Client) -> str | None:
 
 def _compose_entry(plan: Plan, sandbox: EffectiveSandbox, compose_file: str, via: str, run_dir: str | None, client: Client) -> Entry:
     program, head = ENGINES[via]
-    args = (*head, "--project-name", compose_project(plan, sandbox, client), "--file", compose_file, "run", "--rm", "-T", sandbox.name)
+    args: tuple[str, ...] = (*head, "--project-name", compose_project(plan, sandbox, client), "--file", compose_file, "run", "--rm", "-T", sandbox.name)
+    if any(from_environment(grant) for grant in compose_delivered(sandbox)):
+        # Compose reads these from the wrapper's files (podman-compose refuses an environment: source): run it through the wrapper.
+        program, args = f"{compose_file.rsplit('/', 1)[0]}/{WRAPPER_FILE}", (program, *args)
     env: tuple[tuple[str, str], ...] = (("MCPSPEC_RUN_DIR", run_dir),) if run_dir else ()
     if via == "podman-compose":  # it reads the services' seccomp profiles (./NAME.seccomp.json) from this directory
         env += (("COMPOSE_PROJECT_DIR", compose_file.rsplit("/", 1)[0]),)

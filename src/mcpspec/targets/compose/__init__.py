@@ -26,8 +26,9 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.common import header_text
 from mcpspec.targets.compose.document import compose_file, shim_text
+from mcpspec.targets.compose.envsecrets import WRAPPER_FILE, from_environment, wrapper
 from mcpspec.targets.compose.gaps import server_gaps
-from mcpspec.targets.compose.service import SHIM_FILE, SQUID_LOG, has_proxy, linked, names, service, shim_args, squid_runtime
+from mcpspec.targets.compose.service import SHIM_FILE, SQUID_LOG, delivered, has_proxy, linked, names, service, shim_args, squid_runtime
 from mcpspec.targets.compose.syscalls import HELPERS_FILE, helpers_profile, server_file, server_profile
 from mcpspec.targets.egress import egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
@@ -41,7 +42,7 @@ CAPABILITIES: dict[str, Capability] = {
     "hidden-paths": Capability("full", "the container sees its image and its declared mounts only; no host path is shared unless the spec mounts it", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
     "identity": Capability("full", "user: uid:gid (uid or gid 0 is refused: root in a container is root on the host under a rootful engine), cap_drop: [ALL], security_opt: [no-new-privileges:true]", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
     "env": Capability("full", "environment: lists env.set (with $ doubled: no interpolation), the proxy variables, and inherited names; the image's own ENV and what the engine sets (PATH, HOSTNAME, HOME, container) stay", (_REAL + "test_host_is_invisible_and_mounts_hold",)),
-    "secrets": Capability("full", "compose secrets: from a file (read-only at as.file) or, for as.env, at /run/secrets/mcpspec-env/<VAR>, exported by the entrypoint shim; never an environment: value; from compose's environment only under docker compose; systemd-credential, vault and k8s-secret cannot be read", (_REAL + "test_secrets_land_only_as_declared",)),
+    "secrets": Capability("full", "compose secrets: from a file (read-only at as.file) or, for as.env, at /run/secrets/mcpspec-env/<VAR>, exported by the entrypoint shim; never an environment: value; a secret of provider env is written by mcpspec-compose.sh from its own environment to a file in a private directory in memory (0700) for the command it runs, so docker compose and podman-compose both run it (podman-compose refuses an environment: source); systemd-credential, vault and k8s-secret cannot be read", (_REAL + "test_secrets_land_only_as_declared", _REAL + "test_an_env_secret_runs_under_podman_compose_and_leaves_no_trace")),
     "egress-deny": Capability("full", "no server joins a network: network_mode: none, or (an HTTP server) the namespace of its link service, itself network_mode: none: loopback only, so no route, no host address (a bridge's gateway is the host's, under docker and podman alike, internal or not) and no DNS server (aardvark-dns and docker's resolver forward any name upstream); egress.via: direct opens the network", (_REAL + "test_no_route_out_when_egress_is_denied", _REAL + "test_no_host_address_or_resolver_in_reach_of_a_networked_server")),
     "egress-allowlist": Capability("full", "the server lives in its link's namespace (loopback only); HTTP_PROXY and HTTPS_PROXY are the link's 127.0.0.1:3128, which socat forwards through a unix socket to squid (the --proxy-image, with socat), the only service on a network, with the listed names and ports; only squid resolves names; squid passes only http:// and https:// URLs and CONNECT (its manager, its internal pages, TRACE and other schemes are refused); without --proxy-image the server gets no network", (_REAL + "test_only_the_allowlisted_name_goes_through_the_proxy", _REAL + "test_no_host_address_or_resolver_in_reach_of_a_networked_server", _REAL + "test_the_proxy_answers_nothing_itself_and_passes_only_http")),
     "metadata-blocking": Capability("partial", "squid refuses metadata names and addresses and the special-purpose ranges after name resolution; direct egress cannot. Partial: the host's own public addresses are not refused: squid runs in its container, routed out through the host, where they are not known (the bwrap and systemd proxies read them at start), so a host service listening on all addresses would be reachable through the proxy at the host's public address (not attacked here: the test machine has no public address the tests may use)", (_REAL + "test_only_the_allowlisted_name_goes_through_the_proxy", _REAL + "test_no_host_address_or_resolver_in_reach_of_a_networked_server")),
@@ -63,7 +64,11 @@ CAPABILITIES: dict[str, Capability] = {
 
 USAGE = """\
 The build writes `compose.yaml` (every server that runs here), `mcpspec-entrypoint.sh`
-(when a server has secrets given `as: {env: ...}` or a max_lifetime), and
+(when a server has secrets given `as: {env: ...}` or a max_lifetime), `mcpspec-compose.sh`
+(when a secret is read from the environment, `provider: env`: run every compose command
+through it, `./mcpspec-compose.sh podman-compose -p RUN ... up -d`; it writes each value to
+a file in a private directory in memory for the command, since podman-compose refuses a
+compose secret with an `environment:` source), and
 `<server>.squid.conf` for each server with an egress allowlist. Keep them in one
 directory: the file mounts the others by relative path.
 
@@ -163,6 +168,10 @@ class ComposeTarget:
             files[SHIM_FILE] = shim_text()
         if any(linked(sandbox, options) for sandbox in built):
             files[HELPERS_FILE] = helpers_profile()
+        from_env = [grant for sandbox in built for grant in delivered(sandbox) if from_environment(grant)]
+        if from_env:
+            files[WRAPPER_FILE] = wrapper(plan, from_env)
+            return Emitted(files, {WRAPPER_FILE})
         return Emitted(files)
 
 

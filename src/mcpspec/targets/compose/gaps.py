@@ -14,7 +14,7 @@ _DIGEST = "@sha256:"
 def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
     gaps: list[Gap] = []
     overrides: Overrides = {}
-    image = (*sandbox.path, "image")
+    image = sandbox.origin("image")
     if sandbox.image is not None and _DIGEST not in sandbox.image:
         # The boundary comes from the compose file (user, capabilities, mounts, network), not from the
         # image; what runs inside is the supply chain's policy, reported as such.
@@ -30,9 +30,6 @@ def server_gaps(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) ->
         if grant.provider not in PROVIDERS:
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
                             f"secret {grant.name!r}: compose reads secrets from a file or from its own environment, not from {grant.provider}; it is not handed over"))
-        elif grant.provider == "env":
-            gaps.append(Gap("secrets", "partial", (*grant.secret_path, "provider"),
-                            f"secret {grant.name!r} comes from compose's own environment ({grant.ref}): docker compose hands it over as a file, podman-compose refuses to start the service"))
         elif grant.source is not None and not grant.source.in_home and _under_writable(plan, grant.source.path):
             gaps.append(Gap("secrets", "none", (*grant.secret_path, "ref"),
                             f"secret {grant.name!r}: {grant.ref} lies in a directory a server of this spec can write, and the engine reads it as root following links: "

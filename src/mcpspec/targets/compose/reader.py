@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from mcpspec.targets.compose.envsecrets import ENV_KEY, WRAPPER_FILE
 from mcpspec.targets.compose.links import HTTP_SOCKET, SOCAT
 from mcpspec.targets.grants import ANY, EgressGrant, Grants, Identity, Limits, Mode, MountGrant, SecretLanding
 from mcpspec.targets.squid_reader import read_squid
@@ -40,6 +41,17 @@ def read_build(files: Mapping[str, str]) -> dict[str, Grants]:
     return out
 
 
+def _secret_source(name: str, declared: Mapping[str, Any], files: Mapping[str, str]) -> tuple[str, str]:
+    """(provider, ref) of a declared secret: a variable when the compose wrapper writes its file from one, else the file."""
+    if "environment" in declared:
+        return "env", str(declared["environment"])
+    variable = str(declared.get(ENV_KEY, ""))
+    written = f'printf %s "${variable}" > "$dir/{name}"'
+    if variable and written in (line.strip() for line in files.get(WRAPPER_FILE, "").splitlines()):
+        return "env", variable
+    return "file", _host(str(declared.get("file", "")))
+
+
 def _text(value: str) -> str:
     return value.replace("$$", "$")
 
@@ -62,7 +74,7 @@ def read_service(svc: Mapping[str, Any], services: Mapping[str, Any], networks: 
     for use in svc.get("secrets") or []:
         source, target = (use, f"/run/secrets/{use}") if isinstance(use, str) else (use["source"], use.get("target", f"/run/secrets/{use['source']}"))
         declared = secrets.get(source) or {}
-        provider, ref = ("env", declared["environment"]) if "environment" in declared else ("file", _host(str(declared.get("file", ""))))
+        provider, ref = _secret_source(source, declared, files)
         variable = next((v for v, f in env_files.items() if f == target), None)
         landings.append(SecretLanding(source, provider, ref, env=variable, file=None if variable else target))
     mounts = [_mount(v) for v in svc.get("volumes") or []]

@@ -16,6 +16,7 @@ from typing import Any
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.spec.models import IMAGE_ENV, MINIMAL_ENV, HttpTransport
 from mcpspec.targets.base import BuildOptions, Refused
+from mcpspec.targets.compose.envsecrets import declaration, from_environment
 from mcpspec.targets.compose.links import PROXY_PORT, hardening, http_port, link_service, port_service, proxy_command, socket_volume, socket_volume_declaration
 from mcpspec.targets.compose.syscalls import seccomp_opt, server_file
 from mcpspec.targets.egress import egress_plan
@@ -116,7 +117,7 @@ def delivered(sandbox: EffectiveSandbox) -> list[SecretGrant]:
 def service(plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> dict[str, Any]:
     """The server's service; raises Refused for a value compose cannot carry."""
     if sandbox.image is None:
-        raise Refused("image", (*sandbox.path, "image"), f"server {sandbox.name!r} names no image: a compose service runs an image (give one, pinned by digest)")
+        raise Refused("image", sandbox.origin("image"), f"server {sandbox.name!r} names no image: a compose service runs an image (give one, pinned by digest)")
     if sandbox.command_is_shell:
         raise Refused("process-policy", (*sandbox.path, "command"), "a command given as one string is run by a shell; give it as a list of words")
     identity = sandbox.identity
@@ -209,8 +210,8 @@ def _secret_use(grant: SecretGrant) -> dict[str, Any]:
 
 def secret_declaration(grant: SecretGrant) -> dict[str, str]:
     """The top-level ``secrets:`` entry compose reads this secret from."""
-    if grant.provider == "env":
-        return {"environment": grant.ref}
+    if from_environment(grant):  # podman-compose refuses an environment: source; the wrapper writes a file
+        return declaration(grant)
     assert grant.source is not None
     return {"file": host_source("home" if grant.source.in_home else "host", grant.source.path, (*grant.secret_path, "ref"), "secrets")}
 

@@ -151,7 +151,7 @@ def server_container(
     if deadline is not None:
         command = [*TIMEOUT, f"{deadline}s", *command]
     if not sandbox.image:
-        raise Refused("image", (*sandbox.path, "image"), f"server {name!r} has no image: a Kubernetes container runs one (give image: NAME@sha256:...)")
+        raise Refused("image", sandbox.origin("image"), f"server {name!r} has no image: a Kubernetes container runs one (give image: NAME@sha256:...)")
     container: dict[str, Any] = {"name": name, "image": sandbox.image, "imagePullPolicy": "IfNotPresent", "command": command}
     if sandbox.workdir:
         container["workingDir"] = sandbox.workdir

@@ -1,0 +1,92 @@
+"""Secrets compose reads from its own environment (``provider: env``), in a form both engines run.
+
+A compose ``environment:`` secret source runs under docker compose, but podman-compose refuses
+it at ``up`` ("uses environment source, which is not supported for runtime secrets"). So the
+compose file declares such a secret as a ``file:`` under ``${MCPSPEC_SECRETS_DIR}``, and the
+build writes ``mcpspec-compose.sh``: it runs a compose command (``docker compose ...`` or
+``podman-compose ...``) after writing each value, read from its own environment, into a new
+directory of its own in memory (mode 0700, never the build directory), unsets the variables,
+and removes the directory when the command exits. Values pass only through shell builtins
+(``printf``, ``:``), never a command line. A file is mode 0444: the container's user is not
+the invoking user (and a rootless engine maps it to another uid), so only the directory keeps
+other host users out; in the container it is a read-only bind at the secret's target.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from mcpspec.ir.plan import Plan, SecretGrant
+from mcpspec.targets.base import Refused
+from mcpspec.targets.common import header
+
+WRAPPER_FILE = "mcpspec-compose.sh"
+SECRETS_DIR = "${MCPSPEC_SECRETS_DIR:?run compose through ./mcpspec-compose.sh, which writes the secrets read from the environment}"
+# The key that records, in the compose file, which variable a secret comes from (compose ignores x- keys).
+ENV_KEY = "x-mcpspec-environment"
+# The spec's own patterns (a secret's name, an env provider's ref): checked again, since both go into shell text.
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def from_environment(grant: SecretGrant) -> bool:
+    return grant.provider == "env"
+
+
+def declaration(grant: SecretGrant) -> dict[str, str]:
+    """The compose file's ``secrets:`` entry of a secret read from the environment."""
+    _check(grant)
+    return {"file": f"{SECRETS_DIR}/{grant.name}", ENV_KEY: grant.ref}
+
+
+def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
+    """The wrapper that materialises ``grants`` (each once, by name) and runs a compose command."""
+    unique = {grant.name: grant for grant in grants}
+    for grant in unique.values():
+        _check(grant)
+    lines = [
+        "#!/bin/sh",
+        *header(plan, "the compose command wrapper for secrets read from the environment"),
+        "# Usage: ./mcpspec-compose.sh docker compose -p RUN -f compose.yaml run --rm -T SERVER",
+        "#        ./mcpspec-compose.sh podman-compose -p RUN -f compose.yaml up -d SERVER",
+        "# Writes each secret below from this process's environment to a file in a new directory (0700, in",
+        "# memory), unsets the variables, runs the command with MCPSPEC_SECRETS_DIR set, and removes the",
+        "# directory when it exits. A service started detached keeps what it read at start: restart it",
+        "# through this wrapper too.",
+        "set -eu",
+        'if [ $# -eq 0 ]; then echo "usage: $0 COMPOSE-COMMAND [ARG...]" >&2; exit 2; fi',
+    ]
+    lines += [
+        "umask 077",
+        'dir=$(mktemp -d "${XDG_RUNTIME_DIR:-/dev/shm}/mcpspec-secrets.XXXXXXXX")',
+        "trap 'rm -rf -- \"$dir\"' EXIT",
+        "trap 'exit 129' HUP",
+        "trap 'exit 130' INT",
+        "trap 'exit 143' TERM",
+    ]
+    for grant in unique.values():
+        # An unset variable writes no file: commands that start nothing (down, ps, logs) still run, and a service
+        # that uses the secret does not start (the engine names the missing file).
+        lines += [
+            f'if [ -n "${{{grant.ref}+set}}" ]; then',
+            f'  printf %s "${grant.ref}" > "$dir/{grant.name}"',
+            f'  chmod 0444 "$dir/{grant.name}"',
+            "else",
+            f'  echo "mcpspec-compose.sh: {grant.ref} is not set, so secret {grant.name} is not written: a service that uses it does not start" >&2',
+            "fi",
+        ]
+    lines += [
+        "unset " + " ".join(dict.fromkeys(grant.ref for grant in unique.values())),
+        'MCPSPEC_SECRETS_DIR=$dir',
+        "export MCPSPEC_SECRETS_DIR",
+        "status=0",
+        '"$@" || status=$?',
+        'exit "$status"',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _check(grant: SecretGrant) -> None:
+    if not _NAME.fullmatch(grant.name) or not _VARIABLE.fullmatch(grant.ref):
+        raise Refused("secrets", (*grant.secret_path, "ref"), f"secret {grant.name!r}: {grant.ref!r} cannot be written in the compose wrapper safely")
