@@ -126,11 +126,15 @@ def rows(result: subprocess.CompletedProcess[str]) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("example", BUILDABLE)
 def test_verify_passes_on_every_buildable_example(netns: Namespace, place: Path, example: str) -> None:
+    """Issue 26 item 10: a skipped control fails the run unless --allow-skipped (coding-agent runs without it)."""
     spec = copy_example(example, place)
-    result = verify(netns, place, str(spec), "--skip", "lifetime")
+    allowing = example != "coding-agent"
+    result = verify(netns, place, str(spec), "--skip", "lifetime", *(["--allow-skipped"] if allowing else []))
     found = rows(result)
     failing = [row for row in found if row["status"] == "fail"]
-    assert result.returncode == 0 and not failing, failing or result.stderr
+    assert not failing, failing or result.stderr
+    assert result.returncode == (0 if allowing else 1), result.stderr
+    assert json.loads(result.stdout)["passed"] is allowing
     controls = {row["control"]: row for row in found}
     home = str(place / "home")
     assert controls[f"hidden: {home}"]["observed"] == "absent"
@@ -212,7 +216,7 @@ def test_an_edited_launcher_is_refused_before_anything_runs_and_an_unedited_one_
     _refused_before_running(verify(netns, place, str(spec), "--build-dir", str(out)), place, marker, "no build manifest (.mcpspec-build.json)")
 
     _build(spec, out)
-    result = verify(netns, place, str(spec), "--build-dir", str(out), "--skip", "lifetime")
+    result = verify(netns, place, str(spec), "--build-dir", str(out), "--skip", "lifetime", "--allow-skipped")
     failing = [row for row in rows(result) if row["status"] == "fail"]
     assert result.returncode == 0 and not failing, failing or result.stderr
     assert (place / "audit.jsonl").exists(), "the launcher whose digests match ran"

@@ -23,6 +23,7 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import embedded_source, header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
+from mcpspec.targets.hostprep import bwrap_dirs, merged, tmpfiles_name, tmpfiles_text
 from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
 from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
@@ -288,6 +289,7 @@ class BwrapTarget:
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         egress = egress_plan(sandbox)
+        bwrap_dirs(plan, sandbox)  # a path the host preparation file cannot carry stops this server here
         launcher = f"{sandbox.name}.py"
         emitted = Emitted({launcher: _launcher(plan, sandbox, egress, _runtime_text())}, {launcher})
         if egress.mode == "proxy":
@@ -296,7 +298,10 @@ class BwrapTarget:
         return emitted
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
-        return Emitted()
+        if not built:
+            return Emitted()
+        dirs = merged(item for sandbox in built for item in bwrap_dirs(plan, sandbox))
+        return Emitted({tmpfiles_name(plan): tmpfiles_text(plan, dirs, "bwrap")})
 
 
 @functools.cache
@@ -414,6 +419,7 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         secrets=[secret for grant in sandbox.secrets if (secret := launcher_secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
         cpu_millis=math.ceil(runtime.cpus * 1000) if runtime.cpus is not None else 0,
+        host_prep=tmpfiles_name(plan),
     )
     data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
     if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated
