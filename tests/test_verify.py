@@ -302,3 +302,51 @@ def test_the_rewrite_changes_only_the_command_and_adds_the_probe_mount(tmp_path:
     assert new.startswith(head) and new.endswith(tail)  # the runtime is untouched
     with pytest.raises(LauncherError):
         rewrite("print('not a launcher')\n", "x.py", "/p")
+
+
+def _first_run_commands() -> list[list[str]]:
+    """The README's "First run" commands that mcpspec and systemd-tmpfiles run, as words."""
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8").split("## First run\n", 1)[1].split("\n## ", 1)[0]
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    words = [shlex.split(line) for line in block.splitlines()]
+    return [line for line in words if line and (line[0].endswith("/mcpspec") or line[0] == "systemd-tmpfiles")]
+
+
+def test_the_readmes_first_run_goes_from_an_unprepared_host_to_a_passing_verify(netns: Namespace, place: Path) -> None:
+    """Issue 26 item 11: the README's walkthrough, with the example's host paths moved under a
+    temporary directory: the first verify names every missing directory of both servers and the
+    tmpfiles command and runs nothing; systemd-tmpfiles --create makes them; the second verify passes."""
+    commands = _first_run_commands()
+    assert [line[:2] for line in commands] == [[".venv/bin/mcpspec", "build"], [".venv/bin/mcpspec", "verify"], ["systemd-tmpfiles", "--create"],
+                                                [".venv/bin/mcpspec", "verify"]], commands
+    text = (EXAMPLES / "coding-agent.yaml").read_text(encoding="utf-8")
+    text = text.replace("root: /srv/mcp/workspaces", f"root: {place}/srv/mcp/workspaces").replace("sink: /var/log/mcp/", f"sink: {place}/var/log/mcp/")
+    (place / "examples").mkdir()
+    (place / "examples" / "coding-agent.yaml").write_text(text, encoding="utf-8")
+    conf = place / "build" / "bwrap" / "acme-coding-agent.tmpfiles.conf"
+
+    def run(line: list[str]) -> subprocess.CompletedProcess[str]:
+        if line[0] == "systemd-tmpfiles":
+            assert line[-1] == "$PWD/build/bwrap/acme-coding-agent.tmpfiles.conf"
+            return subprocess.run([require_tool("systemd-tmpfiles"), *line[1:-1], str(conf)], capture_output=True, text=True, timeout=60, cwd=place)
+        if line[1] == "verify":
+            return verify(netns, place, *line[2:])
+        return subprocess.run([sys.executable, "-m", "mcpspec", *line[1:]], capture_output=True, text=True, timeout=120, cwd=place)
+
+    built = run(commands[0])
+    assert built.returncode == 0 and conf.is_file(), built.stderr
+    first = run(commands[1])
+    found = rows(first)
+    assert first.returncode == 1 and {row["control"] for row in found} == {"host: prerequisite"}, found
+    assert [row["server"] for row in found] == ["docs", "repo"], found
+    assert all(f"{place}/var/log/mcp/acme-coding-agent of" in row["observed"] and f"systemd-tmpfiles --create {conf}" in row["expected"] for row in found)
+    assert not (place / "srv").exists(), "verify ran a launcher on a host it found unready"
+    made = run(commands[2])
+    assert made.returncode == 0, made.stderr
+    second = run(commands[3])
+    found = rows(second)
+    assert second.returncode == 0 and not [row for row in found if row["status"] == "fail"], found
+    assert {row["control"] for row in found if row["status"] == "skipped"} >= {"lifetime"}
+    assert (place / "var" / "log" / "mcp" / "acme-coding-agent" / "audit.jsonl").is_file()
