@@ -57,7 +57,8 @@ the launchers check before they start anything: each file audit sink's directory
 the launcher appends only in a directory no one else may change) and the workspace root (root's,
 0711, as the launcher would make it). Apply it once per host, as root, by its absolute path
 (`systemd-tmpfiles --create "$PWD/build/bwrap/<project>.tmpfiles.conf"`; a bare name is looked up
-in `/etc/tmpfiles.d/`, where installing it also applies it at every boot). Each line only creates
+in `/etc/tmpfiles.d/`, where installing it also applies it at every boot; `--root=DIR` applies it
+under `DIR` instead, to see what it makes). Each line only creates
 what is missing (`:` before the mode and owners): an existing directory keeps its mode and owner,
 so the file never widens one; a wrong one is named by the launcher. A path under `~/` is left
 out (it depends on the user who runs the launcher), and a path tmpfiles.d cannot carry as written
