@@ -350,3 +350,16 @@ def test_the_readmes_first_run_goes_from_an_unprepared_host_to_a_passing_verify(
     assert second.returncode == 0 and not [row for row in found if row["status"] == "fail"], found
     assert {row["control"] for row in found if row["status"] == "skipped"} >= {"lifetime"}
     assert (place / "var" / "log" / "mcp" / "acme-coding-agent" / "audit.jsonl").is_file()
+
+
+def test_a_skipped_control_fails_the_run_unless_skips_are_allowed() -> None:
+    """Issue 26 item 10: a control verify did not check counts as failed by default."""
+    from mcpspec.verify.checks import Row
+    from mcpspec.verify.output import failed, render
+
+    checked = [Row("s", "limit: pids", "fork refused at 16 processes", "refused", "pass"),
+               Row("s", "lifetime", "the run ends at max_lifetime 4h", "not checked", "skipped")]
+    assert failed(checked) and not failed(checked, allow_skipped=True) and not failed(checked[:1])
+    assert json.loads(render(checked, "json"))["passed"] is False
+    assert json.loads(render(checked, "json", allow_skipped=True))["passed"] is True
+    assert render(checked, "text").endswith("2 controls: 1 passed, 0 failed, 1 skipped (a control not checked fails the run; --allow-skipped accepts it)\n")
