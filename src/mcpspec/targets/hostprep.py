@@ -4,6 +4,8 @@ It creates the directories the bwrap launcher (or the systemd units' audit helpe
 before it starts a server, with exactly the owner and mode it checks for, and nothing else.
 Every line is create-only (``:`` before the mode and owners): an existing directory is never
 changed, so the file cannot widen or take over one; a wrong one is the launcher's to report.
+A path the file cannot carry as written is left out, with a comment saying what to make by hand:
+the build goes on, and the launcher names that directory when it is missing.
 """
 
 from __future__ import annotations
@@ -12,9 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.targets.base import Refused
 from mcpspec.targets.comments import comment_line
 from mcpspec.targets.common import header_text
 
@@ -49,13 +49,6 @@ def tmpfiles_path(path: str) -> str:
     return path.replace("%", "%%")
 
 
-def _checked(path: str, control: str, where: SpecPath, what: str) -> str:
-    try:
-        return tmpfiles_path(path)
-    except ValueError as exc:
-        raise Refused(control, where, f"{what} {path!r} cannot go into the host preparation file: {exc}; choose another path") from None
-
-
 def _parent(path: str) -> str:
     return path.rsplit("/", 1)[0] or "/"
 
@@ -68,7 +61,6 @@ def audit_dir(sandbox: EffectiveSandbox) -> HostDir | None:
     directory = _parent(sink.path.path)
     if directory == "/":
         return None
-    _checked(directory, "audit-log", sandbox.origin("logging.sink"), "the audit sink's directory")
     return HostDir(directory, AUDIT_DIR_MODE, f"the audit sink of server {sandbox.name}")
 
 
@@ -80,7 +72,6 @@ def workspace_root(plan: Plan, sandbox: EffectiveSandbox) -> HostDir | None:
     root = workspace.root
     if root.startswith("~") or root == "/":  # under the launching user's home: not a host-wide directory
         return None
-    _checked(root, "mounts", ("workspace", "root"), "the workspace root")
     return HostDir(root, WORKSPACE_ROOT_MODE, f"the workspaces of server {sandbox.name}")
 
 
@@ -107,8 +98,14 @@ def merged(dirs: Iterable[HostDir]) -> list[HostDir]:
     return sorted(by_path.values(), key=lambda item: item.path)
 
 
-def tmpfiles_line(item: HostDir) -> str:
-    return f"d {tmpfiles_path(item.path)} :{item.mode:04o} :{OWNER} :{OWNER} - -"
+def tmpfiles_lines(item: HostDir) -> list[str]:
+    """A comment saying why, and the create-only line; or, for a path tmpfiles.d cannot carry, what to make by hand."""
+    try:
+        path = tmpfiles_path(item.path)
+    except ValueError as exc:
+        return [comment_line(f"Left out ({item.why}): {item.path} ({exc}). Make it by hand if it is missing: "
+                             f"a directory of {OWNER}'s, mode {item.mode:04o}.")]
+    return [comment_line(item.why), f"d {path} :{item.mode:04o} :{OWNER} :{OWNER} - -"]
 
 
 def tmpfiles_text(plan: Plan, dirs: Sequence[HostDir], target: str) -> str:
@@ -123,6 +120,5 @@ def tmpfiles_text(plan: Plan, dirs: Sequence[HostDir], target: str) -> str:
     if not dirs:
         lines.append(comment_line("This build needs no host directory."))
     for item in dirs:
-        lines.append(comment_line(f"{item.why}"))
-        lines.append(tmpfiles_line(item))
+        lines += tmpfiles_lines(item)
     return "\n".join(lines) + "\n"

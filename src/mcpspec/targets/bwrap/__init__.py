@@ -61,8 +61,9 @@ in `/etc/tmpfiles.d/`, where installing it also applies it at every boot; `--roo
 under `DIR` instead, to see what it makes). Each line only creates
 what is missing (`:` before the mode and owners): an existing directory keeps its mode and owner,
 so the file never widens one; a wrong one is named by the launcher. A path under `~/` is left
-out (it depends on the user who runs the launcher), and a path tmpfiles.d cannot carry as written
-(anything but letters, digits and `/._+,:=@%-`; `%` is written `%%`) stops the build with TG004.
+out (it depends on the user who runs the launcher), and so is a path tmpfiles.d cannot carry as
+written (anything but letters, digits and `/._+,:=@%-`; `%` is written `%%`): a comment in the
+file names it, with the owner and mode to make it with by hand.
 
 Before it creates anything, the launcher checks every prerequisite of the host (its tools, the
 proxy user, the audit directory and sink, the workspace root, the secrets and the host mount
@@ -309,7 +310,6 @@ class BwrapTarget:
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         egress = egress_plan(sandbox)
-        bwrap_dirs(plan, sandbox)  # a path the host preparation file cannot carry stops this server here
         launcher = f"{sandbox.name}.py"
         emitted = Emitted({launcher: _launcher(plan, sandbox, egress, _runtime_text())}, {launcher})
         if egress.mode == "proxy":

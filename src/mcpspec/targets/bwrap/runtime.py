@@ -475,7 +475,7 @@ def problems_message(c: Config, problems: list[Problem], here: str) -> str:
     text = f"the host is not ready for this server ({len(problems)} problem{'s' if len(problems) > 1 else ''}): "
     text += "; ".join(f"({number}) {problem.text}" for number, problem in enumerate(problems, 1))
     if c.host_prep and any(problem.directory for problem in problems):
-        text += (f". The build's host preparation file creates the missing directories, as root: systemd-tmpfiles --create "
+        text += (f". The build's host preparation file creates the missing directories it lists, as root: systemd-tmpfiles --create "
                  f"{os.path.join(here, c.host_prep)} (mcpspec build writes it beside this launcher)")
     return text
 

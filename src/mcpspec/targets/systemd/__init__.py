@@ -176,7 +176,6 @@ class SystemdTarget:
             server = names(plan.project, sandbox.name)
         except BadName as exc:
             raise Refused("identity", sandbox.path, str(exc)) from None
-        systemd_dirs(plan, sandbox)  # a path the host preparation file cannot carry stops this server here
         egress = egress_plan(sandbox)
         return Emitted({server.service: service(plan, sandbox, server, egress), **helper_files(plan, sandbox, server, egress)})
 
