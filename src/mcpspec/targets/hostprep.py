@@ -1,7 +1,8 @@
 """The host preparation a bwrap or systemd build comes with: a systemd-tmpfiles.d file.
 
 It creates the directories the bwrap launcher (or the systemd units' audit helper) checks
-before it starts a server, with exactly the owner and mode it checks for, and nothing else.
+before it starts a server, and nothing else: each root's, with the narrowest mode the launcher
+accepts (the audit directory, 0700) or the mode it would make itself (the workspace root, 0711).
 Every line is create-only (``:`` before the mode and owners): an existing directory is never
 changed, so the file cannot widen or take over one; a wrong one is the launcher's to report.
 A path the file cannot carry as written is left out, with a comment saying what to make by hand:
