@@ -38,6 +38,7 @@ DEBIAN_PACKAGES = {
     "unshare": "util-linux",
     "squid": "squid",
     "systemd-analyze": "systemd",
+    "systemd-tmpfiles": "systemd",
     "/usr/bin/python3": "python3",
     "/usr/lib/systemd/systemd": "systemd",
 }

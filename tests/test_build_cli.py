@@ -26,10 +26,10 @@ def test_build_writes_launchers_and_manifest_and_is_deterministic(tmp_path: Path
     first, second = tmp_path / "a", tmp_path / "b"
     result = run_cli("build", CODING, "--target", "bwrap", "--out", str(first))
     assert result.returncode == 0, result.stderr
-    assert "built 5 files for bwrap" in result.stderr
+    assert "built 6 files for bwrap" in result.stderr
     assert run_cli("build", CODING, "--target", "bwrap", "--out", str(second)).returncode == 0
     assert _files(first) == _files(second)
-    assert sorted(_files(first)) == [".mcpspec-build.json", "docs.py", "docs.squid.conf", "repo.py", "repo.squid.conf"]
+    assert sorted(_files(first)) == [".mcpspec-build.json", "acme-coding-agent.tmpfiles.conf", "docs.py", "docs.squid.conf", "repo.py", "repo.squid.conf"]
     assert stat.S_IMODE((first / "repo.py").stat().st_mode) == 0o755
     assert stat.S_IMODE((first / "repo.squid.conf").stat().st_mode) == 0o644
     for name, data in _files(first).items():
@@ -69,7 +69,7 @@ def test_rebuild_removes_only_files_an_earlier_build_wrote(tmp_path: Path) -> No
     result = run_cli("build", str(_one_server_spec(tmp_path)), "--target", "bwrap", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert "removed 2 stale" in result.stderr
-    assert sorted(_files(out)) == [".mcpspec-build.json", "notes.txt", "repo.py", "repo.squid.conf"]
+    assert sorted(_files(out)) == [".mcpspec-build.json", "acme-coding-agent.tmpfiles.conf", "notes.txt", "repo.py", "repo.squid.conf"]
     assert (tmp_path / "outside.txt").read_text() == "keep"
 
 
@@ -196,7 +196,7 @@ def test_external_servers_are_named_as_not_built(tmp_path: Path) -> None:
     result = run_cli("build", str(spec), "--target", "bwrap", "--out", str(tmp_path / "o"))
     assert result.returncode == 0, result.stderr
     assert "not built (placement: external, they run elsewhere): remote" in result.stderr
-    assert sorted(_files(tmp_path / "o")) == [".mcpspec-build.json", "local.py"]
+    assert sorted(_files(tmp_path / "o")) == [".mcpspec-build.json", "demo.tmpfiles.conf", "local.py"]
     assert json.loads((tmp_path / "o" / ".mcpspec-build.json").read_text())["servers"]["remote"]["built"] is False
 
 

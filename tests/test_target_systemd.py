@@ -238,7 +238,7 @@ def test_coding_agent_files_and_determinism(tmp_path: Path) -> None:
     second = build_plan(api.load(example, "examples/coding-agent.yaml"), "systemd")
     assert first.files == second.files
     assert sorted(first.files) == sorted([
-        MANIFEST, "docs.squid.conf", f"{STEM}_docs_egress.service", f"{STEM}_docs_egress.socket", f"{STEM}_docs_squid.service", f"{STEM}_docs.socket", f"{STEM}_docs@.service",
+        MANIFEST, "acme-coding-agent.tmpfiles.conf", "docs.squid.conf", f"{STEM}_docs_egress.service", f"{STEM}_docs_egress.socket", f"{STEM}_docs_squid.service", f"{STEM}_docs.socket", f"{STEM}_docs@.service",
         "repo.squid.conf", f"{STEM}_repo_egress.service", f"{STEM}_repo_egress.socket", f"{STEM}_repo_squid.service", f"{STEM}_repo.socket", f"{STEM}_repo@.service",
     ])
     assert not first.executable

@@ -126,11 +126,15 @@ def rows(result: subprocess.CompletedProcess[str]) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("example", BUILDABLE)
 def test_verify_passes_on_every_buildable_example(netns: Namespace, place: Path, example: str) -> None:
+    """Issue 26 item 10: a skipped control fails the run unless --allow-skipped (coding-agent runs without it)."""
     spec = copy_example(example, place)
-    result = verify(netns, place, str(spec), "--skip", "lifetime")
+    allowing = example != "coding-agent"
+    result = verify(netns, place, str(spec), "--skip", "lifetime", *(["--allow-skipped"] if allowing else []))
     found = rows(result)
     failing = [row for row in found if row["status"] == "fail"]
-    assert result.returncode == 0 and not failing, failing or result.stderr
+    assert not failing, failing or result.stderr
+    assert result.returncode == (0 if allowing else 1), result.stderr
+    assert json.loads(result.stdout)["passed"] is allowing
     controls = {row["control"]: row for row in found}
     home = str(place / "home")
     assert controls[f"hidden: {home}"]["observed"] == "absent"
@@ -212,7 +216,7 @@ def test_an_edited_launcher_is_refused_before_anything_runs_and_an_unedited_one_
     _refused_before_running(verify(netns, place, str(spec), "--build-dir", str(out)), place, marker, "no build manifest (.mcpspec-build.json)")
 
     _build(spec, out)
-    result = verify(netns, place, str(spec), "--build-dir", str(out), "--skip", "lifetime")
+    result = verify(netns, place, str(spec), "--build-dir", str(out), "--skip", "lifetime", "--allow-skipped")
     failing = [row for row in rows(result) if row["status"] == "fail"]
     assert result.returncode == 0 and not failing, failing or result.stderr
     assert (place / "audit.jsonl").exists(), "the launcher whose digests match ran"
@@ -298,3 +302,64 @@ def test_the_rewrite_changes_only_the_command_and_adds_the_probe_mount(tmp_path:
     assert new.startswith(head) and new.endswith(tail)  # the runtime is untouched
     with pytest.raises(LauncherError):
         rewrite("print('not a launcher')\n", "x.py", "/p")
+
+
+def _first_run_commands() -> list[list[str]]:
+    """The README's "First run" commands that mcpspec and systemd-tmpfiles run, as words."""
+    import shlex
+
+    text = (REPO / "README.md").read_text(encoding="utf-8").split("## First run\n", 1)[1].split("\n## ", 1)[0]
+    block = text.split("```sh\n", 1)[1].split("```", 1)[0]
+    words = [shlex.split(line) for line in block.splitlines()]
+    return [line for line in words if line and (line[0].endswith("/mcpspec") or line[0] == "systemd-tmpfiles")]
+
+
+def test_the_readmes_first_run_goes_from_an_unprepared_host_to_a_passing_verify(netns: Namespace, place: Path) -> None:
+    """Issue 26 item 11: the README's walkthrough, with the example's host paths moved under a
+    temporary directory: the first verify names every missing directory of both servers and the
+    tmpfiles command and runs nothing; systemd-tmpfiles --create makes them; the second verify passes."""
+    commands = _first_run_commands()
+    assert [line[:2] for line in commands] == [[".venv/bin/mcpspec", "build"], [".venv/bin/mcpspec", "verify"], ["systemd-tmpfiles", "--create"],
+                                                [".venv/bin/mcpspec", "verify"]], commands
+    text = (EXAMPLES / "coding-agent.yaml").read_text(encoding="utf-8")
+    text = text.replace("root: /srv/mcp/workspaces", f"root: {place}/srv/mcp/workspaces").replace("sink: /var/log/mcp/", f"sink: {place}/var/log/mcp/")
+    (place / "examples").mkdir()
+    (place / "examples" / "coding-agent.yaml").write_text(text, encoding="utf-8")
+    conf = place / "build" / "bwrap" / "acme-coding-agent.tmpfiles.conf"
+
+    def run(line: list[str]) -> subprocess.CompletedProcess[str]:
+        if line[0] == "systemd-tmpfiles":
+            assert line[-1] == "$PWD/build/bwrap/acme-coding-agent.tmpfiles.conf"
+            return subprocess.run([require_tool("systemd-tmpfiles"), *line[1:-1], str(conf)], capture_output=True, text=True, timeout=60, cwd=place)
+        if line[1] == "verify":
+            return verify(netns, place, *line[2:])
+        return subprocess.run([sys.executable, "-m", "mcpspec", *line[1:]], capture_output=True, text=True, timeout=120, cwd=place)
+
+    built = run(commands[0])
+    assert built.returncode == 0 and conf.is_file(), built.stderr
+    first = run(commands[1])
+    found = rows(first)
+    assert first.returncode == 1 and {row["control"] for row in found} == {"host: prerequisite"}, found
+    assert [row["server"] for row in found] == ["docs", "repo"], found
+    assert all(f"{place}/var/log/mcp/acme-coding-agent of" in row["observed"] and f"systemd-tmpfiles --create {conf}" in row["expected"] for row in found)
+    assert not (place / "srv").exists(), "verify ran a launcher on a host it found unready"
+    made = run(commands[2])
+    assert made.returncode == 0, made.stderr
+    second = run(commands[3])
+    found = rows(second)
+    assert second.returncode == 0 and not [row for row in found if row["status"] == "fail"], found
+    assert {row["control"] for row in found if row["status"] == "skipped"} >= {"lifetime"}
+    assert (place / "var" / "log" / "mcp" / "acme-coding-agent" / "audit.jsonl").is_file()
+
+
+def test_a_skipped_control_fails_the_run_unless_skips_are_allowed() -> None:
+    """Issue 26 item 10: a control verify did not check counts as failed by default."""
+    from mcpspec.verify.checks import Row
+    from mcpspec.verify.output import failed, render
+
+    checked = [Row("s", "limit: pids", "fork refused at 16 processes", "refused", "pass"),
+               Row("s", "lifetime", "the run ends at max_lifetime 4h", "not checked", "skipped")]
+    assert failed(checked) and not failed(checked, allow_skipped=True) and not failed(checked[:1])
+    assert json.loads(render(checked, "json"))["passed"] is False
+    assert json.loads(render(checked, "json", allow_skipped=True))["passed"] is True
+    assert render(checked, "text").endswith("2 controls: 1 passed, 0 failed, 1 skipped (a control not checked fails the run; --allow-skipped accepts it)\n")

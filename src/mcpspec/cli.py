@@ -600,11 +600,12 @@ def verify(
     deny_target: Annotated[list[str] | None, typer.Option("--deny-target", help="HOST:PORT the sandbox must not reach, repeatable (default: 169.254.169.254:80, 10.0.0.1:80, [fd00:ec2::254]:80; a host loopback listener is always tried).")] = None,
     allow_target: Annotated[list[str] | None, typer.Option("--allow-target", help="HOST:PORT that must be reachable through the proxy, repeatable (default: the spec's allowlist).")] = None,
     lifetime_check_limit: Annotated[float, typer.Option("--lifetime-check-limit", help="Wait for max_lifetime only when it is at most this many seconds; a longer one fails as not checked.")] = 120.0,
-    skip: Annotated[list[str] | None, typer.Option("--skip", help="Report these controls as skipped instead of failing: hidden, mounts, env, secrets, identity, egress, egress-allowed, pids, memory, lifetime.")] = None,
+    skip: Annotated[list[str] | None, typer.Option("--skip", help="Report these controls as skipped (not checked, which fails the run unless --allow-skipped): hidden, mounts, env, secrets, identity, egress, egress-allowed, pids, memory, lifetime.")] = None,
+    allow_skipped: Annotated[bool, typer.Option("--allow-skipped", help="Let skipped controls pass the run (by default a control not checked fails it).")] = False,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Start a probe in place of each server, inside exactly the sandbox that server gets, and check
-    every control of the spec on the live sandbox. Exit 1 when any control fails."""
+    every control of the spec on the live sandbox. Exit 1 when any control fails or was not checked."""
     from mcpspec.settings import Flags
     from mcpspec.verify.checks import DEFAULT_DENIED, FAMILIES, Options, parse_destination
     from mcpspec.verify.output import failed, render
@@ -630,8 +631,8 @@ def verify(
         _usage(str(exc))
     except _usage_errors() as exc:
         _usage(str(exc))
-    sys.stdout.write(render(rows, output_format))
-    raise typer.Exit(EXIT_FINDINGS if failed(rows) else EXIT_CLEAN)
+    sys.stdout.write(render(rows, output_format, allow_skipped))
+    raise typer.Exit(EXIT_FINDINGS if failed(rows, allow_skipped) else EXIT_CLEAN)
 
 
 @app.command("run")

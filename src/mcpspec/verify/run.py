@@ -27,7 +27,8 @@ from mcpspec.run.launch import LaunchError, check_server
 from mcpspec.settings import Settings
 from mcpspec.verify.builddir import BuildDirError, ServerFiles, server_files
 from mcpspec.verify.checks import Destination, Judge, Options, Row, request
-from mcpspec.verify.launcher import PROBE_INSIDE, LauncherError, ProbeLauncher, probe_launcher
+from mcpspec.verify.launcher import PROBE_INSIDE, LauncherError, ProbeLauncher, probe_launcher, read_config
+from mcpspec.verify.prerequisites import host_rows
 
 REPORT_SECONDS = 120.0  # squid's start, a search of the sandbox, forks up to the pids limit
 STOP_GRACE_SECONDS = 5.0  # the launcher's own grace between SIGTERM and SIGKILL
@@ -200,7 +201,6 @@ def verify_file(spec: Path, servers: Sequence[str], options: Options, build_dir:
     if outcome.build is None or outcome.stopped:
         raise VerifyError(build_summary.render(outcome).rstrip("\n"))
     fresh = outcome.build
-    rows: list[Row] = []
     if build_dir is not None:
         if not build_dir.is_dir():
             raise VerifyError(f"{build_dir}: no such build directory")
@@ -209,11 +209,26 @@ def verify_file(spec: Path, servers: Sequence[str], options: Options, build_dir:
             checked = server_files(build_dir, spec, fresh, chosen)
         except BuildDirError as exc:
             raise VerifyError(str(exc)) from None
-        for server in chosen:
-            rows += verify_server(plan, server, checked[server], spec, options, [str(build_dir.resolve())])
-        return rows
+        return _verify_all(plan, chosen, checked, spec, options, build_dir, [str(build_dir.resolve())])
     chosen = chosen_servers(plan, servers, {name[:-3] for name in fresh.files if name.endswith(".py")})
+    files = {server: ServerFiles(fresh.files[f"{server}.py"], fresh.files.get(f"{server}.squid.conf")) for server in chosen}
+    return _verify_all(plan, chosen, files, spec, options, None, [])
+
+
+def _verify_all(plan: Plan, chosen: Sequence[str], files: dict[str, ServerFiles], spec: Path, options: Options,
+                build_dir: Path | None, extra_hidden: Sequence[str]) -> list[Row]:
+    """The host's missing prerequisites of every chosen server first, all of them; then the servers whose host is ready."""
+    try:
+        configs = {server: read_config(files[server].launcher, f"{server}.py") for server in chosen}
+    except LauncherError as exc:
+        raise VerifyError(str(exc)) from None
+    rows: list[Row] = []
+    ready = []
     for server in chosen:
-        squid = fresh.files.get(f"{server}.squid.conf")
-        rows += verify_server(plan, server, ServerFiles(fresh.files[f"{server}.py"], squid), spec, options)
+        missing = host_rows(server, configs[server], spec, build_dir)
+        rows += missing
+        if not missing:
+            ready.append(server)
+    for server in ready:
+        rows += verify_server(plan, server, files[server], spec, options, extra_hidden)
     return rows

@@ -23,6 +23,7 @@ from mcpspec.targets.bwrap.runtime import Config, Mount, Secret
 from mcpspec.targets.common import embedded_source, header, header_text
 from mcpspec.targets.egress import EgressPlan, egress_plan, squid_config
 from mcpspec.targets.escape import Unrepresentable
+from mcpspec.targets.hostprep import bwrap_dirs, merged, tmpfiles_name, tmpfiles_text
 from mcpspec.targets.seccomp import SyscallPolicy, bpf_program, syscall_policy
 from mcpspec.targets.seccomp.tables import ARCHES, SYSCALLS
 
@@ -48,6 +49,27 @@ What the launcher reads from its environment:
 | the secrets' `env` refs, `HOME`, `CREDENTIALS_DIRECTORY` | where secrets and `~/` mounts are read at launch |
 | `MCPSPEC_EGRESS_HOSTS_FILE` | a hosts file for the proxy's name resolution (pinning; default /etc/hosts) |
 | `MCPSPEC_CGROUP` | `required` (default), `optional` or `off`: whether the limits need a cgroup (below) |
+
+### Preparing the host
+
+The build also writes `<project>.tmpfiles.conf`, a systemd-tmpfiles.d file with the directories
+the launchers check before they start anything: each file audit sink's directory (root's, 0700:
+the launcher appends only in a directory no one else may change) and the workspace root (root's,
+0711, as the launcher would make it). Apply it once per host, as root, by its absolute path
+(`systemd-tmpfiles --create "$PWD/build/bwrap/<project>.tmpfiles.conf"`; a bare name is looked up
+in `/etc/tmpfiles.d/`, where installing it also applies it at every boot; `--root=DIR` applies it
+under `DIR` instead, to see what it makes). Each line only creates
+what is missing (`:` before the mode and owners): an existing directory keeps its mode and owner,
+so the file never widens one; a wrong one is named by the launcher. A path under `~/` is left
+out (it depends on the user who runs the launcher), and so is a path tmpfiles.d cannot carry as
+written (anything but letters, digits and `/._+,:=@%-`; `%` is written `%%`): a comment in the
+file names it, with the owner and mode to make it with by hand.
+
+Before it creates anything, the launcher checks every prerequisite of the host (its tools, the
+proxy user, the audit directory and sink, the workspace root, the secrets and the host mount
+sources) and refuses (status 125) with one line naming all that are missing or wrong, and the
+`systemd-tmpfiles --create` command for its build's file when that file makes a missing
+directory. `mcpspec verify` runs the same check for every server before it runs any.
 
 Started as root, the launcher runs bwrap as the spec's `runtime.user` and group (uid or gid 0
 becomes 65532 on the host, so root inside the sandbox is never root outside), with an empty
@@ -105,7 +127,7 @@ address-space limit that a server can pass with memfd or shared memory, processe
 by RLIMIT_NPROC of the whole uid, and CPU only by the budget (none without max_lifetime).
 
 The launcher exits with the server's status, 128 + N when signal N stopped the session, or 125
-when it refuses to start (a tool missing, an unknown agent, a bad run id, a planted link, a
+when it refuses to start (the host not prepared, a tool missing, an unknown agent, a bad run id, a planted link, a
 secret it cannot read, a proxy that did not start) with a message on stderr. Killed outright,
 it takes the sandbox, squid and socat with it: each has a parent-death signal, and a guardian
 process of its own session kills the sandbox's pid 1 and removes the proxy's state. On exit it stops
@@ -296,7 +318,10 @@ class BwrapTarget:
         return emitted
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
-        return Emitted()
+        if not built:
+            return Emitted()
+        dirs = merged(item for sandbox in built for item in bwrap_dirs(plan, sandbox))
+        return Emitted({tmpfiles_name(plan): tmpfiles_text(plan, dirs, "bwrap")})
 
 
 @functools.cache
@@ -414,6 +439,7 @@ def _config(plan: Plan, sandbox: EffectiveSandbox, egress: EgressPlan) -> dict[s
         secrets=[secret for grant in sandbox.secrets if (secret := launcher_secret(grant)) is not None],
         masks=[command for command in sandbox.process.deny if "/" not in command or command.startswith("/")],
         cpu_millis=math.ceil(runtime.cpus * 1000) if runtime.cpus is not None else 0,
+        host_prep=tmpfiles_name(plan),
     )
     data = {**vars(config), "mounts": [vars(m) for m in config.mounts], "secrets": [vars(g) for g in config.secrets]}
     if any("\x00" in text for text in _strings(data)):  # bwrap reads its arguments NUL-separated

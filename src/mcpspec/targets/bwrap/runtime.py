@@ -121,6 +121,7 @@ class Config:
     secrets: list[Secret] = field(default_factory=list)
     masks: list[str] = field(default_factory=list)
     cpu_millis: int = 0  # runtime.cpus in thousandths: the cgroup's CPU rate
+    host_prep: str = ""  # the build's systemd-tmpfiles.d file, beside the launcher: it makes the directories checked here
 
     @classmethod
     def load(cls, raw: dict[str, Any]) -> "Config":
@@ -223,8 +224,9 @@ def syscall_filter(programs: dict[str, str]) -> bytes:
 class TrustedPaths:
     """Opens directories and files without following a link that an untrusted user planted."""
 
-    def __init__(self) -> None:
+    def __init__(self, top: str = "/") -> None:
         self.euid = os.geteuid()
+        self.top = top  # "/", or the root a test prepared with systemd-tmpfiles --root
 
     def _trusted_link(self, st: os.stat_result) -> bool:
         return st.st_uid == 0 or st.st_uid == self.euid
@@ -239,7 +241,7 @@ class TrustedPaths:
         return self._walk(self._components(path), create)
 
     def _walk(self, parts: list[str], create: bool) -> int:
-        fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(self.top, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         hops = 0
         done: list[str] = []
         try:
@@ -262,7 +264,7 @@ class TrustedPaths:
                     parts[:0] = [p for p in target.split("/") if p not in ("", ".")]
                     if target.startswith("/"):
                         os.close(fd)
-                        fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+                        fd = os.open(self.top, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
                         done = []
                     continue
                 if not stat.S_ISDIR(st.st_mode):
@@ -318,21 +320,69 @@ class TrustedPaths:
         """An append descriptor of a regular file with one link, ours alone, in a directory no one else
         may change (created 0600 when missing): a sandbox that could write there could swap the file."""
         parent, name = self.split(path)
-        st = os.fstat(parent)
-        if st.st_uid not in (0, self.euid) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+        try:
+            self.check_append_dir(os.fstat(parent), path)
+        except Refusal:
             os.close(parent)
-            raise Refusal(f"refusing {path}: another user can write to its directory")
+            raise
         try:
             fd = os.open(name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o600, dir_fd=parent)
         except OSError as exc:
             raise Refusal(f"refusing {path}: it is a symbolic link" if exc.errno == errno.ELOOP else f"cannot open {path} for appending: {exc.strerror}") from None
         finally:
             os.close(parent)
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != self.euid or st.st_mode & 0o022:
+        try:
+            self.check_append_file(os.fstat(fd), path)
+        except Refusal:
             os.close(fd)
-            raise Refusal(f"refusing {path}: not a regular file with a single link, owned by {'root' if self.euid == 0 else 'you'} and writable by no one else")
+            raise
         return fd
+
+    def check_append_dir(self, st: os.stat_result, path: str) -> None:
+        if st.st_uid not in (0, self.euid) or (st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX):
+            raise Refusal(f"refusing {path}: another user can write to its directory (it must belong to {self.owner} and not be group- or world-writable)")
+
+    def check_append_file(self, st: os.stat_result, path: str) -> None:
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != self.euid or st.st_mode & 0o022:
+            raise Refusal(f"refusing {path}: not a regular file with a single link, owned by {self.owner} and writable by no one else")
+
+    def check_private_dir(self, st: os.stat_result, path: str) -> None:
+        """A directory root makes others' directories in: no one else may change it."""
+        if st.st_uid not in (0, self.euid) or st.st_mode & 0o022:
+            raise Refusal(f"refusing {path}: another user can write to it (it must belong to {self.owner} and not be group- or world-writable)")
+
+    @property
+    def owner(self) -> str:
+        return "root" if self.euid == 0 else "you"
+
+    def append_problem(self, path: str) -> None:
+        """What open_append would refuse, found without creating or opening anything."""
+        try:
+            parent, name = self.split(path)
+        except Refusal as exc:
+            raise Refusal(f"the directory {path.rsplit('/', 1)[0]} of {path} is missing ({exc})") from None
+        try:
+            self.check_append_dir(os.fstat(parent), path)
+            try:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            except FileNotFoundError:
+                return  # the launcher creates it
+            self.check_append_file(st, path)
+        finally:
+            os.close(parent)
+
+    def private_dir_problem(self, path: str) -> None:
+        """What prepare_run_dir would refuse about ``path`` (missing is fine: the launcher makes it)."""
+        try:
+            fd = self.open_dir(path)
+        except Refusal as exc:
+            if str(exc).endswith(" does not exist"):
+                return
+            raise
+        try:
+            self.check_private_dir(os.fstat(fd), path)
+        finally:
+            os.close(fd)
 
 
 def owned_dir(parent: int, name: str, mode: int, owner: tuple[int, int] | None) -> int:
@@ -354,6 +404,80 @@ def owned_dir(parent: int, name: str, mode: int, owner: tuple[int, int] | None) 
         if owner is not None:
             os.fchown(fd, *owner)
     return fd
+
+
+def needed_tools(c: Config) -> list[str]:
+    names = ["bwrap"]
+    if c.proxy:
+        names += ["squid", "socat"]
+    if c.audit and c.audit_sink == "journal":
+        names.append("systemd-cat")
+    return names
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=SAFE_PATH)
+    if found is None and name != "systemd-cat":
+        raise Refusal(f"{name} is not installed (it enforces this server's sandbox)")
+    return found or ""
+
+
+def proxy_identity() -> tuple[int, int, list[int]]:
+    import pwd
+
+    try:
+        entry = pwd.getpwnam("proxy")
+    except KeyError:
+        raise Refusal("the proxy user (Debian's squid package makes it) does not exist") from None
+    if entry.pw_uid == 0:
+        raise Refusal("the proxy user must not be root")
+    return entry.pw_uid, entry.pw_gid, [entry.pw_gid]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A prerequisite of the host that is missing or wrong; ``directory``: the host preparation file makes it."""
+
+    text: str
+    directory: bool = False
+
+
+def host_problems(c: Config, paths: TrustedPaths) -> list[Problem]:
+    """Every prerequisite of this server's launch that the host lacks, all at once (nothing is created)."""
+    problems: list[Problem] = []
+
+    def check(step: Callable[[], object], directory: bool = False) -> None:
+        try:
+            step()
+        except Refusal as exc:
+            problems.append(Problem(str(exc), directory))
+        except OSError as exc:
+            problems.append(Problem(f"{exc.strerror or exc}{': ' + exc.filename if exc.filename else ''}", directory))
+
+    for name in needed_tools(c):
+        check(functools.partial(tool, name))
+    if c.proxy and paths.euid == 0:
+        check(proxy_identity)
+    if c.audit and c.audit_sink not in ("stderr", "journal"):
+        check(functools.partial(paths.append_problem, c.audit_sink), directory=True)
+    if any(mount.kind == "workspace" for mount in c.mounts):
+        check(functools.partial(paths.private_dir_problem, c.workspace_root), directory=True)
+    for secret in c.secrets:
+        check(functools.partial(secret_value, paths, secret))
+    for mount in c.mounts:
+        if mount.kind == "host" and not os.path.lexists(os.path.join(paths.top, mount.source.lstrip("/"))):
+            problems.append(Problem(f"mount source {mount.source} does not exist"))
+    return problems
+
+
+def problems_message(c: Config, problems: list[Problem], here: str) -> str:
+    """One line naming every problem, and the host preparation file when it makes a missing directory."""
+    text = f"the host is not ready for this server ({len(problems)} problem{'s' if len(problems) > 1 else ''}): "
+    text += "; ".join(f"({number}) {problem.text}" for number, problem in enumerate(problems, 1))
+    if c.host_prep and any(problem.directory for problem in problems):
+        text += (f". The build's host preparation file creates the missing directories it lists, as root: systemd-tmpfiles --create "
+                 f"{os.path.join(here, c.host_prep)} (mcpspec build writes it beside this launcher)")
+    return text
 
 
 def secret_value(paths: TrustedPaths, secret: Secret) -> bytes:
@@ -768,6 +892,9 @@ class Launcher:
 
     # -- before anything starts
     def prepare(self) -> None:
+        problems = host_problems(self.c, self.paths)
+        if problems:
+            raise Refusal(problems_message(self.c, problems, os.path.dirname(os.path.realpath(sys.argv[0]))))
         self.tools = {name: self.tool(name) for name in self.needed_tools()}
         self.agent = os.environ.get("MCPSPEC_AGENT") or self.c.default_agent
         if self.c.agents and self.agent not in self.c.agents:
@@ -796,18 +923,10 @@ class Launcher:
             self.args += ["--chdir", self.c.workdir]
 
     def needed_tools(self) -> list[str]:
-        names = ["bwrap"]
-        if self.c.proxy:
-            names += ["squid", "socat"]
-        if self.c.audit and self.c.audit_sink == "journal":
-            names.append("systemd-cat")
-        return names
+        return needed_tools(self.c)
 
     def tool(self, name: str) -> str:
-        found = shutil.which(name, path=SAFE_PATH)
-        if found is None and name != "systemd-cat":
-            raise Refusal(f"{name} is not installed (it enforces this server's sandbox)")
-        return found or ""
+        return tool(name)
 
     def base_args(self) -> None:
         c = self.c
@@ -860,9 +979,7 @@ class Launcher:
             raise
 
     def check_not_writable_by_others(self, fd: int, path: str) -> None:
-        st = os.fstat(fd)
-        if st.st_uid not in (0, self.paths.euid) or st.st_mode & 0o022:
-            raise Refusal(f"refusing {path}: another user can write to it (it must belong to {'root' if self.root else 'you'} and not be group- or world-writable)")
+        self.paths.check_private_dir(os.fstat(fd), path)
 
     def mount(self, mount: Mount) -> None:
         bind = "--bind" if mount.mode == "rw" else "--ro-bind"
@@ -1047,17 +1164,7 @@ class Launcher:
         self.shim.append(f"for _ in {{1..250}}; do while read -r _ a _ s _; do [[ $a == *:{PROXY_PORT_INSIDE:04X} && $s == 0A ]] && break 2; done < /proc/net/tcp; sleep 0.02; done; ")
 
     def proxy_identity(self) -> tuple[int, int, list[int]] | None:
-        if not self.root:
-            return None
-        import pwd
-
-        try:
-            entry = pwd.getpwnam("proxy")
-        except KeyError:
-            raise Refusal("the proxy user (Debian's squid package makes it) does not exist") from None
-        if entry.pw_uid == 0:
-            raise Refusal("the proxy user must not be root")
-        return entry.pw_uid, entry.pw_gid, [entry.pw_gid]
+        return proxy_identity() if self.root else None
 
     def spawn_helper(self, argv: list[str], identity: tuple[int, int, list[int]] | None, log: int) -> "subprocess.Popen[bytes]":
         process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={"PATH": SAFE_PATH},

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Overrides, Refused
 from mcpspec.targets.egress import egress_plan
+from mcpspec.targets.hostprep import merged, systemd_dirs, tmpfiles_name, tmpfiles_text
 from mcpspec.targets.systemd.gaps import server_gaps
 from mcpspec.targets.systemd.helpers import helper_files
 from mcpspec.targets.systemd.names import BadName, names, run_id_room
@@ -82,7 +83,10 @@ The build writes, per server that runs here (`<stem>` is `mcp-<project>_<server>
   (squid on `127.0.0.1:<port>`, port = 20000 + crc32("<project>/<server>") mod 20000,
   written in the unit), `<stem>_egress.socket` and `<stem>_egress.service`
   (systemd-socket-proxyd from the unix socket `/run/mcp-<project>_egress/<server>.sock`
-  to squid). An instance starts them when it needs them.
+  to squid). An instance starts them when it needs them;
+- `<project>.tmpfiles.conf`: the host directories the units need (the audit sink's
+  directory, root's and 0700), for `systemd-tmpfiles --create`. Each line only creates what
+  is missing and never changes an existing directory.
 
 Requirements: systemd 250 or newer; `python3` for the audit line (`logging.audit`)
 and for the squid unit's start (it reads the host's own addresses, which squid then
@@ -98,6 +102,8 @@ mcpspec build mcp-sandbox.yaml --target systemd --out build/systemd
 install -m 0644 build/systemd/*.service build/systemd/*.socket /etc/systemd/system/
 install -d -m 0755 /etc/mcpspec/<project>
 install -m 0644 build/systemd/*.squid.conf /etc/mcpspec/<project>/   # servers with egress only
+install -m 0644 build/systemd/<project>.tmpfiles.conf /etc/tmpfiles.d/
+systemd-tmpfiles --create /etc/tmpfiles.d/<project>.tmpfiles.conf
 systemctl daemon-reload
 systemctl enable --now mcp-<project>_<server>.socket   # each stdio server
 ```
@@ -174,7 +180,10 @@ class SystemdTarget:
         return Emitted({server.service: service(plan, sandbox, server, egress), **helper_files(plan, sandbox, server, egress)})
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
-        return Emitted()
+        if not built:
+            return Emitted()
+        dirs = merged(item for sandbox in built for item in systemd_dirs(plan, sandbox))
+        return Emitted({tmpfiles_name(plan): tmpfiles_text(plan, dirs, "systemd")})
 
 
 TARGET = SystemdTarget()
