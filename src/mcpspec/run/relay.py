@@ -555,6 +555,7 @@ class Relay:
         if not isinstance(message, dict):
             self.audit.write("message_refused", direction="server", reason="a batch or a non-object")
             self.note("dropped a batch or non-object from the server")
+            await self.refuse_answers_in(message)
             return
         if "method" in message:
             await self.server_initiated(message)
@@ -571,6 +572,25 @@ class Relay:
                 pending.waiter.set_exception(ValueError("the server answered tools/list with an error"))
             return
         await self.answer(pending, message)
+
+    async def refuse_answers_in(self, dropped: Any) -> None:
+        """A request whose answer came inside a dropped batch is answered with an error at once, so the
+        client is not left waiting for its timeout."""
+        for item in dropped if isinstance(dropped, list) else ():
+            server_id = item.get("id") if isinstance(item, dict) and "method" not in item else None
+            if not isinstance(server_id, int) or isinstance(server_id, bool) or server_id not in self.pending:
+                continue
+            pending = self.settle(server_id)
+            if pending is None:
+                continue
+            if pending.waiter is not None:
+                if not pending.waiter.done():
+                    pending.waiter.set_exception(ValueError("the server answered in a batch"))
+                continue
+            if pending.method == "tools/call":
+                self.audit_call(pending.decision, pending.started, "refused", 0, reason="answered in a JSON-RPC batch")
+            if pending.client_id is not None:
+                await self.client_error(pending.client_id, INTERNAL_ERROR, "refused by mcpspec run: the server answered in a JSON-RPC batch, which is not relayed")
 
     async def answer(self, pending: Pending, message: dict[str, Any]) -> None:
         client_id = pending.client_id
