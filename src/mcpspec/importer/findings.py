@@ -22,6 +22,9 @@ CODES = {
     "IM008": ("low", "client-auto-start"),
     "IM009": ("info", "name-changed"),
     "IM010": ("info", "already-imported"),
+    "IM011": ("high", "container-escape-flag"),
+    "IM012": ("medium", "editor-variable"),
+    "IM013": ("medium", "archived-server"),
 }
 
 
