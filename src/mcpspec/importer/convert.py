@@ -20,11 +20,19 @@ from mcpspec.importer import known as catalog
 from mcpspec.importer.destinations import destinations
 from mcpspec.importer.findings import ImportFinding, finding
 from mcpspec.importer.model import ImportedConfig, ImportedServer, Pointer
-from mcpspec.importer.references import env_name, literal_secret, references, secret_argument, secret_name, secret_shaped, spec_name
+from mcpspec.importer.references import env_name, literal_secret, references, secret_argument, secret_name, secret_shaped, shorten, spec_name
 
 RUNNERS = {"npx": "npm", "bunx": "npm", "pnpx": "npm", "uvx": "pypi", "pipx": "pypi", "docker": "oci", "podman": "oci"}
 INTERPRETERS = {"node", "python", "python3", "deno", "bun", "uv", "npm", "pnpm", "go", "java", "ruby", "php"}
 _WORKSPACE = {"${workspaceFolder}": "/workspace/input", "${workspaceRoot}": "/workspace/input"}
+_WORKSPACE_VARIABLE = re.compile(r"\$\{(?:workspaceFolder|workspaceRoot)(?::[^}]*)?\}")
+# What a client fills in that means nothing inside the sandbox: editor variables (${userHome}, ${file}, ${config:x}...)
+# and the launching user's own environment (${HOME}, $USER).
+_CLIENT_VARIABLE = re.compile(
+    r"\$\{(?:userHome|workspaceFolderBasename|pathSeparator|/|cwd|file|fileBasename|fileBasenameNoExtension|fileDirname|fileDirnameBasename|fileExtname|"
+    r"fileWorkspaceFolder|relativeFile|relativeFileDirname|lineNumber|selectedText|execPath|defaultBuildTask|HOME|PWD|USER|"
+    r"(?:config|command|env):[^}]*)\}|\$(?:HOME|PWD|USER)\b"
+)
 
 
 @dataclass
@@ -56,6 +64,10 @@ class _Server:
         name = spec_name(ref, "secret")
         if (name in self.out.secrets and self.out.secrets[name]["ref"] != ref) or name in self.taken:
             name = spec_name(f"{self.name}-{ref}", "secret")
+        base, count = name, 2
+        while (name in self.out.secrets and self.out.secrets[name]["ref"] != ref) or name in self.taken:
+            name = f"{shorten(base, 37)}-{count}"  # another credential's name: never share one
+            count += 1
         if name not in self.out.secrets:
             entry = CommentedMap([("provider", "env"), ("ref", ref), ("description", description)])
             _eol(entry, f"REVIEW: {review}", "ref")
@@ -99,6 +111,11 @@ class _Server:
         hit = self.hit = catalog.lookup(source.command, source.url)
         entry["description"] = description(self.config.client, source.name)
         entry["kind"] = hit.kind if hit else "other"
+        if hit is not None and hit.archived:
+            what = f"the catalog's {hit.name} server ({hit.package})" if hit.package else f"the catalog's {hit.name} server"
+            instead = f"its maintained successor is {hit.successor}: move to it" if hit.successor else "the catalog names no maintained successor: replace it"
+            self.note("IM013", source.pointer, f"server {source.name!r} is {what}, whose project is archived (no fixes, security ones included): {instead}")
+            _eol(entry, f"REVIEW: archived upstream (IM013); {instead}", "description")
         entry["trust"] = "third-party"
         _eol(entry, "REVIEW: who wrote it; vetted or first-party loosens some rules", "trust")
         if source.url and not source.command:
@@ -278,6 +295,7 @@ class _Server:
 
     def environment(self) -> None:
         source = self.source
+        dropped: list[str] = []
         for raw, value in source.env.items():
             pointer = (*source.pointer, "env", raw)
             key = raw if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", raw) else env_name(raw)
@@ -285,6 +303,12 @@ class _Server:
                 continue
             if literal_secret(key, value):
                 self.literal(key, pointer, f"env {key}")
+                continue
+            value = _WORKSPACE_VARIABLE.sub("/workspace/input", value)
+            unresolved = sorted({found.group(0) for found in _CLIENT_VARIABLE.finditer(value)})
+            if unresolved:
+                dropped.append(key)
+                self.note("IM012", pointer, f"env {key} of server {source.name!r} uses {', '.join(unresolved)}, which the client fills in and the sandbox has no meaning for: not set; set it by hand")
             else:
                 self.env_set[key] = value
         for variable in source.env_passthrough:
@@ -301,6 +325,8 @@ class _Server:
         if self.env_set:
             env["set"] = self.env_set
         self.entry["env"] = env
+        if dropped:
+            _eol(self.entry, f"TODO: the client also set {', '.join(dropped)} from its own variables (IM012): set them by hand", "env")
         if self.bindings:
             self.entry["secrets"] = self.bindings
 
@@ -374,7 +400,7 @@ def convert(config: ImportedConfig, taken_servers: Collection[str] = (), taken_s
         name = spec_name(source.name)
         base, count = name, 2
         while name in used:
-            name = f"{base[:36]}-{count}"
+            name = f"{shorten(base, 36)}-{count}"
             count += 1
         used.add(name)
         if name != source.name:
