@@ -20,6 +20,7 @@ from mcpspec.importer import known as catalog
 from mcpspec.importer.destinations import destinations
 from mcpspec.importer.findings import ImportFinding, finding
 from mcpspec.importer.model import ImportedConfig, ImportedServer, Pointer
+from mcpspec.importer.reading import position
 from mcpspec.importer.references import env_name, literal_secret, references, secret_argument, secret_name, secret_shaped, shorten, spec_name
 
 RUNNERS = {"npx": "npm", "bunx": "npm", "pnpx": "npm", "uvx": "pypi", "pipx": "pypi", "docker": "oci", "podman": "oci"}
@@ -104,7 +105,10 @@ class _Server:
         if any(entry["ref"] == ref for entry in self.out.secrets.values()):
             ref = env_name(f"{self.name}_{ref}")  # another server's credential: never share one
         secret = self.secret(env_var, ref, f"{where} of the {self.config.client} server {self.source.name!r}.", f"put the NEW value in {ref}: the old one sat in plain text in the client config")
-        self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}); rotate it, it sat in plain text in this file")
+        line, _ = position(self.config.text, pointer)
+        self.out.secrets[secret]["exposed"] = f"{Path(self.config.path).name}:{line}"
+        _eol(self.out.secrets[secret], "REVIEW: rotate it, then delete this key (SE010 reports it until then)", "exposed")
+        self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}, marked exposed: SE010 reports it until you rotate it and delete the mark); rotate it, it sat in plain text in this file")
 
     def build(self) -> CommentedMap:
         source, entry = self.source, self.entry
