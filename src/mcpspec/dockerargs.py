@@ -108,7 +108,7 @@ def _short(command: Sequence[str], index: int, options: list[Option]) -> int:
 # --- what hands the container a piece of the host ---
 
 _SOCKET = re.compile(r"(^|/)(docker|podman|containerd|crio|cri-dockerd|buildkitd)\.sock$|^/run/(docker|podman|containerd|crio)(/|$)|^/var/run/(docker|podman|containerd|crio)(/|$)")
-_HOME = r"(~|\$HOME|\$\{HOME\}|%USERPROFILE%|/root|/home/[^/]+|/Users/[^/]+)"
+_HOME = r"(~|\$HOME|\$\{HOME\}|\$\{userHome\}|%USERPROFILE%|/root|/home/[^/]+|/Users/[^/]+)"
 _CREDENTIALS = re.compile(_HOME + r"/(\.aws|\.ssh|\.kube|\.config/gcloud|\.azure|\.docker|\.gnupg|\.config/gh|\.netrc|\.git-credentials|\.npmrc|\.pypirc)(/|$)")
 _WHOLE_HOME = re.compile(r"^" + _HOME + r"/?$|^/home/?$|^/Users/?$")
 _SYSTEM = re.compile(r"^/(etc|proc|sys|dev|boot|run|var/run|var/lib/docker|var/lib/containers|var/lib/kubelet)(/|$)|^/$|^[A-Za-z]:\\?$")
