@@ -91,7 +91,7 @@ def test_egress_comes_from_the_users_arguments_and_env_never_from_the_catalog(tm
         "pg-none": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres"]},
         "gh": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "env": {"GITHUB_API_URL": "https://ghe.corp.internal/api/v3"}},
         "gh-none": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]},
-        "cache": {"command": "node", "args": ["cache.js", "redis://localhost"]},
+        "cache": {"command": "node", "args": ["cache.js", "redis://localhost", "--listen", "0.0.0.0:8080", "--metadata", "http://169.254.169.254:80/"]},
     }}
     spec, findings, out = _import(tmp_path, "claude_desktop_config.json", json.dumps(config))
     allow = {name: server["egress"]["allow"] for name, server in spec["servers"].items()}
@@ -101,7 +101,7 @@ def test_egress_comes_from_the_users_arguments_and_env_never_from_the_catalog(tm
     assert "db.acme.example" not in json.dumps(spec), "the catalog's example database host is nowhere in the spec's data"
     assert "nothing in the client config names a destination, so none is allowed" in comments
     assert "the catalog says the server needs api.github.com:443" in comments, "a real catalog destination is a suggestion in a comment"
-    assert "localhost:6379, which no egress entry can hold" in comments
+    assert "the client config also names localhost:6379, 0.0.0.0:8080, 169.254.169.254:80, not allowed" in comments, comments
     assert "FakeP4ssword" not in out.read_text(encoding="utf-8") + "".join(findings)
 
 

@@ -8,11 +8,14 @@ the same flags the same way: ``--flag value``, ``--flag=value``, short flags (``
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 ENGINES = frozenset({"docker", "podman", "nerdctl"})
+# Programs that start the next word (with their own options first): the engine may sit behind them.
+_LAUNCHERS = frozenset({"sudo", "doas", "env", "exec", "nohup", "command", "nice", "ionice", "setsid", "stdbuf", "timeout"})
 
 # Options of `docker run` / `podman run` that take a value (written apart or after `=`).
 _VALUE_LONG = frozenset(
@@ -51,10 +54,11 @@ def parse(command: Sequence[str]) -> DockerRun | None:
     """``command`` read as ``ENGINE [global options] [container] run [options] IMAGE [ARGS]``, or None when it is not one."""
     if not command:
         return None
-    engine = re.split(r"[/\\]", command[0])[-1].lower().removesuffix(".exe")
-    if engine not in ENGINES:
+    first = _past_launchers(command)
+    if first is None:
         return None
-    index = 1
+    engine = _program(command[first])
+    index = first + 1
     while index < len(command) and command[index].startswith("-"):
         index += 2 if command[index] in _GLOBAL_VALUE else 1
     if index < len(command) and command[index] == "container":
@@ -83,6 +87,25 @@ def parse(command: Sequence[str]) -> DockerRun | None:
             continue
         index = _short(command, index, options)
     return DockerRun(engine, tuple(options), index if index < len(command) else None)
+
+
+def _program(word: str) -> str:
+    return re.split(r"[/\\]", word)[-1].lower().removesuffix(".exe")
+
+
+def _past_launchers(command: Sequence[str]) -> int | None:
+    """Where the engine sits in ``command``, past launchers that run it (``sudo -E docker``, ``env A=1 podman``), or None."""
+    index = 0
+    while index < len(command):
+        program = _program(command[index])
+        if program in ENGINES:
+            return index
+        if program not in _LAUNCHERS:
+            return None
+        index += 1
+        while index < len(command) and (command[index].startswith("-") or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", command[index])):
+            index += 2 if command[index] in ("-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t", "-T") and program in ("sudo", "doas") else 1
+    return None
 
 
 def _short(command: Sequence[str], index: int, options: list[Option]) -> int:
@@ -135,23 +158,27 @@ def why_dangerous(option: Option) -> str | None:
     name, value = option.name, option.value
     source = host_source(option)
     if source is not None:
-        path = source.rstrip("/") or "/"
+        path = posixpath.normpath(source) if source.startswith("/") else source.rstrip("/") or "/"
+        path = "/" if path == "//" else path
+        shown = source if path in (source, source.rstrip("/")) else f"{path} (written {source})"
         if _SOCKET.search(path):
-            return f"it mounts the container engine's socket {source}: whoever holds it runs any container, as root, with any host path"
+            return f"it mounts the container engine's socket {shown}: whoever holds it runs any container, as root, with any host path"
         if _CREDENTIALS.search(path):
-            return f"it mounts the credential directory {source} of the host"
+            return f"it mounts the credential directory {shown} of the host"
         if _WHOLE_HOME.search(path):
-            return f"it mounts a whole home directory ({source}) of the host"
+            return f"it mounts a whole home directory ({shown}) of the host"
         if _SYSTEM.search(path):
-            return f"it mounts the host's {source}"
+            return f"it mounts the host's {shown}"
         return None
+    if value is not None and value.lower() in ("false", "0", "no"):
+        return None  # --privileged=false
     if name == "privileged":
         return "it turns off every isolation of the container (all capabilities, all devices, no seccomp or AppArmor)"
     if name == "cap-add":
         return "it gives the container kernel powers a container normally lacks"
     if name == "device":
         return "it hands a host device to the container"
-    if name in _NAMESPACES and value is not None and (value == "host" or (name in ("network", "net", "pid", "ipc") and value.startswith("container:"))):
+    if name in _NAMESPACES and value is not None and (value.lower() == "host" or (name in ("network", "net", "pid", "ipc") and value.lower().startswith("container:"))):
         return f"it shares {_NAMESPACES[name]} with the container"
     if name == "security-opt" and value is not None and re.match(r"^(seccomp|apparmor)[=:]unconfined$|^label[=:]disable$|^systempaths[=:]unconfined$", value):
         return "it turns off a kernel confinement of the container"

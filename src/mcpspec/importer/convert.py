@@ -271,7 +271,8 @@ class _Server:
         if suggested:
             text += f"; the catalog says the server needs {', '.join(suggested)}: add it if the server must reach it"
         if found.unusable:
-            text += f"; the client config also names {', '.join(found.unusable)}, which no egress entry can hold (a name with a dot and a port): add it by hand"
+            text += (f"; the client config also names {', '.join(found.unusable)}, not allowed: this machine, a link-local or metadata address, "
+                     "or what no egress entry holds (it needs a name with a dot, and a port); add it by hand if the server must reach it")
         _eol(entry, text, "egress")
 
     def arguments(self) -> tuple[CommentedSeq, list[str]]:

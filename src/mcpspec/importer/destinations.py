@@ -6,6 +6,7 @@ catalog's example or default host is never one of them.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -32,7 +33,9 @@ class Destinations:
     unusable: list[str] = field(default_factory=list)
 
     def add(self, entry: str) -> None:
-        if _EGRESS.match(entry):
+        if _local(entry.rsplit(":", 1)[0].strip("[]")):
+            self.cannot(entry)  # a bind address or the host's own services, not a destination to open on purpose
+        elif _EGRESS.match(entry):
             if entry not in self.allow:
                 self.allow.append(entry)
         else:
@@ -41,6 +44,17 @@ class Destinations:
     def cannot(self, what: str) -> None:
         if what not in self.unusable:
             self.unusable.append(what)
+
+
+def _local(host: str) -> bool:
+    """Whether ``host`` is this machine, every address, link-local (cloud metadata) or multicast."""
+    if host == "localhost" or host.endswith((".localhost", ".local")) or host in ("metadata.google.internal", "metadata.goog", "metadata"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast
 
 
 def destinations(values: Iterable[str]) -> Destinations:
