@@ -254,3 +254,40 @@ def test_the_realistic_configs_hold_what_the_grant_test_must_catch() -> None:
     assert "--privileged" in desktop["github"].words and "/var/run/docker.sock:/var/run/docker.sock" in desktop["github"].words
     assert "api.github.com" in _catalog_hosts() and "db.acme.example" in _catalog_hosts()
     assert "ghe.acme-corp.internal" in had["vscode-realistic-mcp.json"]["github"].hosts
+
+
+def test_the_imported_servers_proxy_lets_through_the_host_the_client_named_and_refuses_the_catalogs(tmp_path: Path) -> None:
+    """The attack on the real proxy: the server asks squid (with the rules the bwrap build of the imported
+    spec writes) for the catalog's GitHub API host, which the client config never named; the host it did
+    name answers. The control: the same request through the rules of a spec that allows the catalog's
+    host (what import wrote before) is not refused, so the refusal below is the import's doing."""
+    import json
+
+    from egress_lab import FAR_V4, PORT, make_lab, status
+    from mcpspec.api import load_text
+    from mcpspec.importer.run import import_config
+    from mcpspec.targets.build import build_plan
+
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text(json.dumps({"mcpServers": {"gh": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+                                                        "env": {"GITHUB_API_URL": f"http://far.test:{PORT}/api/v3"}}}}), encoding="utf-8")
+    text = import_config(config, "auto", "demo").text
+    assert yaml.safe_load(text)["servers"]["gh"]["egress"]["allow"] == [f"far.test:{PORT}"]
+    catalog_allowed = text.replace(f"allow: [far.test:{PORT}]", f"allow: [far.test:{PORT}, api.github.com:443]")
+    assert catalog_allowed != text
+    requests = [f"GET http://far.test:{PORT}/ HTTP/1.1\r\nHost: far.test:{PORT}\r\nConnection: close\r\n\r\n",
+                "CONNECT api.github.com:443 HTTP/1.1\r\nHost: api.github.com:443\r\nConnection: close\r\n\r\n"]
+    lab = make_lab()
+    try:
+        # The catalog's host names the lab's far end (which has nothing on 443), so no lookup leaves the lab.
+        with (lab.base / "hosts").open("a", encoding="utf-8") as hosts:
+            hosts.write(f"{FAR_V4} api.github.com\n")
+        answers = {}
+        for label, spec in (("imported", text), ("control", catalog_allowed)):
+            rules = build_plan(load_text(spec, "mcp-sandbox.yaml"), "bwrap").files["gh.squid.conf"]
+            answers[label] = lab.answers(lab.squid_conf(rules, lab.own_networks()), requests)
+    finally:
+        lab.close()
+    assert status(answers["imported"][0]) == 200 and "far-service" in answers["imported"][0], answers["imported"][0]
+    assert status(answers["imported"][1]) == 403, answers["imported"][1]
+    assert status(answers["control"][1]) == 503, answers["control"][1]  # let through, and nothing listens there
