@@ -238,10 +238,11 @@ class _Server:
         entry = self.entry
         mounts = CommentedSeq()
         if installed is not None:
-            # The catalog knows what the installed program reads and writes; only the dirs the command names are mounted.
+            # The catalog knows what the installed program reads and writes; only the dirs the command names are
+            # mounted, and the private scratch dir (a tmpfs, nothing of the host's).
             words = {str(word) for word in command}
             for origin, inside, mode, why in installed.mounts:
-                if inside in words:
+                if inside in words or origin == "workspace.tmp":
                     mount = CommentedMap([("from", origin), ("to", inside)])
                     mount.fa.set_flow_style()
                     mounts.append(mount)
