@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from mcpspec.importer.references import secret_shaped
 from mcpspec.spec.patterns import EGRESS_PATTERN
 
 # The port a scheme means when its URL names none.
@@ -42,6 +43,8 @@ class Destinations:
             self.cannot(entry)
 
     def cannot(self, what: str) -> None:
+        if secret_shaped(what):
+            return  # named in a comment: never a value shaped like a credential
         if what not in self.unusable:
             self.unusable.append(what)
 
