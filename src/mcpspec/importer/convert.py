@@ -283,6 +283,8 @@ class _Server:
         out = CommentedSeq()
         notes: list[str] = []
         previous: str | None = None
+        run = dockerargs.parse(source.command)
+        engine_options = run.image_index if run is not None and run.image_index is not None else 0  # the engine's, not the server's (IM011 reads them)
         for index, argument in enumerate(source.command):
             if index and secret_argument(previous, argument):
                 variable = env_name(f"{self.name}_arg_{index}")
@@ -293,7 +295,7 @@ class _Server:
                 for name, path in _WORKSPACE.items():
                     argument = argument.replace(name, path)
                 out.append(argument)
-                if index and (argument.startswith(("/Users/", "/home/", "~", "C:\\")) or "${userHome}" in argument):
+                if index > engine_options and (argument.startswith(("/Users/", "/home/", "~", "C:\\")) or "${userHome}" in argument):
                     notes.append(f"REVIEW: argument {index} is a host path: the sandbox sees /workspace/input instead")
             previous = argument
         out.fa.set_flow_style()
