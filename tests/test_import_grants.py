@@ -77,7 +77,7 @@ def what_the_client_had(path: Path) -> dict[str, Had]:
             server.words.update(_strings(entry.get(key)))
         allow = entry.get("enabled_tools", entry.get("includeTools"))
         server.allow = set(allow) if isinstance(allow, list) else None
-        server.deny = set(entry.get("disabled_tools") or entry.get("excludeTools") or [])
+        server.deny = set(entry.get("disabled_tools") or []) | set(entry.get("excludeTools") or []) | set(entry.get("disabledTools") or [])
     return had
 
 

@@ -83,6 +83,12 @@ def test_gemini_include_and_exclude_tools_exclude_wins(tmp_path: Path) -> None:
     assert list(spec["servers"]["gh"]["tools"]) == ["list_issues"]
 
 
+def test_a_disabled_tools_list_in_a_json_config_narrows_too(tmp_path: Path) -> None:
+    config = {"mcpServers": {"gh": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"], "alwaysAllow": ["list_issues"], "disabledTools": ["push_files", "list_issues"]}}}
+    spec, _, _ = _import(tmp_path, "cline_mcp_settings.json", json.dumps(config), "cline")
+    assert "push_files" not in spec["servers"]["gh"]["tools"] and "list_issues" not in spec["servers"]["gh"]["tools"], "the deny list wins over auto-approval too"
+
+
 def test_egress_comes_from_the_users_arguments_and_env_never_from_the_catalog(tmp_path: Path) -> None:
     config = {"mcpServers": {
         "pg": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-postgres", "postgresql://readonly@db.internal:5432/app"]},
