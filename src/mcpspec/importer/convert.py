@@ -231,6 +231,8 @@ class _Server:
         for option, why in flagged:
             flag = dockerargs.flag_text(source.command, option)
             self.note("IM011", (*source.pointer, "args"), f"server {source.name!r} runs its container with {flag}: {why}; kept in command as the client wrote it (SP010 reports it at lint): drop it")
+        usual = f" (the catalog's: {' '.join(hit.command)})" if hit is not None and hit.registry == "oci" and hit.command else ""
+        notes.append(f"REVIEW: kept as the client wrote it; a sandbox runs no container engine: set command to the image's own program{usual}")
         if flagged:
             notes.insert(0, "TODO: drop " + ", ".join(dockerargs.flag_text(source.command, option) for option, _ in flagged) + " (SP010)")
 
