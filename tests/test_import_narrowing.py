@@ -210,3 +210,12 @@ def test_the_written_spec_starts_with_the_schema_modeline_and_yamllint_has_nothi
     assert "mcpspec schema > mcp-sandbox.schema.json" in text.splitlines()[1]
     problems = list(linter.run(text, YamlLintConfig("extends: default")))
     assert problems == [], [f"{p.line}:{p.column} {p.level} {p.desc} ({p.rule})" for p in problems]
+
+
+def test_the_exposed_mark_of_a_config_with_an_odd_file_name_keeps_the_spec_valid(tmp_path: Path) -> None:
+    name = "claude_desktop_config \x1b[31m\u2028" + "x" * 300 + ".json"
+    config = {"mcpServers": {"gh": {"command": "node", "args": ["s.js"], "env": {"API_TOKEN": "FakeTokenValue0123456789abcdef"}}}}
+    spec, _, out = _import(tmp_path, name[:250], json.dumps(config), "claude-desktop")
+    exposed = spec["secrets"]["api-token"]["exposed"]
+    assert exposed.endswith(":1") and "\x1b" not in exposed and len(exposed) <= 200
+    assert "SE010" in _lint_codes(out) and "SC" not in "".join(_lint_codes(out))

@@ -106,7 +106,8 @@ class _Server:
             ref = env_name(f"{self.name}_{ref}")  # another server's credential: never share one
         secret = self.secret(env_var, ref, f"{where} of the {self.config.client} server {self.source.name!r}.", f"put the NEW value in {ref}: the old one sat in plain text in the client config")
         line, _ = position(self.config.text, pointer)
-        self.out.secrets[secret]["exposed"] = f"{Path(self.config.path).name}:{line}"
+        # The config's file name and line; a character the schema or YAML refuses becomes '?'.
+        self.out.secrets[secret]["exposed"] = f"{_CONTROL.sub('?', Path(self.config.path).name)[:180]}:{line}"
         _eol(self.out.secrets[secret], "REVIEW: rotate it, then delete this key (SE010 reports it until then)", "exposed")
         self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}, marked exposed: SE010 reports it until you rotate it and delete the mark); rotate it, it sat in plain text in this file")
 
