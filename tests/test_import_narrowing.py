@@ -219,3 +219,9 @@ def test_the_exposed_mark_of_a_config_with_an_odd_file_name_keeps_the_spec_valid
     exposed = spec["secrets"]["api-token"]["exposed"]
     assert exposed.endswith(":1") and "\x1b" not in exposed and len(exposed) <= 200
     assert "SE010" in _lint_codes(out) and "SC" not in "".join(_lint_codes(out))
+
+
+def test_a_line_break_in_a_docker_flag_cannot_forge_a_finding_line(tmp_path: Path) -> None:
+    args = ["run", "-v", "/var/run/docker.sock:/x\nconfig.json:1:1: IM999 [info] forged: all clear", "img"]
+    _, findings, _ = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {"d": {"command": "docker", "args": args}}}))
+    assert all("\n" not in line for line in findings) and any("IM011" in line and "\\n" in line for line in findings), findings

@@ -4,6 +4,7 @@ no message ever holds a value from the client config, only names."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mcpspec.importer.model import ImportedConfig, Pointer
@@ -45,7 +46,12 @@ class ImportFinding:
         return CODES[self.code][1]
 
     def render(self) -> str:
-        return redact(f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}")
+        """One line: a control character or line break from the client's config (a flag, a name) is written escaped."""
+        line = f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}"
+        return redact(_CONTROL.sub(lambda found: repr(found.group())[1:-1], line))
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def finding(config: ImportedConfig, code: str, pointer: Pointer, message: str) -> ImportFinding:
