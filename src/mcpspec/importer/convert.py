@@ -18,7 +18,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from mcpspec import dockerargs
 from mcpspec.importer import known as catalog
 from mcpspec.importer.destinations import destinations
-from mcpspec.importer.findings import ImportFinding, finding
+from mcpspec.importer.findings import CONTROL, ImportFinding, escaped, finding
 from mcpspec.importer.model import ImportedConfig, ImportedServer, Pointer
 from mcpspec.importer.reading import position
 from mcpspec.importer.references import env_name, literal_secret, references, secret_argument, secret_name, secret_shaped, shorten, spec_name
@@ -107,7 +107,7 @@ class _Server:
         secret = self.secret(env_var, ref, f"{where} of the {self.config.client} server {self.source.name!r}.", f"put the NEW value in {ref}: the old one sat in plain text in the client config")
         line, _ = position(self.config.text, pointer)
         # The config's file name and line; a character the schema or YAML refuses becomes '?'.
-        self.out.secrets[secret]["exposed"] = f"{_CONTROL.sub('?', Path(self.config.path).name)[:180]}:{line}"
+        self.out.secrets[secret]["exposed"] = f"{CONTROL.sub('?', Path(self.config.path).name)[:180]}:{line}"
         _eol(self.out.secrets[secret], "REVIEW: rotate it, then delete this key (SE010 reports it until then)", "exposed")
         self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}, marked exposed: SE010 reports it until you rotate it and delete the mark); rotate it, it sat in plain text in this file")
 
@@ -504,8 +504,5 @@ def _eol(node: CommentedMap | CommentedSeq, text: str, key: object) -> None:
     """A comment at the end of ``key``'s line, on that one line: a line break or other control
     character from the client's config (an argument, a name) is written escaped, so it can start
     no line of its own (no key, no comment of its own), nor make the file unreadable as YAML."""
-    node.yaml_add_eol_comment(_CONTROL.sub(lambda found: repr(found.group())[1:-1], text), key)
+    node.yaml_add_eol_comment(escaped(text), key)
 
-
-# Line breaks, control characters, and what YAML allows nowhere in a stream (surrogates, U+FFFE, U+FFFF).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")

@@ -48,10 +48,16 @@ class ImportFinding:
     def render(self) -> str:
         """One line: a control character or line break from the client's config (a flag, a name) is written escaped."""
         line = f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}"
-        return redact(_CONTROL.sub(lambda found: repr(found.group())[1:-1], line))
+        return redact(escaped(line))
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# Line breaks, control characters, and what YAML allows nowhere in a stream (surrogates, U+FFFE, U+FFFF).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def escaped(text: str) -> str:
+    """``text`` on one line: each character of CONTROL written as its Python escape."""
+    return CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def finding(config: ImportedConfig, code: str, pointer: Pointer, message: str) -> ImportFinding:
