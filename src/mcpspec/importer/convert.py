@@ -505,4 +505,3 @@ def _eol(node: CommentedMap | CommentedSeq, text: str, key: object) -> None:
     character from the client's config (an argument, a name) is written escaped, so it can start
     no line of its own (no key, no comment of its own), nor make the file unreadable as YAML."""
     node.yaml_add_eol_comment(escaped(text), key)
-
