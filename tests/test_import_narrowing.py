@@ -225,3 +225,11 @@ def test_a_line_break_in_a_docker_flag_cannot_forge_a_finding_line(tmp_path: Pat
     args = ["run", "-v", "/var/run/docker.sock:/x\nconfig.json:1:1: IM999 [info] forged: all clear", "img"]
     _, findings, _ = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {"d": {"command": "docker", "args": args}}}))
     assert all("\n" not in line for line in findings) and any("IM011" in line and "\\n" in line for line in findings), findings
+
+
+def test_a_hash_in_a_long_quoted_value_is_not_taken_for_a_comment_by_the_layout(tmp_path: Path) -> None:
+    name = "a very long server name that goes on and on #not-a-comment and more words"
+    label = "x #y and a very long argument that needs quoting because of the hash #z"
+    spec, _, _ = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {name: {"command": "node", "args": ["s.js", "--label", label]}}}))
+    server = next(iter(spec["servers"].values()))
+    assert server["description"] == f"Imported from the claude-desktop server {name!r}." and server["command"][-1] == label

@@ -121,10 +121,13 @@ def dump_new(data: Any) -> str:
     """A new spec's text, laid out for yamllint's default config (an existing file is dumped as it was laid out):
     a flow collection too long for its line is written in block style, a long string folded."""
     _unflow(data, 0)
+    plain = dump(data)
     # Long end-of-line comments go onto lines of their own first (ruamel would put one after the last
     # line of a string it folds); read back, they are comments before their keys, which folding keeps in place.
-    unfolded = tidy(dump(data), FOLD, start=False)
-    return tidy(dump(yaml().load(unfolded), width=FOLD))
+    unfolded = tidy(plain, FOLD, start=False)
+    laid_out = tidy(dump(yaml().load(unfolded), width=FOLD))
+    # The layout moves comments and folds lines, never a value: should it ever read otherwise, the plain dump is written.
+    return laid_out if pyyaml.safe_load(laid_out) == pyyaml.safe_load(plain) else plain
 
 
 def _unflow(node: Any, indent: int) -> None:

@@ -16,13 +16,14 @@ def tidy(text: str, width: int = WIDTH, start: bool = True) -> str:
     # A folded plain or quoted scalar ends its lines with the blank it folded at; that blank is no content
     # (YAML drops white space before a line break in flow scalars). In a block scalar (| or >) it would be.
     block = re.search(r"(:|-) [|>][-+0-9]*$", text, re.MULTILINE) is not None
+    quote: str | None = None  # a quoted scalar still open at the end of the previous line
     for line in text.splitlines():
         line = line if block else line.rstrip()
         if not started and line and not line.startswith("#"):
             if line != "---":
                 out.append("---")  # after the header comments, so a modeline stays on the first line
             started = True
-        at = comment_start(line)
+        at, quote = comment_start(line, quote)
         if at is None or not line[:at].strip():
             out.append(line)
             continue
@@ -32,8 +33,8 @@ def tidy(text: str, width: int = WIDTH, start: bool = True) -> str:
             out.append(joined)
             continue
         indent = len(content) - len(content.lstrip())
-        width = max(WIDTH - indent - 2, 30)
-        out.extend(" " * indent + "# " + piece for piece in textwrap.wrap(comment, width, break_long_words=False, break_on_hyphens=False))
+        wrap = max(WIDTH - indent - 2, 30)
+        out.extend(" " * indent + "# " + piece for piece in textwrap.wrap(comment, wrap, break_long_words=False, break_on_hyphens=False))
         out.append(content)
     return "\n".join(_indent_comments(out)) + "\n"
 
@@ -51,9 +52,9 @@ def _indent_comments(lines: list[str]) -> list[str]:
     return out
 
 
-def comment_start(line: str) -> int | None:
-    """Where the comment of a YAML line starts: a ``#`` after a blank (or at the start), outside quotes."""
-    quote: str | None = None
+def comment_start(line: str, quote: str | None = None) -> tuple[int | None, str | None]:
+    """Where the comment of a YAML line starts (a ``#`` after a blank, or at the start, outside quotes),
+    and the quote still open at its end; ``quote`` is the one open at its start (a folded quoted scalar)."""
     index = 0
     while index < len(line):
         char = line[index]
@@ -71,6 +72,6 @@ def comment_start(line: str) -> int | None:
         elif char in "\"'" and (index == 0 or line[index - 1] in " \t[{,:"):
             quote = char
         elif char == "#" and (index == 0 or line[index - 1] in " \t"):
-            return index
+            return index, None
         index += 1
-    return None
+    return None, quote
