@@ -127,7 +127,11 @@ def dump_new(data: Any) -> str:
     unfolded = tidy(plain, FOLD, start=False)
     laid_out = tidy(dump(yaml().load(unfolded), width=FOLD))
     # The layout moves comments and folds lines, never a value: should it ever read otherwise, the plain dump is written.
-    return laid_out if pyyaml.safe_load(laid_out) == pyyaml.safe_load(plain) else plain
+    try:
+        same = pyyaml.safe_load(laid_out) == pyyaml.safe_load(plain)
+    except pyyaml.YAMLError:
+        same = False
+    return laid_out if same else plain
 
 
 def _unflow(node: Any, indent: int) -> None:
