@@ -444,6 +444,17 @@ class Secret(SpecModel):
     )
     ttl: Ttl | None = _doc("How long one issued value stays valid; none says it does not expire (a Slack bot token).", "1h")
     rotation: Rotation | None = _doc("Rotation policy.", {"every": "30d", "on_exposure": True})
+    exposed: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description=(
+            "Where a value of this credential was seen in plain text (`mcpspec import` writes the client config's file:line). "
+            "SE010 reports it until the credential is rotated and this key deleted."
+        ),
+        examples=["claude_desktop_config.json:10"],
+    )
 
     def every_source(self) -> tuple[tuple[tuple[str, ...], str, str], ...]:
         """(key path under the secret, provider, ref) of the default source, then of each target's own."""
