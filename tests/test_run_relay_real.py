@@ -302,7 +302,7 @@ def test_raw_attacks_fail_closed(box: Sandbox) -> None:
         b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","name":"secret_tool","arguments":{}}}',
         call(4, "listish"),  # the server answers a call with a tools/list-shaped result
         call(5, "asker"),  # the server asks the client for sampling first
-        call(6, "batch"),  # the server answers inside a batch: dropped, the call times out
+        call(6, "batch"),  # the server answers inside a batch: dropped, and the call answered with an error at once
         call(7, "late", seconds=5),  # past call_timeout; the late reply is dropped
         call(8, "smuggle"),  # a large result with a key a call result does not have: cut
         call(9, "echo", text="last"),
@@ -314,7 +314,7 @@ def test_raw_attacks_fail_closed(box: Sandbox) -> None:
     assert replies[2]["error"]["code"] == -32601
     assert replies[4]["result"]["isError"] is True and "tools" not in replies[4]["result"]
     assert "not relayed" in replies[5]["result"]["content"][0]["text"]
-    assert replies[6]["result"]["isError"] is True and "call_timeout" in replies[6]["result"]["content"][0]["text"]
+    assert "answered in a JSON-RPC batch" in replies[6]["error"]["message"]
     assert replies[7]["result"]["isError"] is True and "call_timeout" in replies[7]["result"]["content"][0]["text"]
     assert replies[8]["result"]["isError"] is True and "cut" in replies[8]["result"]["content"][0]["text"]
     assert "last" in replies[9]["result"]["content"][0]["text"]
