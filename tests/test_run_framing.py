@@ -143,12 +143,15 @@ def test_policy_hides_unlisted_new_and_changed_tools(sandbox: EffectiveSandbox) 
     assert policy.needs_listing
     shown, hidden = policy.screen([tool("a", "changed"), tool("b"), tool("c")])
     assert shown == [] and {(h.name, h.reason) for h in hidden} == {("a", "changed"), ("b", "new"), ("c", "unlisted")}
-    policy.learn(shown, hidden, first=True, last=True)
+    policy.learn(shown, hidden, first=True, last=True, epoch=policy.epoch)
     assert not policy.needs_listing
     assert policy.refusal("a").reason == "changed"  # type: ignore[union-attr]
     assert policy.refusal("zzz").reason == "unlisted"  # type: ignore[union-attr]
+    before = policy.epoch
     policy.forget()
     assert policy.needs_listing
+    policy.learn([tool("a")], [], first=True, last=True, epoch=before)  # asked for before list_changed: stale
+    assert policy.needs_listing and policy.refusal("a").reason == "unoffered"  # type: ignore[union-attr]
     unlocked = ToolPolicy(sandbox, None)
     assert not unlocked.needs_listing and unlocked.refusal("a") is None
 

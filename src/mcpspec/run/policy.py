@@ -33,6 +33,8 @@ class ToolPolicy:
 
     ``offered`` is what the server's last full tools/list said, by verdict: None until a listing has
     been seen (or after the server said its list changed), since pins are checked on what is offered.
+    ``epoch`` counts the server's list_changed: a page of a listing asked for before the last one, or a
+    verdict taken before it, is stale.
     """
 
     sandbox: EffectiveSandbox
@@ -41,6 +43,7 @@ class ToolPolicy:
     refused_pins: set[str] = field(default_factory=set)
     pages: dict[str, Hidden | None] | None = None  # the listing being read; None until its first page
     hidden_items: dict[Kind, set[str]] = field(default_factory=dict)  # prompts, resources...: hidden by their last listing
+    epoch: int = 0
 
     def listed(self, name: str) -> bool:
         return name in self.sandbox.tools or self.sandbox.unlisted_tools == "allow"
@@ -91,8 +94,10 @@ class ToolPolicy:
             return f"the {ITEM_OF[kind]} {key!r} differs from its pin in mcp-sandbox.lock"
         return None
 
-    def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool) -> None:
-        """Remember the verdicts of one page of a listing; the last page makes them the offer."""
+    def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool, epoch: int) -> None:
+        """Remember the verdicts of one page of a listing asked for in ``epoch``; the last page makes them the offer."""
+        if epoch != self.epoch:  # asked for before the server said its tools changed: its answer may predate the change
+            return
         if first:
             self.pages = {}
         if self.pages is None:  # a later page with no first page since the last change: not a whole offer
@@ -106,6 +111,7 @@ class ToolPolicy:
         """The server said its tools changed: verdicts must be taken again, from a first page, before the next call."""
         self.offered = None
         self.pages = None
+        self.epoch += 1
 
     @property
     def needs_listing(self) -> bool:
