@@ -708,6 +708,8 @@ class Relay:
                 return
             if method == "notifications/tools/list_changed":
                 self.policy.forget()
+            elif method == "notifications/prompts/list_changed":
+                self.policy.forget_items("prompts")
             await self.client.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=method, params=params if isinstance(params, dict) else None)))
             return
         request_id = message["id"]
