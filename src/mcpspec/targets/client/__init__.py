@@ -107,7 +107,10 @@ CAPABILITIES["call-policy"] = Capability(
      _CARRIERS + "test_the_sdk_client_never_answers_a_request_hidden_in_a_result",
      "tests/test_run_approvals_view.py::test_the_approver_sees_exactly_what_the_server_gets_but_the_specs_secret",
      _LOCK + "test_a_change_after_locking_is_shown_by_check_and_refused_by_run",
-     _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client"),
+     _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client",
+     _LOCK + "test_a_prompt_is_served_only_once_a_listing_showed_it_unchanged",
+     "tests/test_run_redteam.py::test_a_listing_answered_just_before_list_changed_does_not_renew_the_verdicts",
+     "tests/test_run_redteam.py::test_a_call_judged_before_list_changed_is_judged_again_if_sent_after"),
 )
 
 
