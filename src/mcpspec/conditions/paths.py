@@ -1,9 +1,9 @@
 """Path arguments as a condition sees them: every reading a server might give the string, or none.
 
 A path argument is a string the server will open; what it means there depends on the server (does it
-decode percent-escapes? treat a backslash as a separator? fold Unicode compatibility forms?). So the
-string is read every way a server plausibly reads it, and a path condition holds only when it holds
-for every reading (:func:`readings`). A reading that cannot be judged from the string alone is None
+decode percent-escapes, maybe twice? treat a backslash as a separator? fold Unicode compatibility
+forms?). So the string is read every way a server plausibly reads it, and a path condition holds only
+when it holds for every reading (:func:`readings`). A reading that cannot be judged from the string alone is None
 (unknown), which a condition treats fail-closed:
 
 - NUL anywhere, an empty string, or more than ``MAX_PATH_CHARS`` characters;
@@ -17,13 +17,12 @@ area cannot be known from the arguments: the mounts decide what a link may reach
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from urllib.parse import unquote
 
 MAX_PATH_CHARS = 4096
+MAX_READINGS = 64
 MAX_NAME_CHARS = 255  # NAME_MAX: no longer segment names a file
-_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def segments(path: str) -> tuple[str, ...] | None:
@@ -37,17 +36,20 @@ def segments(path: str) -> tuple[str, ...] | None:
 
 
 def readings(value: str, casefold: bool = False) -> list[tuple[str, ...] | None]:
-    """The segments of each way a server may read ``value``: as written, NFKC-folded (fullwidth
-    solidus U+FF0F becomes ``/``), percent-decoded, with backslashes as separators, and combinations."""
-    forms = {value, unicodedata.normalize("NFKC", value)}
-    if _PERCENT.search(value):
-        forms |= {unquote(form, errors="surrogateescape") for form in list(forms)}
-        forms |= {unicodedata.normalize("NFKC", form) for form in list(forms)}
-    if "\\" in "".join(forms):
-        forms |= {form.replace("\\", "/") for form in list(forms)}
-    if casefold:
-        forms = {form.casefold() for form in forms}
-    return [segments(form) for form in sorted(forms)]
+    """The segments of each way a server may read ``value``: every string reached from it by any
+    sequence of NFKC folding (fullwidth solidus U+FF0F becomes ``/``), percent-decoding (twice
+    encoded is decoded twice) and backslashes read as separators; with more than ``MAX_READINGS``
+    of them, one reading is unknown."""
+    forms = {value}
+    todo = [value]
+    while todo and len(forms) <= MAX_READINGS:
+        form = todo.pop()
+        for other in (unicodedata.normalize("NFKC", form), unquote(form, errors="surrogateescape"), form.replace("\\", "/")):
+            if other not in forms:
+                forms.add(other)
+                todo.append(other)
+    found: list[tuple[str, ...] | None] = [segments(form.casefold() if casefold else form) for form in sorted(forms)]
+    return [*found, None] if todo else found
 
 
 def pattern_problem(pattern: str) -> str | None:
