@@ -7,11 +7,12 @@ language is in docs/run.md ("Argument conditions"); the matching is :mod:`mcpspe
 import math
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from mcpspec.conditions.glob import glob_problem
 from mcpspec.conditions.paths import pattern_problem
 from mcpspec.conditions.saferegex import RegexRefused, SafeRegex
+from mcpspec.spec.base import SpecModel
 
 MAX_DEPTH = 4  # all/any/not nested in one another
 MAX_TESTS = 32  # argument tests in one rule
@@ -20,11 +21,7 @@ ArgName = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[^\x00]+
 Scalar = bool | int | float | str
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
-
-
-class Range(_Model):
+class Range(SpecModel):
     """A closed numeric range: min <= value <= max (either end may be left out)."""
 
     min: int | float | None = Field(None, description="Smallest value allowed.", examples=[1])
@@ -39,7 +36,7 @@ class Range(_Model):
         return self
 
 
-class ArgTest(_Model):
+class ArgTest(SpecModel):
     """One test of one argument: exactly one of equals, prefix, glob, regex, range."""
 
     arg: ArgName = Field(description="The argument's name (a top-level key of the call's arguments).", examples=["path"])
@@ -86,19 +83,19 @@ class ArgTest(_Model):
         return self
 
 
-class AllOf(_Model):
+class AllOf(SpecModel):
     """Every condition listed holds."""
 
     all: list["Condition"] = Field(min_length=1, max_length=16, description="Every condition holds.", examples=[[{"arg": "mode", "equals": "append"}]])
 
 
-class AnyOf(_Model):
+class AnyOf(SpecModel):
     """At least one condition listed holds."""
 
     any: list["Condition"] = Field(min_length=1, max_length=16, description="At least one condition holds.", examples=[[{"arg": "mode", "equals": "append"}]])
 
 
-class NotOf(_Model):
+class NotOf(SpecModel):
     """The condition does not hold (what cannot be judged stays unjudged: see docs/run.md)."""
 
     not_: "Condition" = Field(alias="not", description="The condition does not hold.", examples=[{"arg": "mode", "equals": "append"}])
@@ -142,7 +139,7 @@ def _depth(condition: "ArgTest | AllOf | AnyOf | NotOf") -> int:
     return 1 + max((_depth(child) for child in children(condition)), default=0)
 
 
-class ArgRule(_Model):
+class ArgRule(SpecModel):
     """One argument rule: when its condition holds, `then` decides the call."""
 
     name: str | None = Field(None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9 ._-]*$", description="A label the audit and the approver show.", examples=["output area"])

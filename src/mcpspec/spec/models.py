@@ -14,10 +14,11 @@ evaluating ~150 annotation strings at every start cost more than writing them as
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
 
 from mcpspec.presets import PATTERN as PRESET_PATTERN
 from mcpspec.presets import PRESETS, PresetRef, parse_egress_entry
+from mcpspec.spec.base import SpecModel as SpecModel  # re-exported: every module names it from here
 from mcpspec.spec.conditions import Action, ArgRule
 from mcpspec.spec.patterns import (
     CACHE_PATTERN,
@@ -185,12 +186,6 @@ NULL_LIFTS: frozenset[tuple[str, str]] = frozenset(
         ("Limits", "call_timeout"),
     }
 )
-
-
-class SpecModel(BaseModel):
-    """Base of every model: unknown keys are errors, values are not coerced between types."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
 
 def _doc(description: str, example: Any, default: Any = None) -> Any:
