@@ -222,3 +222,23 @@ def test_nesting_and_otherwise_are_kept_small_and_meaningful() -> None:
     tool = Tool.model_validate({"when": [{"if": OUTPUT, "then": "allow"}], "otherwise": "approve"})
     assert isinstance(tool.when[0].if_, ArgTest)
     assert Tool.model_validate({}).when == []  # old specs stay valid
+
+
+@pytest.mark.parametrize(
+    ("rule", "expected"),
+    [
+        ('{if: {arg: path, glob: "out/**"}, then: allow}', "s.yaml:8:21: SC004 servers.a.tools.w.when[0].if: 'out/**': a path condition is absolute"),
+        ('{if: {all: [{arg: p, regex: "(a)\\\\1"}]}, then: allow}', "s.yaml:8:28: SC004 servers.a.tools.w.when[0].if.all[0]: regex '(a)\\\\1': groupref"),
+        ("{if: {not: {arg: p}}, then: allow}", "s.yaml:8:27: SC004 servers.a.tools.w.when[0].if.not: an argument test has exactly one"),
+        ("{if: {arg: p, globb: /x}, then: allow}", "s.yaml:8:30: SC001 unknown key 'globb' in servers.a.tools.w.when[0].if; did you mean 'glob'?"),
+        ("{if: {arg: p, equals: x}, then: maybe}", "s.yaml:8:48: SC004 servers.a.tools.w.when[0].then: Input should be 'allow', 'approve' or 'refuse'"),
+    ],
+)
+def test_a_bad_rule_is_reported_at_its_place_in_the_file(rule: str, expected: str) -> None:
+    from mcpspec.api import load_text
+    from mcpspec.diagnostics import SpecError
+
+    text = f"version: 1\nproject: p\nservers:\n  a:\n    command: [x]\n    tools:\n      w:\n        when: [{rule}]\n"
+    with pytest.raises(SpecError) as caught:
+        load_text(text, "s.yaml")
+    assert caught.value.diagnostics[0].format().startswith(expected)

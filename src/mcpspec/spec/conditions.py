@@ -102,16 +102,14 @@ class NotOf(SpecModel):
 
 
 def _which(value: Any) -> str:
+    """The member a condition is, by its key; the tags are bracketed so error paths skip them (not keys)."""
     if isinstance(value, dict):
-        for key in ("all", "any", "not"):
-            if key in value:
-                return key
-        return "arg"
-    return next((key for key, model in (("all", AllOf), ("any", AnyOf), ("not", NotOf)) if isinstance(value, model)), "arg")
+        return next((f"[{key}]" for key in ("all", "any", "not") if key in value), "[test]")
+    return next((f"[{key}]" for key, model in (("all", AllOf), ("any", AnyOf), ("not", NotOf)) if isinstance(value, model)), "[test]")
 
 
 Condition = Annotated[
-    Annotated[ArgTest, Tag("arg")] | Annotated[AllOf, Tag("all")] | Annotated[AnyOf, Tag("any")] | Annotated[NotOf, Tag("not")],
+    Annotated[ArgTest, Tag("[test]")] | Annotated[AllOf, Tag("[all]")] | Annotated[AnyOf, Tag("[any]")] | Annotated[NotOf, Tag("[not]")],
     Discriminator(_which),
 ]
 for _model in (AllOf, AnyOf, NotOf):
