@@ -4,6 +4,7 @@ the linear-time regex, the spec's refusals, and the rule order a call meets."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
@@ -242,3 +243,25 @@ def test_a_bad_rule_is_reported_at_its_place_in_the_file(rule: str, expected: st
     with pytest.raises(SpecError) as caught:
         load_text(text, "s.yaml")
     assert caught.value.diagnostics[0].format().startswith(expected)
+
+
+def test_the_approver_is_told_which_rule_sent_the_call_and_a_per_session_answer_stays_with_it() -> None:
+    import asyncio
+
+    from mcpspec.run.approvals import ApprovalRequest, Approvals
+
+    rule_line = 'when[1] (elsewhere): if path matches glob "/srv/**" then approve'
+    approvals = Approvals(["/bin/true"], 10, [], True)
+    asked = ApprovalRequest("files", "write_file", ("writes_local",), "a", "r", {"path": "/srv/x"}, "per-session", rule_line)
+    assert approvals.payload(asked)["condition"] == rule_line
+    prompt = approvals.prompt(asked)
+    assert prompt is not None and f"  condition: {json.dumps(rule_line)}" in prompt
+    plain = ApprovalRequest("files", "write_file", ("writes_local",), "a", "r", {"path": "/srv/x"}, "per-session")
+    assert "condition" not in approvals.payload(plain)
+
+    async def both() -> tuple[str, str]:
+        first = await approvals.decide(asked)
+        second = await approvals.decide(plain)  # approved under another rule (or none): asked again
+        return first.approver, second.approver
+
+    assert asyncio.run(both()) == ("command", "command")
