@@ -54,6 +54,9 @@ YES, NO, UNKNOWN = Truth(True, True), Truth(False, False), Truth(False, True)
         ("/workspace/output／..／..／etc／passwd", UNKNOWN),  # NFKC makes it climb
         ("/workspace/output/x\\..\\..\\..\\etc", UNKNOWN),  # backslash as a separator
         ("/workspace/output/\x00x", UNKNOWN),
+        ("/workspace/output/%00x", UNKNOWN),
+        ("/workspace/output/%c0%ae%c0%ae/%c0%ae%c0%ae/etc", UNKNOWN),  # overlong UTF-8 for '.'
+        ("/workspace/output/\u2024\u2024/\u2024\u2024/etc", UNKNOWN),  # one dot leaders: '..' once NFKC-folded
         ("workspace/output/a", UNKNOWN),  # relative
         ("", UNKNOWN),
         ("/workspace/output/" + "a" * 256, UNKNOWN),  # no file has a longer name

@@ -7,6 +7,7 @@ when it holds for every reading (:func:`readings`). A reading that cannot be jud
 (unknown), which a condition treats fail-closed:
 
 - NUL anywhere, an empty string, or more than ``MAX_PATH_CHARS`` characters;
+- percent-escapes that do not decode as UTF-8 (an overlong ``%c0%ae`` is ``.`` to a lax decoder);
 - a relative path (the server's working directory is not the condition's business);
 - any ``..`` segment: lexical resolution is wrong under symlinks (``a/link/..`` is not ``a``), so
   no ``..`` is resolved and none is let through.
@@ -17,17 +18,19 @@ area cannot be known from the arguments: the mounts decide what a link may reach
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from urllib.parse import unquote
 
 MAX_PATH_CHARS = 4096
+_SURROGATE = re.compile("[\ud800-\udfff]")  # percent-escapes that are not UTF-8 (overlong %c0%ae): no telling what a decoder makes of them
 MAX_READINGS = 64
 MAX_NAME_CHARS = 255  # NAME_MAX: no longer segment names a file
 
 
 def segments(path: str) -> tuple[str, ...] | None:
     """The segments of an absolute POSIX path, or None when it cannot be judged (see the module)."""
-    if not path or len(path) > MAX_PATH_CHARS or "\x00" in path or not path.startswith("/"):
+    if not path or len(path) > MAX_PATH_CHARS or "\x00" in path or not path.startswith("/") or _SURROGATE.search(path):
         return None
     parts = tuple(part for part in path.split("/") if part not in ("", "."))
     if ".." in parts or any(len(part) > MAX_NAME_CHARS for part in parts):
