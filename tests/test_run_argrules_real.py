@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from test_run_relay_real import box, received, session, text_of, workspace, write_spec
@@ -76,9 +75,15 @@ def test_a_tool_runs_inside_the_allowed_area_needs_approval_outside_and_hostile_
     ]
 
 
-def test_the_spec_of_this_test_lints_and_plans_with_its_rules(box: Any) -> None:
-    spec = write_spec(box, "argrules-plan", TOOLS)
+def test_the_rules_of_this_session_lint_clean_and_the_plan_shows_them_as_written(box: Any) -> None:
     from mcpspec import api
+    from mcpspec.report.plan_output import plan_data
+    from mcpspec.rules.engine import run_rules
+    from mcpspec.rules.registry import find
 
-    plan = api.load_text(Path(spec).read_text(encoding="utf-8"))
-    assert [rule.then for rule in plan.servers["probe"].tools["write_path"].when] == ["allow"]
+    plan = api.load(write_spec(box, "argrules-plan", TOOLS))
+    rules = [find(code) for code in ("HR005", "HR006", "HR007")]
+    assert run_rules(plan, [rule for rule in rules if rule is not None]) == []
+    shown = plan_data(plan)["servers"]["probe"]["tools"]["write_path"]
+    assert shown["when"]["value"] == [{"name": "output area", "if": {"arg": "path", "glob": "/workspace/output/**"}, "then": "allow"}]
+    assert shown["otherwise"] == {"value": "approve", "from": "servers.probe.tools.write_path.otherwise"}
