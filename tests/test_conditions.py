@@ -144,8 +144,8 @@ def test_rules_fire_in_order_allow_on_must_and_approve_or_refuse_on_may() -> Non
     # Unknown: never allowed, always caught by a refusing rule.
     hostile = rule(rules, "approve", {"path": "/workspace/output/../../etc/passwd"})
     assert hostile is not None and (hostile.action, hostile.label) == ("refuse", "when[1]")
-    assert rule(rules, "approve", {"path": "/tmp/x"}).label == "otherwise"  # type: ignore[union-attr]
-    assert rule(rules, None, {"path": "/tmp/x"}) is None
+    assert rule(rules, "approve", {"path": "/srv/x"}).label == "otherwise"  # type: ignore[union-attr]
+    assert rule(rules, None, {"path": "/srv/x"}) is None
     assert rule(rules, None, None).action == "refuse"  # type: ignore[union-attr]  # no arguments: unknown, caught
 
 

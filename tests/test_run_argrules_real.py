@@ -32,7 +32,7 @@ import json, sys
 call = json.loads(sys.stdin.read())
 with open(sys.argv[1], "a", encoding="utf-8") as log:
     log.write(json.dumps(call) + "\\n")
-sys.exit(0 if call.get("arguments", {}).get("path") == "/tmp/approved.txt" else 1)
+sys.exit(0 if call.get("arguments", {}).get("path") == "/scratch/approved.txt" else 1)
 """
 
 
@@ -45,7 +45,7 @@ def test_a_tool_runs_inside_the_allowed_area_needs_approval_outside_and_hostile_
 
     async def steps(client: Any) -> Any:
         inside = await client.call_tool("write_path", {"path": "/workspace/output/a.txt", "data": "in"})
-        outside = await client.call_tool("write_path", {"path": "/tmp/approved.txt", "data": "asked"})
+        outside = await client.call_tool("write_path", {"path": "/scratch/approved.txt", "data": "asked"})
         hostile = [await client.call_tool("write_path", {"path": path, "data": "x"}) for path in HOSTILE]
         climbing = await client.call_tool("read_path", {"path": "/workspace/output/../../etc/passwd"})
         return inside, outside, hostile, climbing
@@ -60,7 +60,7 @@ def test_a_tool_runs_inside_the_allowed_area_needs_approval_outside_and_hostile_
     assert received(box, "argrules", "r1") == ["write_path", "write_path"]  # the inside call and the approved one only
 
     questions = [json.loads(line) for line in asked.read_text(encoding="utf-8").splitlines()]
-    assert [q["arguments"]["path"] for q in questions] == ["/tmp/approved.txt", *HOSTILE]  # the inside call asked nobody
+    assert [q["arguments"]["path"] for q in questions] == ["/scratch/approved.txt", *HOSTILE]  # the inside call asked nobody
     assert all(q["condition"] == "otherwise: approve (no rule of the tool's when caught the call)" and q["mode"] == "always" for q in questions)
 
     text = audit.read_text(encoding="utf-8")
