@@ -92,6 +92,7 @@ class Verdict:
     allowed: bool
     approver: str
     reason: str
+    condition: str | None = None  # the argument rule that decided or sent the call to the approver
 
 
 # Decides a call that needs approval: (tool, arguments) -> Verdict, or None when the call needs none.
@@ -448,6 +449,7 @@ class Relay:
                 verdict = await self.gate(tool, parsed.arguments)
                 if verdict is not None:
                     record.update(decision="allowed" if verdict.allowed else "denied", approver=verdict.approver)
+                    record.update({"condition": verdict.condition} if verdict.condition else {})
                     if not verdict.allowed:
                         await self.refuse(client_id, record, started, f"denied by policy: {verdict.reason}", "denied")
                         return None

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
-from mcpspec.run import watchdog
+from mcpspec.run import argrules, watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
 from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
@@ -57,7 +57,7 @@ class _NoAudit:
 RECORDED_BY: dict[str, tuple[str, ...]] = {
     "tool": ("tool", "effects"),
     "caller": ("agent", "run_id"),
-    "decision": ("decision", "approver", "reason"),
+    "decision": ("decision", "approver", "reason", "condition"),
     "exit_status": ("status", "result_bytes"),
     "arguments_hash": ("arguments_sha256",),
 }
@@ -136,11 +136,17 @@ def _agent(sandbox: EffectiveSandbox, chosen: str | None) -> str:
 def _gate(plan: Plan, sandbox: EffectiveSandbox, approvals: Approvals, agent: str, run_id: str) -> Gate:
     async def gate(tool: str, arguments: Mapping[str, Any] | None) -> Verdict | None:
         mode = approval_mode(plan, sandbox.name, tool) if tool in sandbox.tools else UNLISTED_MODE
+        found = argrules.ruling(sandbox, tool, arguments)
+        if found is not None and found.action != "approve":
+            return Verdict(found.action == "allow", "policy", argrules.reason(found), found.label)
+        if found is not None:
+            mode = "always"
         if mode is None:
             return None
         effects = tool_effects(plan, sandbox.name, tool)
-        decision = await approvals.decide(ApprovalRequest(sandbox.name, tool, effects, agent, run_id, arguments, mode))
-        return Verdict(decision.allowed, decision.approver, decision.reason)
+        rule = argrules.shown(sandbox, tool, found) if found is not None else None
+        decision = await approvals.decide(ApprovalRequest(sandbox.name, tool, effects, agent, run_id, arguments, mode, rule))
+        return Verdict(decision.allowed, decision.approver, decision.reason, found.label if found is not None else None)
 
     return gate
 
