@@ -101,6 +101,7 @@ class Verifier:
                     "or the run is still going or was killed"
                 )
                 (self.result.warnings.append(Problem(run.last_line, text)) if self.allow_open else self.problem(run.last_line, text))
+        self.result.problems.sort(key=lambda item: item.line)  # the first broken line first
         self.result.runs = len(self.runs)
         self.result.ended = sum(run.ended for run in self.runs.values())
         return self.result
