@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_run_relay_real import RUN, box, session, text_of, write_spec
 
 from mcpspec.run.otel import OtelURLError, traces_endpoint
+from test_run_relay_real import RUN, box, session, text_of, write_spec
 
 __all__ = ["box"]  # the fixture, shared with the relay's tests
 
@@ -39,7 +39,7 @@ class Collector:
         posts = self.posts
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (the http.server spelling)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 posts.append((self.path, self.headers.get("Content-Type", ""), body))
                 self.send_response(200)
@@ -110,7 +110,7 @@ def test_a_real_run_writes_a_keyed_chain_that_verifies_and_exports_spans(box: An
     text = audit.read_text(encoding="utf-8")
     assert KEY not in text and TOKEN not in text
     lines = [json.loads(line) for line in text.splitlines()]
-    assert [line["event"] for line in lines if "chain" in line][0] == "session_start"
+    assert next(line["event"] for line in lines if "chain" in line) == "session_start"
     assert lines[0]["alg"] == "hmac-sha256" and any(line["event"] == "launch" for line in lines)  # the launcher wrote into the same sink
     exported = next(line for line in lines if line["event"] == "otel_export")
     assert exported["exported"] == 3 and exported["dropped"] == 0 and exported["collector"] == collector.url
