@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from mcpspec.run.otel import OtelURLError, traces_endpoint
+from test_audit_chain import reseal
 from test_run_relay_real import RUN, box, session, text_of, write_spec
 
 __all__ = ["box"]  # the fixture, shared with the relay's tests
@@ -118,6 +119,18 @@ def test_a_real_run_writes_a_keyed_chain_that_verifies_and_exports_spans(box: An
     assert done.returncode == 0 and "1 run(s) (1 ended), 1 launcher line(s) outside the chain: intact" in done.stdout, done
     unkeyed = subprocess.run([*VERIFY, str(audit)], capture_output=True, text=True, timeout=60, check=False)
     assert unkeyed.returncode == 1 and "is keyed" in unkeyed.stdout
+    # The attacker's edits of the real log: a denied call made to read as allowed, the chain recomputed
+    # without the key; and the tail cut.
+    raw = audit.read_bytes().splitlines()
+    refused_at = next(n for n, line in enumerate(raw) if b'"tool":"read_path"' in line)
+    forged = audit.with_name("forged.jsonl")
+    forged.write_bytes(b"\n".join(reseal([*raw[:refused_at], raw[refused_at].replace(b'"decision":"refused"', b'"decision":"allowed"'), *raw[refused_at + 1 :]], None)) + b"\n")
+    caught = subprocess.run([*VERIFY, str(forged), "--key-env", KEY_ENV], capture_output=True, text=True, timeout=60, check=False)
+    assert caught.returncode == 1 and caught.stdout.startswith(f"{forged}:1: ") and "not keyed" in caught.stdout, caught
+    cut = audit.with_name("cut.jsonl")
+    cut.write_bytes(b"\n".join(raw[:-1]) + b"\n")
+    caught = subprocess.run([*VERIFY, str(cut), "--key-env", KEY_ENV], capture_output=True, text=True, timeout=60, check=False)
+    assert caught.returncode == 1 and "no session_end" in caught.stdout, caught
     stderr = spec.with_suffix(".stderr").read_text(encoding="utf-8")
     last = lines[-1]
     assert f"audit chain {last['chain']} ended at seq {last['seq']} with hash {last['hash']}" in stderr
