@@ -134,6 +134,8 @@ def test_a_real_run_writes_a_keyed_chain_that_verifies_and_exports_spans(box: An
     stderr = spec.with_suffix(".stderr").read_text(encoding="utf-8")
     last = lines[-1]
     assert f"audit chain {last['chain']} ended at seq {last['seq']} with hash {last['hash']}" in stderr
+    listed = subprocess.run([*VERIFY, str(audit), "--key-env", KEY_ENV, "--runs"], capture_output=True, text=True, timeout=60, check=False)
+    assert listed.stdout.startswith(f"{audit}:1-{len(lines)}: run {last['chain']} ended at seq {last['seq']} with hash {last['hash']}\n"), listed
 
     assert {path for path, _, _ in collector.posts} == {"/v1/traces"}
     assert {kind for _, kind, _ in collector.posts} == {"application/json"}

@@ -675,6 +675,7 @@ def audit_command(
     file: Annotated[Path, typer.Argument(help="An audit log written by `mcpspec run` (a file sink, or journal lines exported with journalctl -o cat).", show_default=False)],
     key_env: Annotated[str | None, typer.Option("--key-env", metavar="VAR", help="The environment variable holding the HMAC key the runs were keyed with (--audit-key-env).")] = None,
     allow_open: Annotated[bool, typer.Option("--allow-open", help="A run with no session_end (still going, or killed) is a warning, not a failure.")] = False,
+    runs: Annotated[bool, typer.Option("--runs", help="First list each run: its lines, and the seq and hash it ended at (compare with what `mcpspec run` printed on stderr).")] = False,
 ) -> None:
     """Check the hash chains of an audit log: every run's lines present, in order and unedited.
 
@@ -699,7 +700,7 @@ def audit_command(
             result = verify_log(stream, key, allow_open)
     except OSError as exc:
         _usage(f"{file}: {exc.strerror or exc}")
-    sys.stdout.write(render(str(file), result))
+    sys.stdout.write(render(str(file), result, runs))
     raise typer.Exit(EXIT_CLEAN if result.intact else EXIT_FINDINGS)
 
 

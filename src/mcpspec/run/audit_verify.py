@@ -51,6 +51,9 @@ class Result:
     problems: list[Problem] = field(default_factory=list)
     problem_count: int = 0
     warnings: list[Problem] = field(default_factory=list)
+    # Per run: its chain, first line, last line, last seq and hash, ended (compare with what
+    # `mcpspec run` printed on stderr at the end of the run).
+    tails: list[tuple[str, int, int, int, str, bool]] = field(default_factory=list)
 
     @property
     def intact(self) -> bool:
@@ -104,6 +107,7 @@ class Verifier:
         self.result.problems.sort(key=lambda item: item.line)  # the first broken line first
         self.result.runs = len(self.runs)
         self.result.ended = sum(run.ended for run in self.runs.values())
+        self.result.tails = [(run.chain, run.first_line, run.last_line, run.seq, run.last_hash, run.ended) for run in self.runs.values()]
         return self.result
 
     def line(self, number: int, raw: bytes) -> None:
@@ -178,9 +182,14 @@ def verify_log(stream: IO[bytes], key: bytes | None = None, allow_open: bool = F
     return Verifier(key, allow_open).verify(stream)
 
 
-def render(name: str, result: Result) -> str:
-    """The report: one ``FILE:LINE: problem`` per problem (the first broken line first), then a summary."""
-    out = [f"{name}:{item.line}: {item.message}" for item in result.problems]
+def render(name: str, result: Result, runs: bool = False) -> str:
+    """The report: one ``FILE:LINE: problem`` per problem (the first broken line first), then a summary;
+    with ``runs``, first a line per run with its last seq and hash."""
+    out = [
+        f"{name}:{first}-{last}: run {chain} {'ended' if ended else 'open'} at seq {seq} with hash {last_hash}"
+        for chain, first, last, seq, last_hash, ended in (result.tails if runs else [])
+    ]
+    out += [f"{name}:{item.line}: {item.message}" for item in result.problems]
     out += [f"{name}:{item.line}: warning: {item.message}" for item in result.warnings]
     if result.problem_count > len(result.problems):
         out.append(f"{name}: ... and {result.problem_count - len(result.problems)} more problems")
