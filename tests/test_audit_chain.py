@@ -22,7 +22,8 @@ import pytest
 from mcpspec.ir.plan import HostPath, LogSink
 from mcpspec.run.audit import AuditLog, Masker
 from mcpspec.run.audit_verify import Result, render, verify_log
-from mcpspec.run.chain import SEALED, Chain, anchor, digest
+from mcpspec.run.chain import SEALED, Chain, ChainKeyError, anchor, digest
+from mcpspec.run.chainkey import chain_key
 
 KEY = b"k" * 32
 SPEC = hashlib.sha256(b"version: 1\n").hexdigest()
@@ -205,3 +206,32 @@ def test_the_command_exits_0_intact_1_broken_2_usage(log: Path, tmp_path: Path) 
         env = {name: value for name, value in os.environ.items() if name != "NO_SUCH_VAR_AC"}
         usage = subprocess.run(wrong, capture_output=True, text=True, timeout=60, check=False, env=env)
         assert usage.returncode == 2 and "Traceback" not in usage.stderr, usage
+
+
+def test_the_key_file_must_be_private_and_long_enough(tmp_path: Path) -> None:
+    tmp_path.chmod(0o700)
+    key = tmp_path / "audit.key"
+    key.write_bytes(KEY + b"\n")
+    key.chmod(0o600)
+    assert chain_key(None, str(key)) == KEY
+    for mode in (0o640, 0o604, 0o620):  # others could read it (and forge lines) or choose it
+        key.chmod(mode)
+        with pytest.raises(ChainKeyError, match="readable by no one else"):
+            chain_key(None, str(key))
+    key.chmod(0o600)
+    (tmp_path / "link.key").symlink_to(key)
+    with pytest.raises(ChainKeyError, match="symbolic link"):
+        chain_key(None, str(tmp_path / "link.key"))
+    with pytest.raises(ChainKeyError):
+        chain_key(None, str(tmp_path / "missing.key"))
+    short = tmp_path / "short.key"
+    short.write_bytes(b"too short")
+    short.chmod(0o600)
+    with pytest.raises(ChainKeyError, match="shorter than 16"):
+        chain_key(None, str(short))
+    with pytest.raises(ChainKeyError, match="not both"):
+        chain_key("SOME_VAR", str(key))
+    path = tmp_path / "keyed.jsonl"
+    write_runs(path, KEY)
+    done = subprocess.run([sys.executable, "-m", "mcpspec", "audit", "verify", str(path), "--key-file", str(key)], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stdout.strip().endswith("intact"), done

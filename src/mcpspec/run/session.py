@@ -26,7 +26,8 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.run import watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
-from mcpspec.run.chain import Chain, ChainKeyError, checked_key
+from mcpspec.run.chain import Chain, ChainKeyError
+from mcpspec.run.chainkey import chain_key
 from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
@@ -50,6 +51,7 @@ class RunOptions:
     approver: Sequence[str] | None = None  # None: the config's, else a terminal prompt, else deny
     otel: str | None = None  # an OTLP/HTTP collector's URL: a span per call
     audit_key_env: str | None = None  # the environment variable holding the audit chain's HMAC key
+    audit_key_file: str | None = None  # or the file holding it
 
 
 class _NoAudit:
@@ -95,7 +97,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
     try:
         if options.otel is not None:
             traces_endpoint(options.otel)
-        key = _audit_key(options.audit_key_env)
+        key = chain_key(options.audit_key_env, options.audit_key_file)
     except (OtelURLError, ChainKeyError) as exc:
         _say(str(exc))
         return EXIT_USAGE
@@ -127,16 +129,6 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
 def _say(text: str) -> None:
     sys.stderr.write(f"mcpspec run: {text}\n")
     sys.stderr.flush()
-
-
-def _audit_key(variable: str | None) -> bytes | None:
-    """The audit chain's HMAC key from environment variable ``variable`` (None: an unkeyed chain)."""
-    if variable is None:
-        return None
-    value = os.environb.get(os.fsencode(variable))
-    if value is None:
-        raise ChainKeyError(f"--audit-key-env {variable}: the variable is not set")
-    return checked_key(value, f"${variable}")
 
 
 def _lock(spec: str | os.PathLike[str]) -> Lock | None:
