@@ -25,6 +25,7 @@ ANCHOR = b"mcpspec-audit-chain/1\n"
 SUFFIX_CHARS = 320  # what the chain adds to a line at most (the limit of the record is lowered by it)
 CHAIN_FIELDS = frozenset({"chain", "seq", "alg", "spec_sha256", "prev", "hash"})
 MIN_KEY_BYTES = 16
+MAX_KEY_BYTES = 4096
 HEX64 = re.compile(r"[0-9a-f]{64}")
 # The end of a sealed line: the prefix, then its hash (the line's last field, as written).
 SEALED = re.compile(rb'(?P<prefix>\{.*),"hash":"(?P<hash>[0-9a-f]{64})"\}', re.DOTALL)
@@ -57,6 +58,8 @@ def checked_key(value: bytes | None, source: str) -> bytes | None:
     value = value.strip()
     if len(value) < MIN_KEY_BYTES:
         raise ChainKeyError(f"the audit chain key in {source} is shorter than {MIN_KEY_BYTES} bytes")
+    if len(value) > MAX_KEY_BYTES:
+        raise ChainKeyError(f"the audit chain key in {source} is longer than {MAX_KEY_BYTES} bytes")
     return value
 
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import os
 import stat
 
-from mcpspec.run.chain import ChainKeyError, checked_key
+from mcpspec.run.chain import MAX_KEY_BYTES, ChainKeyError, checked_key
 from mcpspec.targets.bwrap.runtime import Refusal, TrustedPaths
-
-KEY_MAX_BYTES = 4096
 
 
 def chain_key(variable: str | None, path: str | None, flags: tuple[str, str] = ("--audit-key-env", "--audit-key-file")) -> bytes | None:
@@ -38,9 +36,6 @@ def _read_private(path: str) -> bytes:
         st = os.fstat(fd)
         if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
             raise Refusal(f"{path} must be yours and readable by no one else (chmod 600)")
-        data = os.read(fd, KEY_MAX_BYTES + 1)
-        if len(data) > KEY_MAX_BYTES:
-            raise Refusal(f"{path} is larger than {KEY_MAX_BYTES} bytes")
-        return data
+        return os.read(fd, MAX_KEY_BYTES + 1)  # longer is refused by checked_key
     finally:
         os.close(fd)
