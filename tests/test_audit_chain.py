@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -235,3 +236,16 @@ def test_the_key_file_must_be_private_and_long_enough(tmp_path: Path) -> None:
     write_runs(path, KEY)
     done = subprocess.run([sys.executable, "-m", "mcpspec", "audit", "verify", str(path), "--key-file", str(key)], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and done.stdout.strip().endswith("intact"), done
+
+
+def test_any_single_byte_changed_in_a_chained_line_is_found_and_never_a_traceback(log: Path) -> None:
+    rng = random.Random(27)
+    data = log.read_bytes()
+    launch = data.index(LAUNCH)
+    positions = [n for n in range(len(data)) if not launch <= n <= launch + len(LAUNCH)]  # the launcher's line is not evidence
+    for position in rng.sample(positions, 400):
+        value = rng.choice([byte for byte in range(256) if byte != data[position]])
+        edited = data[:position] + bytes([value]) + data[position + 1 :]
+        result = verify(edited)
+        assert not result.intact, (position, value)
+        assert data.count(b"\n", 0, position) + 1 >= result.problems[0].line or value == 10, (position, value)
