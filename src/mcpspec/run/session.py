@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import os
 import signal
 import subprocess
@@ -25,9 +26,12 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.run import argrules, watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
+from mcpspec.run.chain import Chain, ChainKeyError
+from mcpspec.run.chainkey import chain_key
 from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
+from mcpspec.run.otel import OtelURLError, SpanExporter, SpanTap, traces_endpoint
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
 from mcpspec.run.stderr import clean, pass_stderr
@@ -45,6 +49,9 @@ class RunOptions:
     agent: str | None = None
     run_id: str | None = None
     approver: Sequence[str] | None = None  # None: the config's, else a terminal prompt, else deny
+    otel: str | None = None  # an OTLP/HTTP collector's URL: a span per call
+    audit_key_env: str | None = None  # the environment variable holding the audit chain's HMAC key
+    audit_key_file: str | None = None  # or the file holding it
 
 
 class _NoAudit:
@@ -88,6 +95,17 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
         return EXIT_USAGE
     try:
+        if options.otel is not None:
+            traces_endpoint(options.otel)
+        key = chain_key(options.audit_key_env, options.audit_key_file)
+    except (OtelURLError, ChainKeyError) as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    try:
+        spec_sha256 = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+    except OSError:
+        spec_sha256 = ""  # the build below names the problem with the file
+    try:
         lock = _lock(spec)
         with prepared_launcher(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
@@ -99,7 +117,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
                 _say(f"{server}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
-            return asyncio.run(_serve(launcher, lock, options, approver, timeout))
+            return asyncio.run(_serve(launcher, lock, options, approver, timeout, Chain(spec_sha256, key)))
     except NotAServer as exc:
         _say(str(exc))
         return EXIT_USAGE
@@ -159,16 +177,24 @@ async def _client_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float) -> int:
+async def _serve(
+    launcher: PreparedLauncher, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float, chain: Chain
+) -> int:
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
     run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
     secrets = secret_values(sandbox)  # read once, as the launcher reads them; they stay in this process
     masker = Masker([value for _, value in secrets], shapes=sandbox.logging.redact)
-    log = AuditLog(sandbox.logging.sink, masker) if sandbox.logging.audit else None
-    audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
+    log = AuditLog(sandbox.logging.sink, masker, chain=chain) if sandbox.logging.audit else None
+    audit: Audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
+    spans = SpanExporter(options.otel, {"mcpspec.server": sandbox.name, "mcpspec.agent": agent, "mcpspec.run_id": run_id}, masker) if options.otel else None
+    context = audit
+    if spans is not None:
+        audit = SpanTap(audit, spans)
     approvals = Approvals(approver, approver_timeout, secrets, plan.approvals.show_arguments)
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
+    if options.audit_key_env is not None:
+        env.pop(options.audit_key_env, None)  # the key stays in this process
     try:
         client_in, client_out = await _client_streams()
     except (ValueError, OSError) as exc:
@@ -213,9 +239,14 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
                 watch[0].wait(5)
         code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
         code = 128 + stopped_by[0] if stopped_by else code
+        if spans is not None:
+            spans.close()
+            context.write("otel_export", **spans.summary())
         audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins))
         if log is not None:
             log.close()
+            if log.chain is not None and log.chain.seq:  # kept elsewhere, it shows a cut tail (docs/run.md)
+                _say(f"{sandbox.name}: audit chain {log.chain.chain} ended at seq {log.chain.seq - 1} with hash {log.chain.last}")
         with contextlib.suppress(Exception):
             client_out.close()
     if stopped_by:
