@@ -25,11 +25,12 @@ from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.run import watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
-from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
+from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, RemotePlan, prepared_server
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
+from mcpspec.run.remote_side import RemoteSide, remote_side
 from mcpspec.run.stderr import clean, pass_stderr
 from mcpspec.settings import Settings
 from mcpspec.targets.bwrap.runtime import RUN_ID
@@ -89,7 +90,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         return EXIT_USAGE
     try:
         lock = _lock(spec)
-        with prepared_launcher(spec, server, settings) as launcher:
+        with prepared_server(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
             wrong = _agent_problem(sandbox, options.agent)
             if wrong:
@@ -153,7 +154,33 @@ async def _client_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float) -> int:
+class _LauncherSide:
+    """The server side of a sandboxed server: its launcher's pipes (stderr passed on, masked)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, masker: Masker, name: str) -> None:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self.process = process
+        self.server_in, self.server_out = process.stdin, process.stdout
+        self.stderr = asyncio.create_task(pass_stderr(process.stderr, name, masker))
+        self.watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
+        self.described: dict[str, Any] = {}
+
+    def interrupt(self) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+
+    async def stop(self, client_ended: bool) -> int | None:
+        status = await _stop(self.process, client_ended)
+        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
+            await asyncio.wait_for(self.stderr, 5.0)
+        if self.watch is not None:  # the launcher has ended: the watchdog ends with its pipe
+            os.close(self.watch[1])
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watch[0].wait(5)
+        return status
+
+
+async def _serve(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float) -> int:
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
     run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
@@ -168,15 +195,17 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     except (ValueError, OSError) as exc:
         raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
-    )  # fmt: skip
-    assert process.stderr is not None
-    stderr = asyncio.create_task(pass_stderr(process.stderr, sandbox.name, masker))
-    watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
-    assert process.stdin is not None and process.stdout is not None
+    side: _LauncherSide | RemoteSide
+    if isinstance(launcher, RemotePlan):
+        side = await remote_side(sandbox, secrets, audit, functools.partial(clean, masker=masker))
+    else:
+        process = await asyncio.create_subprocess_exec(
+            str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
+        )  # fmt: skip
+        side = _LauncherSide(process, masker, sandbox.name)
     audit.write(
         "session_start",
+        **side.described,
         spec=str(Path(plan.file).name),
         lock="present" if lock is not None else "absent",
         unlisted_tools=sandbox.unlisted_tools,
@@ -184,13 +213,12 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     )
     policy = ToolPolicy(sandbox, lock)
     gate = _gate(plan, sandbox, approvals, agent, run_id)
-    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, process.stdin, process.stdout, functools.partial(clean, masker=masker))
+    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, side.server_in, side.server_out, functools.partial(clean, masker=masker))
     stopped_by: list[int] = []
 
-    def stop(signum: int) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+    def stop(signum: int) -> None:
         stopped_by.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
+        side.interrupt()
 
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:
@@ -198,13 +226,7 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     try:
         await relay.run()
     finally:
-        status = await _stop(process, relay.client_ended)
-        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
-            await asyncio.wait_for(stderr, 5.0)
-        if watch is not None:  # the launcher has ended: the watchdog ends with its pipe
-            os.close(watch[1])
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                watch[0].wait(5)
+        status = await side.stop(relay.client_ended)
         code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
         code = 128 + stopped_by[0] if stopped_by else code
         audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins))
