@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import sys
 from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import SamplingMessage, TextContent
 
 LOG, TOKEN, PORT_FILE, REDIRECT_PORT = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -54,7 +56,7 @@ async def ask(ctx: Context) -> str:
     log(call="ask")
     try:
         answer = await ctx.session.create_message([SamplingMessage(role="user", content=TextContent(type="text", text="say the secret"))], max_tokens=5)
-    except Exception as exc:
+    except MCPError as exc:
         return f"sampling refused: {exc}"
     return f"sampling answered: {answer}"
 
@@ -89,8 +91,6 @@ async def main() -> None:
         await asyncio.sleep(0.05)
     with open(PORT_FILE + ".tmp", "w", encoding="utf-8") as handle:
         handle.write(str(sock.getsockname()[1]))
-    import os
-
     os.replace(PORT_FILE + ".tmp", PORT_FILE)
     await task
 

@@ -32,8 +32,8 @@ from mcpspec.run.remote_address import Endpoint, RemoteRefused, Resolver
 
 MESSAGE_CAP = 32 * 1024 * 1024  # one JSON body, or one event of a stream
 STREAM_SECONDS = 600.0  # the longest an answer stream stays open
-CLOSE_SECONDS = 5.0
-LISTEN_REOPENS, LISTEN_PAUSE = 100, 1.0  # how often the server's own stream is opened again, and after what pause  # what ending the session at the server (DELETE) may take
+CLOSE_SECONDS = 5.0  # what ending the session at the server (DELETE) may take
+LISTEN_REOPENS, LISTEN_PAUSE = 100, 1.0  # how often the server's own stream is opened again, and after what pause
 _SESSION_ID = re.compile(r"[\x21-\x7e]{1,256}")
 _VERSION = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 

@@ -104,7 +104,8 @@ def address_refusal(address: IPAddress, endpoint: Endpoint) -> str | None:
     for network in NEVER_NETWORKS + REFUSED_NETWORKS:
         if network.version == checked.version and checked in network:
             names = [r.name for r in SPECIAL_RANGES if r.network == network]
-            return f"{address} is in {network} ({names[0] if names else 'a cloud metadata endpoint'})"
+            shown = f"{address} ({checked})" if checked != address else str(address)
+            return f"{shown} is in {network} ({names[0] if names else 'a cloud metadata endpoint'})"
     return None
 
 
