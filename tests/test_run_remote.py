@@ -344,3 +344,64 @@ def test_an_oversized_answer_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
     event = b"event: message\ndata: " + body + b"\n\n"
     reply, _ = asyncio.run(_answered_by(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\r\n" + event, 5))
     assert reply["id"] == 7 and "larger than 1024 bytes" in reply["error"]["message"]
+
+
+# ---------------------------------------------------------------- --listen: the client side over streamable HTTP on loopback
+
+
+def test_listen_serves_the_relay_on_loopback_with_a_per_run_token_and_drops_the_clients_authorization(server: Remote, tmp_path: Path) -> None:
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    spec = write_spec(tmp_path, "listen", f"http://127.0.0.1:{server.port}/mcp", server.secret)
+    token_file = tmp_path / "run-token"
+    process = subprocess.Popen([*RUN, str(spec), "remote", "--listen", "127.0.0.1:0", "--token-file", str(token_file)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    try:
+        said = process.stderr.readline()
+        while said and "listening on" not in said:  # after the warning that no lock pins the tools
+            said = process.stderr.readline()
+        url = said.split("listening on ", 1)[1].split(";", 1)[0]
+        token = token_file.read_text().strip()
+        assert (token_file.stat().st_mode & 0o777) == 0o600 and token not in said
+        before = len(server.entries())
+
+        async def steps() -> Any:
+            statuses = []
+            async with httpx2.AsyncClient() as plain:
+                body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+                statuses.append((await plain.post(url, json=body)).status_code)
+                statuses.append((await plain.post(url, json=body, headers={"Authorization": "Bearer wrong"})).status_code)
+                statuses.append((await plain.post(url, json=body, headers={"Authorization": f"Bearer {token}", "Host": "evil.example"})).status_code)
+                statuses.append((await plain.post(url, json=body, headers={"Authorization": f"Bearer {token}", "Origin": "http://evil.example"})).status_code)
+            async with (
+                httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+                streamable_http_client(url, http_client=http) as streams,
+                ClientSession(streams[0], streams[1]) as client,
+            ):
+                await client.initialize()
+                listed = await client.list_tools()
+                echoed = await client.call_tool("echo", {"text": "over http"})
+                unlisted = await client.call_tool("hidden_tool", {})
+                return statuses, sorted(tool.name for tool in listed.tools), echoed, unlisted
+
+        statuses, names, echoed, unlisted = asyncio.run(asyncio.wait_for(steps(), 60))
+        assert statuses == [401, 401, 403, 403]
+        assert names == ["ask", "echo", "write_file"] and text_of(echoed) == "echo: over http" and unlisted.is_error
+        reached = server.entries()[before:]
+        assert [entry["call"] for entry in reached if "call" in entry] == ["echo"]
+        assert all(entry["authorization"] == f"Bearer {TOKEN}" for entry in reached if "method" in entry)  # never the client's token
+        assert process.wait(30) == 0  # the client's DELETE ended the session
+        rest = process.stderr.read()
+        assert TOKEN not in rest and token not in rest
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def test_listen_refuses_an_address_that_is_not_loopback(tmp_path: Path, server: Remote) -> None:
+    spec = write_spec(tmp_path, "wide", f"http://127.0.0.1:{server.port}/mcp", server.secret)
+    done = subprocess.run([*RUN, str(spec), "remote", "--listen", "0.0.0.0:8931"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "loopback" in done.stderr

@@ -643,9 +643,14 @@ def run_command(
     run_id: Annotated[str | None, typer.Option("--run-id", help="The run's id (default: the time and process id).")] = None,
     approver: Annotated[str | None, typer.Option("--approver", help="Command that approves a call: reads one JSON object on stdin, exit 0 allows.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " Its approver is used when --approver is not given.")] = None,
+    listen: Annotated[
+        str | None, typer.Option("--listen", metavar="ADDR:PORT", help="Serve the client over streamable HTTP on this loopback address (127.0.0.1:8931) instead of stdio.")
+    ] = None,
+    token_file: Annotated[Path | None, typer.Option("--token-file", help="With --listen: write the run's bearer token to this file (mode 0600) instead of stderr.")] = None,
 ) -> None:
-    """Start SERVER in its bubblewrap sandbox and relay MCP over stdio, enforcing the spec's tool
-    allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
+    """Start SERVER in its bubblewrap sandbox (or reach it at its URL when it is external) and relay
+    MCP over stdio, enforcing the spec's tool allowlist, lock pins, limits and approvals, with an
+    audit line per call (see docs/run.md).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
     3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first.
@@ -661,7 +666,7 @@ def run_command(
     except ConfigError as exc:
         _usage(str(exc))
     try:
-        status = run_session(file, server, RunOptions(agent, run_id, command), chosen)
+        status = run_session(file, server, RunOptions(agent, run_id, command, listen, token_file), chosen)
     except _usage_errors() as exc:
         _usage(str(exc))
     raise typer.Exit(status)

@@ -27,6 +27,7 @@ from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, app
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
 from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, RemotePlan, prepared_server
 from mcpspec.run.limits import CallLimiter
+from mcpspec.run.listen import ListenError, LocalEndpoint, loopback
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
@@ -46,6 +47,8 @@ class RunOptions:
     agent: str | None = None
     run_id: str | None = None
     approver: Sequence[str] | None = None  # None: the config's, else a terminal prompt, else deny
+    listen: str | None = None  # serve the client on this loopback address:port (streamable HTTP) instead of stdio
+    token_file: Path | None = None  # where --listen's token is written (0600); None: stderr, once
 
 
 class _NoAudit:
@@ -89,6 +92,11 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
         return EXIT_USAGE
     try:
+        listen = loopback(options.listen) if options.listen is not None else None
+    except ListenError as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    try:
         lock = _lock(spec)
         with prepared_server(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
@@ -100,7 +108,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
                 _say(f"{server}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
-            return asyncio.run(_serve(launcher, lock, options, approver, timeout))
+            return asyncio.run(_serve(launcher, lock, options, approver, timeout, listen))
     except NotAServer as exc:
         _say(str(exc))
         return EXIT_USAGE
@@ -180,7 +188,7 @@ class _LauncherSide:
         return status
 
 
-async def _serve(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float) -> int:
+async def _serve(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float, listen: tuple[str, int] | None = None) -> int:
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
     run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
@@ -190,10 +198,14 @@ async def _serve(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, opt
     audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
     approvals = Approvals(approver, approver_timeout, secrets, plan.approvals.show_arguments)
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
+    endpoint = LocalEndpoint(*listen) if listen is not None else None
     try:
-        client_in, client_out = await _client_streams()
+        client_in, client_out = await (endpoint.open() if endpoint is not None else _client_streams())
     except (ValueError, OSError) as exc:
-        raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
+        what = f"cannot listen on {options.listen}" if endpoint is not None else "stdin and stdout must be pipes, sockets or a terminal (an MCP client's)"
+        raise LaunchError(f"{what}: {exc}") from None
+    if endpoint is not None:
+        _announce(endpoint, options.token_file)
     started = time.monotonic()
     side: _LauncherSide | RemoteSide
     if isinstance(launcher, RemotePlan):
@@ -232,6 +244,8 @@ async def _serve(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, opt
         audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins))
         if log is not None:
             log.close()
+        if endpoint is not None:
+            endpoint.close()
         with contextlib.suppress(Exception):
             client_out.close()
     if stopped_by:
@@ -242,6 +256,22 @@ async def _serve(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, opt
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code
+
+
+def _announce(endpoint: LocalEndpoint, token_file: Path | None) -> None:
+    """Say where the endpoint listens, and give its token once: to ``token_file`` (mode 0600) or stderr."""
+    if token_file is None:
+        _say(f"listening on {endpoint.url}; send Authorization: Bearer {endpoint.token}")
+        return
+    try:
+        token_file.unlink(missing_ok=True)
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(endpoint.token + "\n")
+    except OSError as exc:
+        endpoint.close()
+        raise LaunchError(f"cannot write the token to {token_file}: {exc.strerror}") from None
+    _say(f"listening on {endpoint.url}; its token is in {token_file}")
 
 
 async def _stop(process: asyncio.subprocess.Process, client_ended: bool) -> int | None:
