@@ -21,7 +21,8 @@ import secrets
 import socket
 from typing import Any
 
-from mcpspec.run.framing import PARSE_CAP, LineReader, Oversized, dump
+from mcpspec.run.framing import PARSE_CAP, STREAM_CAP, dump
+from mcpspec.run.relay_lines import relay_messages
 
 MAX_HEAD = 64 * 1024
 ENDPOINT_PATH = "/mcp"
@@ -78,16 +79,8 @@ class LocalEndpoint:
     # --- relay to client ---
 
     async def route(self) -> None:
-        reader = LineReader(self.reader, cap=PARSE_CAP * 64)
-        while (item := await reader.next()) is not None:
-            if isinstance(item, Oversized):
-                await reader.skip()
-                continue
-            try:
-                message = json.loads(item)
-            except ValueError:
-                continue
-            key = _key(message.get("id")) if isinstance(message, dict) and "method" not in message else None
+        async for message, item in relay_messages(self.reader, STREAM_CAP):
+            key = _key(message.get("id")) if "method" not in message else None
             waiter = self.waiters.pop(key, None) if key is not None else None
             if waiter is not None and not waiter.done():
                 waiter.set_result(item)

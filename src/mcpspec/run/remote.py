@@ -25,9 +25,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcpspec.run.framing import PARSE_CAP, LineReader, Oversized, dump
+from mcpspec.run.framing import PARSE_CAP, dump
 from mcpspec.run.http_wire import HttpError, Response, events, request
 from mcpspec.run.relay import INTERNAL_ERROR, Audit
+from mcpspec.run.relay_lines import relay_messages
 from mcpspec.run.remote_address import Endpoint, RemoteRefused, Resolver
 
 MESSAGE_CAP = 32 * 1024 * 1024  # one JSON body, or one event of a stream
@@ -63,18 +64,9 @@ class RemoteServer:
     # --- relay to server ---
 
     async def run(self) -> None:
-        reader = LineReader(self.reader, cap=PARSE_CAP)
         try:
-            while (item := await reader.next()) is not None:
-                if isinstance(item, Oversized):  # the relay writes no line this long
-                    await reader.skip()
-                    continue
-                try:
-                    message = json.loads(item)
-                except ValueError:
-                    continue
-                if isinstance(message, dict):
-                    self.spawn(self.post(message))
+            async for message, _ in relay_messages(self.reader, PARSE_CAP):  # the relay writes no longer line to a server
+                self.spawn(self.post(message))
         finally:
             for task in list(self.posts):
                 task.cancel()
