@@ -92,6 +92,8 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
         return EXIT_USAGE
     try:
+        if options.token_file is not None and options.listen is None:
+            raise ListenError("--token-file is the token of --listen: give --listen too")
         listen = loopback(options.listen) if options.listen is not None else None
     except ListenError as exc:
         _say(str(exc))
