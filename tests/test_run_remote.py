@@ -66,9 +66,9 @@ class Remote:
         self.trap.close()
 
 
-def _listener(host: str, family: int = socket.AF_INET) -> socket.socket:
+def _listener(host: str, family: int = socket.AF_INET, port: int = 0) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.bind((host, 0))
+    sock.bind((host, port))
     sock.listen(8)
     sock.setblocking(False)
     return sock
@@ -405,3 +405,37 @@ def test_listen_refuses_an_address_that_is_not_loopback(tmp_path: Path, server: 
     spec = write_spec(tmp_path, "wide", f"http://127.0.0.1:{server.port}/mcp", server.secret)
     done = subprocess.run([*RUN, str(spec), "remote", "--listen", "0.0.0.0:8931"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "loopback" in done.stderr
+
+
+def test_the_connection_goes_to_the_address_that_was_checked_not_to_a_second_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DNS rebinding: the name answers an allowed address, then a refused one. The connection is made
+    to the checked address, on the one lookup: the second answer is never asked for nor reached.
+    (127.0.0.3 stands in for a public address: the check is narrowed to allow it alone.)"""
+    from mcpspec.run import remote_address
+
+    checked = _listener("127.0.0.3")
+    port = checked.getsockname()[1]
+    rebound = _listener("127.0.0.4", port=port)
+    answers = [["127.0.0.3"], ["127.0.0.4"]]
+    lookups: list[str] = []
+
+    async def resolve(host: str, p: int) -> list[str]:
+        lookups.append(host)
+        return answers[min(len(lookups) - 1, 1)]
+
+    real = remote_address.address_refusal
+    monkeypatch.setattr(remote_address, "address_refusal", lambda a, e: None if str(a) == "127.0.0.3" else real(a, e))
+    monkeypatch.setattr(remote_address, "CONNECT_TIMEOUT", 1.0)
+
+    async def attempt() -> None:
+        with pytest.raises(ConnectionError):  # the stand-in never answers the TLS handshake
+            await remote_address.connect(parse_endpoint(f"https://rebind.test:{port}/mcp"), resolve)
+
+    try:
+        asyncio.run(attempt())
+        assert lookups == ["rebind.test"]
+        assert not _never_connected(checked)  # the checked address was reached
+        assert _never_connected(rebound)
+    finally:
+        checked.close()
+        rebound.close()
