@@ -139,7 +139,7 @@ def _response(raw: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWr
     return Response(int(match.group(1)), headers, reader, writer)
 
 
-async def events(pieces: AsyncIterator[bytes], cap: int) -> AsyncIterator[str]:
+async def events(pieces: AsyncIterator[bytes], cap: int) -> AsyncIterator[bytes]:
     """The ``data`` of each server-sent event of a body (events without data are skipped)."""
     buffer = b""
     data: list[bytes] = []
@@ -152,7 +152,7 @@ async def events(pieces: AsyncIterator[bytes], cap: int) -> AsyncIterator[str]:
         for line in (raw.removesuffix(b"\r") for raw in lines):
             if not line:
                 if data:
-                    yield b"\n".join(data).decode("utf-8", "replace")
+                    yield b"\n".join(data)
                 data, size = [], 0
             elif line.startswith(b"data:"):
                 value = line[5:]

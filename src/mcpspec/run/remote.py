@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import re
 import socket
 from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
-from mcpspec.run.framing import PARSE_CAP, dump
+from mcpspec.run.framing import PARSE_CAP, FramingError, dump, parse_line
 from mcpspec.run.http_wire import HttpError, Response, events, request
 from mcpspec.run.relay import INTERNAL_ERROR, Audit
 from mcpspec.run.relay_lines import relay_messages
@@ -92,19 +91,22 @@ class RemoteServer:
     async def post(self, message: dict[str, Any]) -> None:
         request_id = message.get("id") if "method" in message else None
         method = str(message.get("method", ""))
+        headers = [*self.headers(), ("Content-Type", "application/json")]
         try:
-            headers = [*self.headers(), ("Content-Type", "application/json")]
-            response = await request(self.endpoint, "POST", headers, dump(message).rstrip(b"\n"), self.resolver)
+            async with asyncio.timeout(self.stream_seconds):  # the answer's head, and then its body, within the limit
+                response = await request(self.endpoint, "POST", headers, dump(message).rstrip(b"\n"), self.resolver)
+                try:
+                    await self.answer(response, request_id, method)
+                finally:
+                    response.close()
         except RemoteRefused as exc:
             await self.refuse(request_id, method, str(exc))
-            return
-        except (HttpError, ConnectionError, OSError, TimeoutError) as exc:
+        except HttpError as exc:
+            await self.refuse(request_id, method, f"the remote server's answer was cut: {exc}")
+        except TimeoutError:  # before OSError, of which it is one
+            await self.refuse(request_id, method, f"the remote server's answer took longer than {self.stream_seconds:g}s")
+        except (ConnectionError, OSError) as exc:
             await self.fail(request_id, f"the remote server cannot be reached: {exc}")
-            return
-        try:
-            await self.answer(response, request_id, method)
-        finally:
-            response.close()
 
     async def answer(self, response: Response, request_id: Any, method: str) -> None:
         if 300 <= response.status < 400:
@@ -120,16 +122,7 @@ class RemoteServer:
             return
         if method == "initialize":
             self.learn_session(response)
-        try:
-            async with asyncio.timeout(self.stream_seconds):
-                answered = await self.messages(response, request_id)
-        except HttpError as exc:
-            await self.refuse(request_id, method, f"the remote server's answer was cut: {exc}")
-            return
-        except TimeoutError:
-            await self.refuse(request_id, method, f"the remote server's answer stream stayed open longer than {self.stream_seconds:g}s")
-            return
-        if not answered:
+        if not await self.messages(response, request_id):
             await self.fail(request_id, "the remote server ended its answer without answering the request")
 
     async def messages(self, response: Response, request_id: Any) -> bool:
@@ -139,15 +132,15 @@ class RemoteServer:
         if response.media_type != "text/event-stream":
             raise HttpError(f"a response of type {response.media_type[:60]!r}")
         async for data in events(response.body(2**62), MESSAGE_CAP):
-            if await self.deliver(data.encode("utf-8"), request_id):
+            if await self.deliver(data, request_id):
                 return True  # the stream has done its work: it is closed
         return False
 
     async def deliver(self, body: bytes, request_id: Any) -> bool:
         try:
-            message = json.loads(body)
-        except ValueError:
-            self.note("dropped a message of the remote server that is not JSON")
+            message = parse_line(body)  # as strictly as the relay parses a line: it sees what the server sent
+        except FramingError as exc:
+            self.note(f"dropped a message of the remote server: {exc}")
             return False
         if isinstance(message, dict) and self.version is None and message.get("id") == request_id:
             result = message.get("result")
@@ -175,7 +168,7 @@ class RemoteServer:
                 if response.status != 200 or response.media_type != "text/event-stream":
                     return  # 405: the server keeps no such stream (a redirect is not followed either)
                 async for data in events(response.body(2**62), MESSAGE_CAP):
-                    await self.deliver(data.encode("utf-8"), None)
+                    await self.deliver(data, None)
             except HttpError as exc:
                 self.note(f"the remote server's stream was cut: {exc}")
             finally:
