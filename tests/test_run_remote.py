@@ -439,3 +439,21 @@ def test_the_connection_goes_to_the_address_that_was_checked_not_to_a_second_ans
     finally:
         checked.close()
         rebound.close()
+
+
+def test_mcpspec_lock_pins_a_remote_server_through_the_same_checked_client_and_run_holds_to_it(server: Remote, tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "lock", f"http://127.0.0.1:{server.port}/mcp", server.secret)
+    before = len(server.entries())
+    done = subprocess.run([sys.executable, "-m", "mcpspec", "lock", str(spec), "remote"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    pins = json.loads((spec.parent / "mcp-sandbox.lock").read_text())["servers"]["remote"]
+    assert sorted(pins["tools"]) == ["ask", "echo", "hidden_tool", "write_file"] and pins["initialize"]["serverInfo"]["name"] == "remote-probe"
+    assert all(entry["authorization"] == f"Bearer {TOKEN}" for entry in server.entries()[before:] if "method" in entry)
+    assert TOKEN not in done.stdout + done.stderr
+
+    async def steps(client: Any) -> Any:
+        return sorted(tool.name for tool in (await client.list_tools()).tools), await client.call_tool("echo", {"text": "pinned"})
+
+    names, echoed = session(spec, steps)
+    assert names == ["ask", "echo", "write_file"] and text_of(echoed) == "echo: pinned"
+    assert not any(entry["event"] in ("tool_hidden", "pin_refused") and entry.get("reason") != "unlisted" for entry in audit(spec))
