@@ -142,7 +142,9 @@ class LocalEndpoint:
         if target != ENDPOINT_PATH:
             return 404
         session = headers.get("mcp-session-id")
-        if self.session_id is not None and session is not None and not hmac.compare_digest(session, self.session_id):
+        if self.session_id is not None and session is None:
+            return 400
+        if self.session_id is not None and session is not None and not hmac.compare_digest(session.encode("utf-8", "replace"), self.session_id.encode()):
             return 404
         return None
 
@@ -166,9 +168,6 @@ class LocalEndpoint:
         initialize = message.get("method") == "initialize"
         if initialize and self.session_id is not None:
             await _reply(writer, 409)  # one session per run
-            return
-        if self.session_id is not None and headers.get("mcp-session-id") is None:
-            await _reply(writer, 400)
             return
         key = _key(message.get("id")) if "method" in message else None
         if key is None:

@@ -142,7 +142,8 @@ class RemoteServer:
         except FramingError as exc:
             self.note(f"dropped a message of the remote server: {exc}")
             return False
-        if isinstance(message, dict) and self.version is None and message.get("id") == request_id:
+        answers = isinstance(message, dict) and "method" not in message and _same_id(message.get("id"), request_id)
+        if answers and self.version is None:
             result = message.get("result")
             version = result.get("protocolVersion") if isinstance(result, dict) else None
             if isinstance(version, str) and _VERSION.fullmatch(version):
@@ -150,7 +151,7 @@ class RemoteServer:
         async with self.write_lock:
             self.writer.write(dump(message))
             await self.writer.drain()
-        return isinstance(message, dict) and "method" not in message and message.get("id") == request_id
+        return answers
 
     async def listen(self) -> None:
         """Read the server's own stream (GET): its notifications and requests go to the relay, which
@@ -203,6 +204,11 @@ class RemoteServer:
             async with asyncio.timeout(CLOSE_SECONDS):
                 response = await request(self.endpoint, "DELETE", self.headers("*/*"), b"", self.resolver)
                 response.close()
+
+
+def _same_id(a: Any, b: Any) -> bool:
+    """JSON-RPC ids compare by type and value (``true`` is not 1)."""
+    return b is not None and type(a) is type(b) and a == b
 
 
 def _origin(location: str) -> str:
