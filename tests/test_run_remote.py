@@ -457,3 +457,13 @@ def test_mcpspec_lock_pins_a_remote_server_through_the_same_checked_client_and_r
     names, echoed = session(spec, steps)
     assert names == ["ask", "echo", "write_file"] and text_of(echoed) == "echo: pinned"
     assert not any(entry["event"] in ("tool_hidden", "pin_refused") and entry.get("reason") != "unlisted" for entry in audit(spec))
+
+
+def test_a_credential_the_remote_server_refuses_is_an_error_that_does_not_quote_it(server: Remote, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong-token"
+    wrong.write_text("tok-wrong-0123456789abcdef\n")
+    wrong.chmod(0o600)
+    spec = write_spec(tmp_path, "wrong", f"http://127.0.0.1:{server.port}/mcp", wrong)
+    reply, said, _ = raw_initialize(spec)
+    assert "refused the credential (HTTP 401)" in reply["error"]["message"]
+    assert "tok-wrong" not in json.dumps(reply) + said + (spec.parent / "audit.jsonl").read_text()
