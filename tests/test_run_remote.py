@@ -467,3 +467,21 @@ def test_a_credential_the_remote_server_refuses_is_an_error_that_does_not_quote_
     reply, said, _ = raw_initialize(spec)
     assert "refused the credential (HTTP 401)" in reply["error"]["message"]
     assert "tok-wrong" not in json.dumps(reply) + said + (spec.parent / "audit.jsonl").read_text()
+
+
+def test_sigterm_ends_a_remote_session_and_ends_it_at_the_server(server: Remote, tmp_path: Path) -> None:
+    import signal
+
+    spec = write_spec(tmp_path, "term", f"http://127.0.0.1:{server.port}/mcp", server.secret)
+    line = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    process = subprocess.Popen([*RUN, str(spec), "remote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(json.dumps(line) + "\n")
+    process.stdin.flush()
+    assert "result" in json.loads(process.stdout.readline())
+    before = len(server.entries())
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(20) == 128 + signal.SIGTERM
+    process.communicate()
+    assert [entry["method"] for entry in server.entries()[before:] if "method" in entry] == ["DELETE"]
+    assert audit(spec)[-1]["event"] == "session_end"
