@@ -62,7 +62,11 @@ class Remote:
 
     def close(self) -> None:
         self.process.terminate()
-        self.process.wait(10)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:  # uvicorn waits for open streams to end
+            self.process.kill()
+            self.process.wait()
         self.trap.close()
 
 
