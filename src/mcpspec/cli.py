@@ -646,9 +646,14 @@ def run_command(
     otel: Annotated[str | None, typer.Option("--otel", metavar="URL", help="Export a span per tools/call to this OTLP/HTTP collector (JSON, POST URL/v1/traces); https, or http to loopback.")] = None,
     audit_key_env: Annotated[str | None, typer.Option("--audit-key-env", metavar="VAR", help="Key the audit hash chain with HMAC-SHA256 under the key in this environment variable.")] = None,
     audit_key_file: Annotated[str | None, typer.Option("--audit-key-file", metavar="PATH", help="Or under the key in this file (yours, writable by no one else).")] = None,
+    listen: Annotated[
+        str | None, typer.Option("--listen", metavar="ADDR:PORT", help="Serve the client over streamable HTTP on this loopback address (127.0.0.1:8931) instead of stdio.")
+    ] = None,
+    token_file: Annotated[Path | None, typer.Option("--token-file", help="With --listen: write the run's bearer token to this file (mode 0600) instead of stderr.")] = None,
 ) -> None:
-    """Start SERVER in its bubblewrap sandbox and relay MCP over stdio, enforcing the spec's tool
-    allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
+    """Start SERVER in its bubblewrap sandbox (or reach it at its URL when it is external) and relay
+    MCP over stdio, enforcing the spec's tool allowlist, lock pins, limits and approvals, with an
+    audit line per call (see docs/run.md).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
     3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first.
@@ -664,7 +669,7 @@ def run_command(
     except ConfigError as exc:
         _usage(str(exc))
     try:
-        status = run_session(file, server, RunOptions(agent, run_id, command, otel, audit_key_env, audit_key_file), chosen)
+        status = run_session(file, server, RunOptions(agent, run_id, command, otel, audit_key_env, audit_key_file, listen, token_file), chosen)
     except _usage_errors() as exc:
         _usage(str(exc))
     raise typer.Exit(status)

@@ -28,12 +28,14 @@ from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, app
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
 from mcpspec.run.chain import Chain, ChainKeyError
 from mcpspec.run.chainkey import chain_key
-from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
+from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, RemotePlan, prepared_server
 from mcpspec.run.limits import CallLimiter
+from mcpspec.run.listen import ListenError, LocalEndpoint, loopback
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
 from mcpspec.run.otel import OtelURLError, SpanExporter, SpanTap, traces_endpoint
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
+from mcpspec.run.remote_side import RemoteSide, remote_side
 from mcpspec.run.stderr import clean, pass_stderr
 from mcpspec.settings import Settings
 from mcpspec.targets.bwrap.runtime import RUN_ID
@@ -52,6 +54,8 @@ class RunOptions:
     otel: str | None = None  # an OTLP/HTTP collector's URL: a span per call
     audit_key_env: str | None = None  # the environment variable holding the audit chain's HMAC key
     audit_key_file: str | None = None  # or the file holding it
+    listen: str | None = None  # serve the client on this loopback address:port (streamable HTTP) instead of stdio
+    token_file: Path | None = None  # where --listen's token is written (0600); None: stderr, once
 
 
 class _NoAudit:
@@ -98,7 +102,10 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         if options.otel is not None:
             traces_endpoint(options.otel)
         key = chain_key(options.audit_key_env, options.audit_key_file)
-    except (OtelURLError, ChainKeyError) as exc:
+        if options.token_file is not None and options.listen is None:
+            raise ListenError("--token-file is the token of --listen: give --listen too")
+        listen = loopback(options.listen) if options.listen is not None else None
+    except (OtelURLError, ChainKeyError, ListenError) as exc:
         _say(str(exc))
         return EXIT_USAGE
     try:
@@ -107,7 +114,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         spec_sha256 = ""  # the build below names the problem with the file
     try:
         lock = _lock(spec)
-        with prepared_launcher(spec, server, settings) as launcher:
+        with prepared_server(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
             wrong = _agent_problem(sandbox, options.agent)
             if wrong:
@@ -117,7 +124,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
                 _say(f"{server}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
-            return asyncio.run(_serve(launcher, lock, options, approver, timeout, Chain(spec_sha256, key)))
+            return asyncio.run(_serve(launcher, lock, options, approver, timeout, Chain(spec_sha256, key), listen))
     except NotAServer as exc:
         _say(str(exc))
         return EXIT_USAGE
@@ -177,8 +184,40 @@ async def _client_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
+class _LauncherSide:
+    """The server side of a sandboxed server: its launcher's pipes (stderr passed on, masked)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, masker: Masker, name: str) -> None:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self.process = process
+        self.server_in, self.server_out = process.stdin, process.stdout
+        self.stderr = asyncio.create_task(pass_stderr(process.stderr, name, masker))
+        self.watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
+        self.described: dict[str, Any] = {}
+
+    def interrupt(self) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+
+    async def stop(self, client_ended: bool) -> int | None:
+        status = await _stop(self.process, client_ended)
+        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
+            await asyncio.wait_for(self.stderr, 5.0)
+        if self.watch is not None:  # the launcher has ended: the watchdog ends with its pipe
+            os.close(self.watch[1])
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watch[0].wait(5)
+        return status
+
+
 async def _serve(
-    launcher: PreparedLauncher, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float, chain: Chain
+    launcher: PreparedLauncher | RemotePlan,
+    lock: Lock | None,
+    options: RunOptions,
+    approver: Sequence[str] | None,
+    approver_timeout: float,
+    chain: Chain,
+    listen: tuple[str, int] | None = None,
 ) -> int:
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
@@ -195,20 +234,26 @@ async def _serve(
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
     if options.audit_key_env is not None:
         env.pop(options.audit_key_env, None)  # the key stays in this process
+    endpoint = LocalEndpoint(*listen) if listen is not None else None
     try:
-        client_in, client_out = await _client_streams()
+        client_in, client_out = await (endpoint.open() if endpoint is not None else _client_streams())
     except (ValueError, OSError) as exc:
-        raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
+        what = f"cannot listen on {options.listen}" if endpoint is not None else "stdin and stdout must be pipes, sockets or a terminal (an MCP client's)"
+        raise LaunchError(f"{what}: {exc}") from None
+    if endpoint is not None:
+        _announce(endpoint, options.token_file)
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
-    )  # fmt: skip
-    assert process.stderr is not None
-    stderr = asyncio.create_task(pass_stderr(process.stderr, sandbox.name, masker))
-    watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
-    assert process.stdin is not None and process.stdout is not None
+    side: _LauncherSide | RemoteSide
+    if isinstance(launcher, RemotePlan):
+        side = await remote_side(sandbox, secrets, audit, functools.partial(clean, masker=masker))
+    else:
+        process = await asyncio.create_subprocess_exec(
+            str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
+        )  # fmt: skip
+        side = _LauncherSide(process, masker, sandbox.name)
     audit.write(
         "session_start",
+        **side.described,
         spec=str(Path(plan.file).name),
         lock="present" if lock is not None else "absent",
         unlisted_tools=sandbox.unlisted_tools,
@@ -216,13 +261,12 @@ async def _serve(
     )
     policy = ToolPolicy(sandbox, lock)
     gate = _gate(plan, sandbox, approvals, agent, run_id)
-    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, process.stdin, process.stdout, functools.partial(clean, masker=masker))
+    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, side.server_in, side.server_out, functools.partial(clean, masker=masker))
     stopped_by: list[int] = []
 
-    def stop(signum: int) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+    def stop(signum: int) -> None:
         stopped_by.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
+        side.interrupt()
 
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:
@@ -230,13 +274,7 @@ async def _serve(
     try:
         await relay.run()
     finally:
-        status = await _stop(process, relay.client_ended)
-        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
-            await asyncio.wait_for(stderr, 5.0)
-        if watch is not None:  # the launcher has ended: the watchdog ends with its pipe
-            os.close(watch[1])
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                watch[0].wait(5)
+        status = await side.stop(relay.client_ended)
         code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
         code = 128 + stopped_by[0] if stopped_by else code
         if spans is not None:
@@ -247,6 +285,8 @@ async def _serve(
             log.close()
             if log.chain is not None and log.chain.seq:  # kept elsewhere, it shows a cut tail (docs/run.md)
                 _say(f"{sandbox.name}: audit chain {log.chain.chain} ended at seq {log.chain.seq - 1} with hash {log.chain.last}")
+        if endpoint is not None:
+            endpoint.close()
         with contextlib.suppress(Exception):
             client_out.close()
     if stopped_by:
@@ -257,6 +297,22 @@ async def _serve(
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code
+
+
+def _announce(endpoint: LocalEndpoint, token_file: Path | None) -> None:
+    """Say where the endpoint listens, and give its token once: to ``token_file`` (mode 0600) or stderr."""
+    if token_file is None:
+        _say(f"listening on {endpoint.url}; send Authorization: Bearer {endpoint.token}")
+        return
+    try:
+        token_file.unlink(missing_ok=True)
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(endpoint.token + "\n")
+    except OSError as exc:
+        endpoint.close()
+        raise LaunchError(f"cannot write the token to {token_file}: {exc.strerror}") from None
+    _say(f"listening on {endpoint.url}; its token is in {token_file}")
 
 
 async def _stop(process: asyncio.subprocess.Process, client_ended: bool) -> int | None:
