@@ -74,7 +74,7 @@ def test_every_policy_holds_on_each_revision(box: Sandbox, pinned: Path, revisio
         return {
             "version": client.protocol_version,
             "tools": sorted(tool.name for tool in listed.tools),
-            "ttl": getattr(listed, "ttl_ms", None),
+            "cache": (listed.ttl_ms, listed.cache_scope),
             "echo": await client.call_tool("echo", {"text": "hi"}),
             "unlisted": await client.call_tool("read_path", {"path": "/etc/hostname"}),
             "changed": await client.call_tool("describe_me", {}),
@@ -86,7 +86,7 @@ def test_every_policy_holds_on_each_revision(box: Sandbox, pinned: Path, revisio
     got = client_session(spec, "r1", steps, "--approver", "/bin/false")
     assert got["version"] == revision
     assert got["tools"] == ["ask_client", "echo", "identity", "trace_meta"]  # read_path unlisted, describe_me changed since the lock
-    assert revision != "2026-07-28" or got["ttl"] == 0  # a client may not cache a listing the relay screened
+    assert got["cache"] == (0, "private")  # the server said an hour, public: a client may not cache a listing the relay screened
     assert not got["echo"].is_error
     assert got["unlisted"].is_error and "not allowed" in text_of(got["unlisted"])
     assert got["changed"].is_error and "mcp-sandbox.lock" in text_of(got["changed"])

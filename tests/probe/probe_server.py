@@ -15,11 +15,13 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import InputRequiredResult, ListRootsRequest
 
-server = MCPServer("mcpspec-probe")
+# tools/list results say a client may cache them for an hour, in any cache (2026-07-28): the relay must not let it.
+server = MCPServer("mcpspec-probe", cache_hints={"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")})
 CALL_LOG = "/workspace/output/calls.log"  # when the sandbox mounts it rw: one line per call received
 DESCRIPTION_FILE = "/workspace/input/describe.txt"  # when present: the description of `describe_me` (a rug pull)
 

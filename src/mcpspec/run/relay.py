@@ -44,7 +44,7 @@ from mcpspec.run.framing import (
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Kind, digest
 from mcpspec.run.policy import Hidden, ToolPolicy
-from mcpspec.run.revisions import SERVER_INFO_KEY, Refusal, Revisions
+from mcpspec.run.revisions import SERVER_INFO_KEY, Refusal, Revisions, screened_params
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: the error's data names URLs the client should open
@@ -379,6 +379,7 @@ class Relay:
                 self.audit_call(pending.decision, pending.started, "cancelled", 0)
             assert server_id is not None
             params = {**params, "requestId": server_id}  # type: ignore[dict-item]
+        params = screened_params(params, modern=self.revisions.era == "modern")
         await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=str(method), params=params)))
 
     # --- tools/call ---
@@ -643,6 +644,7 @@ class Relay:
                     return
             elif pending.method == "server/discover":
                 result = self.screen_discover(result)
+                self.revisions.discovered()
             elif pending.method in LISTS:
                 result = self.screen_items(LISTS[pending.method], result)
         except PinRefused as exc:

@@ -75,6 +75,7 @@ class Revisions:
         self.allowed = effective(listed)
         self.era: Era | None = None
         self.version: str | None = None  # the revision of the session once settled
+        self.probed: str | None = None  # the revision of a server/discover not yet answered
 
     def unsupported(self, requested: str | None) -> Refusal:
         shown = repr(requested[:64]) if requested else "none"
@@ -105,8 +106,16 @@ class Revisions:
             return {**screened_params(params, modern=False), "protocolVersion": chosen}, None
         if requested not in self.allowed or requested not in MODERN:
             return params, self.unsupported(requested)
-        self.era, self.version = "modern", requested
+        if method == "server/discover":  # a probe: the era is settled by the server's answer (or the fallback to initialize)
+            self.probed = requested
+        else:
+            self.era, self.version = "modern", requested
         return screened_params(params, modern=True), None
+
+    def discovered(self) -> None:
+        """The server answered server/discover: the session is 2026-07-28 from now on."""
+        if self.era is None and self.probed is not None:
+            self.era, self.version = "modern", self.probed
 
     def settled(self, version: Any) -> Refusal | None:
         """The server's answer to initialize names ``version``: None when the spec allows it."""
