@@ -25,6 +25,14 @@ def test_an_initialize_offer_the_spec_excludes_is_negotiated_down_and_the_answer
     assert revisions.settled("2025-06-18") is None
 
 
+@pytest.mark.parametrize("params", [None, [], "x", {"protocolVersion": 7}])
+def test_a_malformed_initialize_is_judged_without_a_crash(params: Any) -> None:
+    revisions = Revisions(None)
+    _, refused = revisions.judge("initialize", params)
+    assert refused is None or refused.code == UNSUPPORTED_PROTOCOL_VERSION
+    assert revisions.judge("tools/list", {"_meta": {VERSION_KEY: ["2026-07-28"]}})[1] is not None
+
+
 def test_initialize_when_the_spec_lists_only_2026_is_refused_with_32022_naming_what_it_allows() -> None:
     _, refused = Revisions(("2026-07-28",)).judge("initialize", hello("2025-11-25"))
     assert refused is not None and refused.code == UNSUPPORTED_PROTOCOL_VERSION

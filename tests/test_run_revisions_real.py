@@ -1,7 +1,7 @@
 """`mcpspec run` on each protocol revision: the `mcp` SDK's own client (its 2025 handshake, or its
 2026-07-28 discover and per-request envelope) talks through `mcpspec run` to the SDK probe server in
-its bubblewrap sandbox. One session per revision holds every assert: allowlist, pins, approvals, the
-refusal of what the server asks the client, and trace context passing through.
+its bubblewrap sandbox. One session per revision holds every assert: allowlist, pins, approvals, rate
+limits, the refusal of what the server asks the client, and trace context passing through.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from harness import Sandbox
 
 __all__ = ["box"]  # the module-scoped sandbox fixture, shared
 
-TOOLS = "      echo: {effects: []}\n      describe_me: {effects: []}\n      ask_client: {effects: []}\n      trace_meta: {effects: []}\n      identity: {effects: [deploy]}"
+TOOLS = "      echo: {effects: [], limits: {requests_per_minute: 1}}\n      describe_me: {effects: []}\n      ask_client: {effects: []}\n      trace_meta: {effects: []}\n      identity: {effects: [deploy]}"
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
@@ -76,6 +76,7 @@ def test_every_policy_holds_on_each_revision(box: Sandbox, pinned: Path, revisio
             "tools": sorted(tool.name for tool in listed.tools),
             "cache": (listed.ttl_ms, listed.cache_scope),
             "echo": await client.call_tool("echo", {"text": "hi"}),
+            "over_rate": await client.call_tool("echo", {"text": "again"}),
             "unlisted": await client.call_tool("read_path", {"path": "/etc/hostname"}),
             "changed": await client.call_tool("describe_me", {}),
             "approval": await client.call_tool("identity", {}),
@@ -88,6 +89,7 @@ def test_every_policy_holds_on_each_revision(box: Sandbox, pinned: Path, revisio
     assert got["tools"] == ["ask_client", "echo", "identity", "trace_meta"]  # read_path unlisted, describe_me changed since the lock
     assert got["cache"] == (0, "private")  # the server said an hour, public: a client may not cache a listing the relay screened
     assert not got["echo"].is_error
+    assert got["over_rate"].is_error and "refused by policy" in text_of(got["over_rate"]), text_of(got["over_rate"])
     assert got["unlisted"].is_error and "not allowed" in text_of(got["unlisted"])
     assert got["changed"].is_error and "mcp-sandbox.lock" in text_of(got["changed"])
     assert got["approval"].is_error and "denied by policy" in text_of(got["approval"])

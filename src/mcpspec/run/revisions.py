@@ -102,6 +102,8 @@ class Revisions:
             self.era = "handshake"
             # The handshake negotiates: offered a revision the spec excludes, the server is offered the
             # newest it allows, and the client decides whether to speak it.
+            if not isinstance(params, Mapping):  # no offer to negotiate: the server refuses it as it would
+                return params, None
             chosen = requested if requested in spoken else spoken[-1]
             return {**screened_params(params, modern=False), "protocolVersion": chosen}, None
         if requested not in self.allowed or requested not in MODERN:

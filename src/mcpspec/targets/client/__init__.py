@@ -98,7 +98,9 @@ CAPABILITIES["call-policy"] = Capability(
     "A server may ask the client nothing: roots, elicitation and sampling requests are refused wherever they are carried "
     "(a request, an input_required result of any method, a tasks result, a notification, a batch, _meta, an error's data). "
     "With mcp-sandbox.lock, whatever differs from it (initialize instructions and serverInfo, every field of every tool, "
-    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped",
+    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped. All of it holds the same on "
+    "MCP 2025-06-18, 2025-11-25 and 2026-07-28 (the spec's protocol_revisions; others refused with -32022), and a listing "
+    "reaches a 2026-07-28 client uncacheable (ttlMs 0)",
     (_RUN + "test_allowlist_filters_the_listing_and_refuses_unlisted_calls_before_the_server",
      _RUN + "test_approval_command_allows_or_denies_and_a_denied_call_never_arrives",
      _RUN + "test_rate_limit_refuses_the_call_over_the_rate", _RUN + "test_call_timeout_answers_the_client_and_cancels_at_the_server",
@@ -107,7 +109,8 @@ CAPABILITIES["call-policy"] = Capability(
      _CARRIERS + "test_the_sdk_client_never_answers_a_request_hidden_in_a_result",
      "tests/test_run_approvals_view.py::test_the_approver_sees_exactly_what_the_server_gets_but_the_specs_secret",
      _LOCK + "test_a_change_after_locking_is_shown_by_check_and_refused_by_run",
-     _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client"),
+     _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client",
+     "tests/test_run_revisions_real.py::test_every_policy_holds_on_each_revision"),
 )
 
 
