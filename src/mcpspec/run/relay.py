@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
+    DiscoverResult,
     ErrorData,
     JSONRPCError,
     JSONRPCNotification,
@@ -44,7 +45,7 @@ from mcpspec.run.framing import (
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Kind, digest
 from mcpspec.run.policy import Hidden, ToolPolicy
-from mcpspec.run.revisions import SERVER_INFO_KEY, Refusal, Revisions, screened_params
+from mcpspec.run.revisions import RELAY_INFO, SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION, Refusal, Revisions, screened_params
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: the error's data names URLs the client should open
@@ -255,6 +256,42 @@ class Relay:
         """A tools/call result the relay answers itself (an error), as the session's revision spells it."""
         return self.revisions.stamped(_call_result(text))
 
+    async def ask_server(self, method: str, params: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        """A request of the relay's own; its result, or ValueError / TimeoutError."""
+        pending = Pending(None, method, time.monotonic())
+        pending.waiter = asyncio.get_running_loop().create_future()
+        await self.forward(pending, params)
+        return await asyncio.wait_for(pending.waiter, timeout)
+
+    async def probe_server(self) -> Refusal | None:
+        """Before the first 2026-07-28 request goes on: whether the server speaks 2026-07-28 (it answers
+        server/discover), else the handshake, to which the client's requests are then translated."""
+        version = self.revisions.modern_version
+        try:
+            found = DiscoverResult.model_validate(await self.ask_server("server/discover", {"_meta": self.revisions.envelope()}))
+            if version in found.supported_versions:
+                self.revisions.server_era = "modern"
+                return None
+        except (TimeoutError, ValueError):
+            pass  # no 2026-07-28 here: try the handshake
+        offered = self.revisions.handshake_revision()
+        if offered is None:
+            return Refusal(UNSUPPORTED_PROTOCOL_VERSION, f"refused by mcpspec run: the server does not speak {version} and the spec allows no 2025 revision to translate to")
+        hello = {"protocolVersion": offered, "capabilities": {}, "clientInfo": RELAY_INFO}
+        try:
+            answer = self.screen_initialize(checked_result("initialize", await self.ask_server("initialize", hello)))
+        except PinRefused as exc:
+            return Refusal(INTERNAL_ERROR, f"refused by policy: {exc}")
+        except (TimeoutError, ValueError):
+            return Refusal(UNSUPPORTED_PROTOCOL_VERSION, "refused by mcpspec run: the server answers neither server/discover nor initialize")
+        wrong = self.revisions.settled(answer.get("protocolVersion"))
+        if wrong is not None:
+            return wrong
+        await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
+        self.revisions.translated(answer)
+        self.audit.write("protocol_translated", client=version, server=str(answer.get("protocolVersion")))
+        return None
+
     async def refuse_revision(self, client_id: RequestId, method: str, refusal: Refusal) -> None:
         self.audit.write("message_refused", direction="client", reason="protocol revision", method=method, code=refusal.code)
         await self.client_error(client_id, refusal.code, refusal.message, refusal.data)
@@ -317,8 +354,15 @@ class Relay:
             await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
             return
         params, wrong = self.revisions.judge(request.method, params)
+        if wrong is None and self.revisions.must_probe(request.method, params):
+            wrong = await self.probe_server()
         if wrong is not None:
             await self.refuse_revision(client_id, request.method, wrong)
+            return
+        if request.method == "server/discover" and self.revisions.server_era == "handshake":  # translated: answered here
+            self.revisions.discovered()
+            result = self.revisions.screen_result(request.method, self.revisions.local_discover())
+            await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
             return
         self.in_flight.add(client_id)
         if request.method == "tools/call":
@@ -337,7 +381,7 @@ class Relay:
         if timeout is not None:
             pending.timeout, pending.deadline = timeout, asyncio.get_running_loop().time() + timeout
             pending.timer = asyncio.create_task(self.expire(server_id, timeout))
-        params = request_params(pending.method, params if pending.client_id is not None else self.revisions.own_params(params))
+        params = request_params(pending.method, self.revisions.to_server(params) if pending.client_id is not None else self.revisions.own_params(params))
         await self.server.send(_wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params)))
         return server_id
 
@@ -379,7 +423,7 @@ class Relay:
                 self.audit_call(pending.decision, pending.started, "cancelled", 0)
             assert server_id is not None
             params = {**params, "requestId": server_id}  # type: ignore[dict-item]
-        params = screened_params(params, modern=self.revisions.era == "modern")
+        params = screened_params(params, modern=self.revisions.server_era == "modern")
         await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=str(method), params=params)))
 
     # --- tools/call ---

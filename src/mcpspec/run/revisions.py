@@ -76,6 +76,8 @@ class Revisions:
         self.era: Era | None = None
         self.version: str | None = None  # the revision of the session once settled
         self.probed: str | None = None  # the revision of a server/discover not yet answered
+        self.server_era: Era | None = None  # how the relay speaks to the server (another era than the client's: translated)
+        self.hello: dict[str, Any] | None = None  # the server's screened initialize answer, when a 2026-07-28 client is translated
 
     def unsupported(self, requested: str | None) -> Refusal:
         shown = repr(requested[:64]) if requested else "none"
@@ -99,7 +101,7 @@ class Revisions:
             spoken = [revision for revision in self.allowed if revision in HANDSHAKE]
             if not spoken:
                 return params, self.unsupported(requested)
-            self.era = "handshake"
+            self.era = self.server_era = "handshake"
             # The handshake negotiates: offered a revision the spec excludes, the server is offered the
             # newest it allows, and the client decides whether to speak it.
             if not isinstance(params, Mapping):  # no offer to negotiate: the server refuses it as it would
@@ -114,25 +116,62 @@ class Revisions:
             self.era, self.version = "modern", requested
         return screened_params(params, modern=True), None
 
+    def must_probe(self, method: str, params: Any) -> bool:
+        """Whether the server must be asked which era it speaks before this (judged) request goes on."""
+        return self.server_era is None and claimed(method, params)[0] == "modern"
+
+    @property
+    def modern_version(self) -> str:
+        return self.version or self.probed or MODERN[-1]
+
+    def handshake_revision(self) -> str | None:
+        """The revision the relay offers a server that does not speak 2026-07-28: the newest 2025 one allowed."""
+        spoken = [revision for revision in self.allowed if revision in HANDSHAKE]
+        return spoken[-1] if spoken else None
+
+    def translated(self, hello: dict[str, Any]) -> None:
+        """The server speaks only the handshake (its initialize answer, screened): 2026-07-28 requests are translated."""
+        self.server_era, self.hello = "handshake", hello
+
+    def local_discover(self) -> dict[str, Any]:
+        """The server/discover answer the relay gives a 2026-07-28 client of a handshake-only server."""
+        hello = self.hello or {}
+        result: dict[str, Any] = {"supportedVersions": [self.modern_version], "capabilities": hello.get("capabilities") or {}}
+        if isinstance(hello.get("instructions"), str):
+            result["instructions"] = hello["instructions"]
+        if isinstance(hello.get("serverInfo"), dict):
+            result["_meta"] = {SERVER_INFO_KEY: hello["serverInfo"]}
+        return result
+
+    def to_server(self, params: Any) -> Any:
+        """A client request's params as the server's era spells them: without the envelope when translated."""
+        return screened_params(params, modern=False) if self.era == "modern" and self.server_era == "handshake" else params
+
     def discovered(self) -> None:
         """The server answered server/discover: the session is 2026-07-28 from now on."""
         if self.era is None and self.probed is not None:
             self.era, self.version = "modern", self.probed
+        if self.server_era is None:
+            self.server_era = "modern"
 
     def settled(self, version: Any) -> Refusal | None:
         """The server's answer to initialize names ``version``: None when the spec allows it."""
         if isinstance(version, str) and version in self.allowed and version in HANDSHAKE:
-            self.version = version
+            if self.era != "modern":  # a translated 2026-07-28 client keeps its own revision
+                self.version = version
             return None
         return self.unsupported(version if isinstance(version, str) else None)
 
     def own_params(self, params: dict[str, Any] | None) -> dict[str, Any] | None:
         """Params of a request the relay sends of its own accord (tools/list): at 2026-07-28 it carries
         the envelope too, as the relay's own client (no capability)."""
-        if self.era != "modern" or self.version is None:
+        if self.server_era != "modern":
             return params
-        envelope = {VERSION_KEY: self.version, CLIENT_INFO_KEY: RELAY_INFO, CAPABILITIES_KEY: {}}
-        return {**(params or {}), "_meta": envelope}
+        return {**(params or {}), "_meta": self.envelope()}
+
+    def envelope(self) -> dict[str, Any]:
+        """The relay's own 2026-07-28 envelope: its name, no capability."""
+        return {VERSION_KEY: self.modern_version, CLIENT_INFO_KEY: RELAY_INFO, CAPABILITIES_KEY: {}}
 
     def stamped(self, result: dict[str, Any]) -> dict[str, Any]:
         """A result the relay makes itself: at 2026-07-28 every result says its resultType."""
