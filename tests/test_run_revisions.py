@@ -103,3 +103,28 @@ def test_mcp_method_and_name_headers_must_agree_with_the_body() -> None:
         refused = header_mismatch(headers, "tools/call", params)
         assert refused is not None and refused.code == HEADER_MISMATCH == -32020
     assert header_mismatch({"Mcp-Method": "tools/list"}, "tools/list", {}) is None
+
+
+def test_a_translated_client_keeps_its_revision_and_its_requests_lose_the_envelope() -> None:
+    revisions = Revisions(("2025-11-25", "2026-07-28"))
+    params, refused = revisions.judge("tools/call", {"name": "t", "_meta": {**ENVELOPE, "traceparent": "00-1-2-01"}})
+    assert refused is None and revisions.must_probe("tools/call", params)
+    assert revisions.handshake_revision() == "2025-11-25"
+    assert revisions.settled("2025-11-25") is None
+    revisions.translated({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}, "instructions": "hi"})
+    assert revisions.modern_version == "2026-07-28" and not revisions.must_probe("tools/list", {"_meta": ENVELOPE})
+    assert revisions.to_server(params) == {"name": "t", "_meta": {"traceparent": "00-1-2-01"}}
+    assert revisions.own_params(None) is None  # the relay's own tools/list speaks the server's era
+    discover = revisions.screen_result("server/discover", revisions.local_discover())
+    assert discover["supportedVersions"] == ["2026-07-28"] and discover["capabilities"] == {"tools": {}} and discover["instructions"] == "hi"
+    assert discover["_meta"] == {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+    assert discover["ttlMs"] == 0 and discover["resultType"] == "complete"
+
+
+def test_a_server_speaking_2026_gets_the_relays_own_requests_enveloped() -> None:
+    revisions = Revisions(None)
+    revisions.judge("server/discover", {"_meta": ENVELOPE})
+    revisions.discovered()
+    own = revisions.own_params({"cursor": "c"})
+    assert own is not None and own["cursor"] == "c" and own["_meta"][VERSION_KEY] == "2026-07-28"
+    assert own["_meta"]["io.modelcontextprotocol/clientCapabilities"] == {}
