@@ -260,8 +260,12 @@ class Relay:
         """A request of the relay's own; its result, or ValueError / TimeoutError."""
         pending = Pending(None, method, time.monotonic())
         pending.waiter = asyncio.get_running_loop().create_future()
-        await self.forward(pending, params)
-        return await asyncio.wait_for(pending.waiter, timeout)
+        server_id = await self.forward(pending, params)
+        try:
+            return await asyncio.wait_for(pending.waiter, timeout)
+        except TimeoutError:
+            self.settle(server_id)  # a late answer then matches nothing (its waiter is cancelled)
+            raise
 
     async def probe_server(self) -> Refusal | None:
         """Before the first 2026-07-28 request goes on: whether the server speaks 2026-07-28 (it answers
