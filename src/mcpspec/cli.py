@@ -638,8 +638,8 @@ def verify(
 @app.command("run")
 def run_command(
     file: Annotated[Path, typer.Argument(help="The spec file.", show_default=False)],
-    server: Annotated[str, typer.Argument(help="The server to start.", show_default=False)],
-    agent: Annotated[str | None, typer.Option("--agent", help="The agent whose workspace the run uses (default: the server's only agent).")] = None,
+    server: Annotated[str | None, typer.Argument(help="The server to start (none: every server of --agent, as one MCP server).", show_default=False)] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="The agent whose workspace the run uses (default: the server's only agent); alone, every server it uses.")] = None,
     run_id: Annotated[str | None, typer.Option("--run-id", help="The run's id (default: the time and process id).")] = None,
     approver: Annotated[str | None, typer.Option("--approver", help="Command that approves a call: reads one JSON object on stdin, exit 0 allows.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " Its approver is used when --approver is not given.")] = None,
@@ -653,15 +653,19 @@ def run_command(
 ) -> None:
     """Start SERVER in its bubblewrap sandbox (or reach it at its URL when it is external) and relay
     MCP over stdio, enforcing the spec's tool allowlist, lock pins, limits and approvals, with an
-    audit line per call (see docs/run.md).
+    audit line per call (see docs/run.md). With --agent and no SERVER: every server of the agent,
+    each in its own sandbox and relay, as one MCP server (a name two servers share is SERVER__NAME).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
     3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first.
     Needs the run extra: pip install 'mcpspec[run]'."""
     _needs_run_extra("run")
     from mcpspec.config import ConfigError, split_approver
-    from mcpspec.run.session import RunOptions, run_session
+    from mcpspec.run.session import RunOptions, run_agent_session, run_session
     from mcpspec.settings import Flags
+
+    if server is None and agent is None:
+        _usage("give a SERVER to start, or --agent NAME to serve every server of that agent")
 
     chosen = _settings(Flags(config), file)
     try:
@@ -669,7 +673,8 @@ def run_command(
     except ConfigError as exc:
         _usage(str(exc))
     try:
-        status = run_session(file, server, RunOptions(agent, run_id, command, otel, audit_key_env, audit_key_file, listen, token_file), chosen)
+        options = RunOptions(agent, run_id, command, otel, audit_key_env, audit_key_file, listen, token_file)
+        status = run_session(file, server, options, chosen) if server is not None else run_agent_session(file, options, chosen)
     except _usage_errors() as exc:
         _usage(str(exc))
     raise typer.Exit(status)

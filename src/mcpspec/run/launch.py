@@ -111,3 +111,29 @@ def prepared_launcher(spec: str | os.PathLike[str], server: str, settings: Setti
             check_server(prepared.plan, server)  # raises: it runs elsewhere
             raise AssertionError(server)
         yield prepared
+
+
+@contextmanager
+def prepared_agent(spec: str | os.PathLike[str], agent: str, settings: Settings | None = None) -> Iterator[list[PreparedLauncher | RemotePlan]]:
+    """Build ``spec`` for bwrap once and yield the launcher (or RemotePlan) of each of ``agent``'s
+    servers, in the spec's order; LaunchError unless every one of them can start."""
+    outcome = build_file(spec, "bwrap", settings)
+    if outcome.build is None or outcome.plan is None:
+        raise LaunchError(build_summary.render(outcome).rstrip("\n"))
+    plan = outcome.plan
+    if agent not in plan.agents:
+        known = ", ".join(sorted(plan.agents)) or "none"
+        raise NotAServer(f"{plan.source.file}: no agent named {agent!r} (the spec has: {known})")
+    servers = plan.agents[agent]
+    if not servers:
+        raise NotAServer(f"{plan.source.file}: agent {agent!r} uses no server")
+    local = [server for server in servers if plan.servers[server].runs_here]
+    if outcome.stopped:
+        raise LaunchError(build_summary.render(outcome).rstrip("\n"))
+    for server in local:
+        built(outcome, server)
+    if not local:
+        yield [RemotePlan(plan, server) for server in servers]
+        return
+    with written(plan, local[0], outcome.build) as first:
+        yield [PreparedLauncher(plan, server, first.directory, first.build) if server in local else RemotePlan(plan, server) for server in servers]

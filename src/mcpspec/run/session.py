@@ -14,6 +14,7 @@ import functools
 import hashlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -28,7 +29,8 @@ from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, app
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
 from mcpspec.run.chain import Chain, ChainKeyError
 from mcpspec.run.chainkey import chain_key
-from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, RemotePlan, prepared_server
+from mcpspec.run.endpoint import Endpoint, Member
+from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, RemotePlan, prepared_agent, prepared_server
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.listen import ListenError, LocalEndpoint, loopback
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
@@ -210,18 +212,31 @@ class _LauncherSide:
         return status
 
 
-async def _serve(
-    launcher: PreparedLauncher | RemotePlan,
-    lock: Lock | None,
-    options: RunOptions,
-    approver: Sequence[str] | None,
-    approver_timeout: float,
-    chain: Chain,
-    listen: tuple[str, int] | None = None,
-) -> int:
+@dataclass
+class _Server:
+    """One server of a session: its audit, policy and launcher (or remote) side; its relay once started."""
+
+    launcher: PreparedLauncher | RemotePlan
+    sandbox: EffectiveSandbox
+    agent: str
+    masker: Masker
+    secrets: list[tuple[str, str]]
+    log: AuditLog | None
+    audit: Audit
+    context: Audit
+    spans: SpanExporter | None
+    approvals: Approvals
+    env: dict[str, str]
+    policy: ToolPolicy
+    gate: Gate
+    side: _LauncherSide | RemoteSide | None = None
+    relay: Relay | None = None
+
+
+def _prepared(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float, chain: Chain, run_id: str) -> _Server:
+    """A server's audit, approvals and policy, set up before anything starts (AuditError when its sink cannot be opened)."""
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
-    run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
     secrets = secret_values(sandbox)  # read once, as the launcher reads them; they stay in this process
     masker = Masker([value for _, value in secrets], shapes=sandbox.logging.redact)
     log = AuditLog(sandbox.logging.sink, masker, chain=chain) if sandbox.logging.audit else None
@@ -234,6 +249,57 @@ async def _serve(
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
     if options.audit_key_env is not None:
         env.pop(options.audit_key_env, None)  # the key stays in this process
+    policy = ToolPolicy(sandbox, lock)
+    gate = _gate(plan, sandbox, approvals, agent, run_id)
+    return _Server(launcher, sandbox, agent, masker, list(secrets), log, audit, context, spans, approvals, env, policy, gate)
+
+
+async def _started(server: _Server, lock: Lock | None, approver: Sequence[str] | None, client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> Relay:
+    """Start the server's launcher (or connect its remote side) and give it a relay to ``client_in``/``client_out``."""
+    launcher, sandbox, masker = server.launcher, server.sandbox, server.masker
+    side: _LauncherSide | RemoteSide
+    if isinstance(launcher, RemotePlan):
+        side = await remote_side(sandbox, server.secrets, server.audit, functools.partial(clean, masker=masker))
+    else:
+        process = await asyncio.create_subprocess_exec(
+            str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=server.env, limit=2**16
+        )  # fmt: skip
+        side = _LauncherSide(process, masker, sandbox.name)
+    server.side = side
+    server.audit.write(
+        "session_start",
+        **side.described,
+        spec=str(Path(launcher.plan.file).name),
+        lock="present" if lock is not None else "absent",
+        unlisted_tools=sandbox.unlisted_tools,
+        approver=list(approver) if approver else "the terminal, else deny",
+    )
+    relay = Relay(server.policy, CallLimiter(sandbox), server.audit, server.gate, client_in, client_out, side.server_in, side.server_out, functools.partial(clean, masker=masker))
+    server.relay = relay
+    return relay
+
+
+async def _finished(server: _Server, code: int, started: float) -> int | None:
+    """Stop the server's side and close its audit; the launcher's status."""
+    relay, side = server.relay, server.side
+    status = await side.stop(relay is not None and relay.client_ended) if side is not None else None
+    if server.spans is not None:
+        server.spans.close()
+        server.context.write("otel_export", **server.spans.summary())
+    server.audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(server.policy.refused_pins))
+    log = server.log
+    if log is not None:
+        log.close()
+        if log.chain is not None and log.chain.seq:  # kept elsewhere, it shows a cut tail (docs/run.md)
+            _say(f"{server.sandbox.name}: audit chain {log.chain.chain} ended at seq {log.chain.seq - 1} with hash {log.chain.last}")
+    return status
+
+
+def _run_id(options: RunOptions) -> str:
+    return options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
+
+
+async def _open_client(options: RunOptions, listen: tuple[str, int] | None) -> tuple[LocalEndpoint | None, asyncio.StreamReader, asyncio.StreamWriter]:
     endpoint = LocalEndpoint(*listen) if listen is not None else None
     try:
         client_in, client_out = await (endpoint.open() if endpoint is not None else _client_streams())
@@ -242,26 +308,25 @@ async def _serve(
         raise LaunchError(f"{what}: {exc}") from None
     if endpoint is not None:
         _announce(endpoint, options.token_file)
+    return endpoint, client_in, client_out
+
+
+async def _serve(
+    launcher: PreparedLauncher | RemotePlan,
+    lock: Lock | None,
+    options: RunOptions,
+    approver: Sequence[str] | None,
+    approver_timeout: float,
+    chain: Chain,
+    listen: tuple[str, int] | None = None,
+) -> int:
+    server = _prepared(launcher, lock, options, approver, approver_timeout, chain, _run_id(options))
+    sandbox, policy = server.sandbox, server.policy
+    endpoint, client_in, client_out = await _open_client(options, listen)
     started = time.monotonic()
-    side: _LauncherSide | RemoteSide
-    if isinstance(launcher, RemotePlan):
-        side = await remote_side(sandbox, secrets, audit, functools.partial(clean, masker=masker))
-    else:
-        process = await asyncio.create_subprocess_exec(
-            str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
-        )  # fmt: skip
-        side = _LauncherSide(process, masker, sandbox.name)
-    audit.write(
-        "session_start",
-        **side.described,
-        spec=str(Path(plan.file).name),
-        lock="present" if lock is not None else "absent",
-        unlisted_tools=sandbox.unlisted_tools,
-        approver=list(approver) if approver else "the terminal, else deny",
-    )
-    policy = ToolPolicy(sandbox, lock)
-    gate = _gate(plan, sandbox, approvals, agent, run_id)
-    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, side.server_in, side.server_out, functools.partial(clean, masker=masker))
+    relay = await _started(server, lock, approver, client_in, client_out)
+    side = server.side
+    assert side is not None
     stopped_by: list[int] = []
 
     def stop(signum: int) -> None:
@@ -271,20 +336,13 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, stop, signum)
+    status: int | None = None
     try:
         await relay.run()
     finally:
-        status = await side.stop(relay.client_ended)
         code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
         code = 128 + stopped_by[0] if stopped_by else code
-        if spans is not None:
-            spans.close()
-            context.write("otel_export", **spans.summary())
-        audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins))
-        if log is not None:
-            log.close()
-            if log.chain is not None and log.chain.seq:  # kept elsewhere, it shows a cut tail (docs/run.md)
-                _say(f"{sandbox.name}: audit chain {log.chain.chain} ended at seq {log.chain.seq - 1} with hash {log.chain.last}")
+        status = await _finished(server, code, started)
         if endpoint is not None:
             endpoint.close()
         with contextlib.suppress(Exception):
@@ -292,7 +350,7 @@ async def _serve(
     if stopped_by:
         _say(f"{sandbox.name}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandbox was stopped with it")
     elif policy.refused_pins:
-        names = clean(", ".join(sorted(policy.refused_pins)), masker)  # the server named them
+        names = clean(", ".join(sorted(policy.refused_pins)), server.masker)  # the server named them
         _say(f"{sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
@@ -326,3 +384,104 @@ async def _stop(process: asyncio.subprocess.Process, client_ended: bool) -> int 
         except TimeoutError:
             continue
     return process.returncode
+
+
+def run_agent_session(spec: str | os.PathLike[str], options: RunOptions, settings: Settings) -> int:
+    """`mcpspec run FILE --agent NAME`: every server of the agent, each in its own sandbox behind its own
+    relay, served to the client as one MCP server (run/endpoint.py). The endpoint starts only when every
+    one of them can: one that cannot be built or whose audit cannot be opened stops it (exit status 1)."""
+    assert options.agent is not None
+    if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
+        _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
+        return EXIT_USAGE
+    try:
+        if options.otel is not None:
+            traces_endpoint(options.otel)
+        key = chain_key(options.audit_key_env, options.audit_key_file)
+        if options.token_file is not None and options.listen is None:
+            raise ListenError("--token-file is the token of --listen: give --listen too")
+        listen = loopback(options.listen) if options.listen is not None else None
+    except (OtelURLError, ChainKeyError, ListenError) as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    try:
+        spec_sha256 = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+    except OSError:
+        spec_sha256 = ""
+    try:
+        lock = _lock(spec)
+        with prepared_agent(spec, options.agent, settings) as launchers:
+            unpinned = [item.server for item in launchers if item.plan.servers[item.server].tools and (lock is None or lock.servers.get(item.server) is None)]
+            if lock is None and unpinned:
+                _say(f"{', '.join(unpinned)}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
+            approver = options.approver if options.approver is not None else settings.config.approver
+            timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
+            run_id = _run_id(options)
+            servers = [_prepared(item, lock, options, approver, timeout, Chain(spec_sha256, key), run_id) for item in launchers]
+            return asyncio.run(_serve_agent(options.agent, servers, lock, options, approver, listen))
+    except NotAServer as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    except (LaunchError, LockError, AuditError) as exc:
+        _say(str(exc))
+        return EXIT_NOT_STARTED
+
+
+async def _serve_agent(agent: str, servers: list[_Server], lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, listen: tuple[str, int] | None) -> int:
+    endpoint_side, client_in, client_out = await _open_client(options, listen)
+    started = time.monotonic()
+    members: list[Member] = []
+    runs: list[asyncio.Task[None]] = []
+    stopped_by: list[int] = []
+
+    def stop(signum: int) -> None:
+        stopped_by.append(signum)
+        for server in servers:
+            if server.side is not None:
+                server.side.interrupt()
+
+    loop = asyncio.get_running_loop()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop, signum)
+    try:
+        for server in servers:
+            ours, theirs = socket.socketpair()
+            relay_in, relay_out = await asyncio.open_connection(sock=theirs, limit=2**16)
+            member_in, member_out = await asyncio.open_connection(sock=ours, limit=2**16)
+            relay = await _started(server, lock, approver, relay_in, relay_out)
+            runs.append(asyncio.create_task(_relayed(relay, relay_out)))
+            members.append(Member(server.sandbox.name, member_in, member_out))
+        await Endpoint(agent, members, client_in, client_out, lambda text: _say(f"agent {agent}: {text}")).run()
+    finally:
+        if runs:
+            await asyncio.wait(runs)
+        codes: list[int] = []
+        for server in servers:
+            ran = server.relay
+            code = EXIT_PINS if server.policy.refused_pins else (EXIT_SERVER_ENDED if ran is not None and not ran.client_ended else EXIT_ENDED)
+            codes.append(128 + stopped_by[0] if stopped_by else code)
+            status = await _finished(server, codes[-1], started)
+            if ran is not None and not ran.client_ended and not stopped_by:
+                _say(f"{server.sandbox.name}: the server ended before the client did (launcher status {status})")
+        if endpoint_side is not None:
+            endpoint_side.close()
+        with contextlib.suppress(Exception):
+            client_out.close()
+    if stopped_by:
+        _say(f"agent {agent}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandboxes were stopped with it")
+        return 128 + stopped_by[0]
+    for server in servers:
+        if server.policy.refused_pins:
+            names = clean(", ".join(sorted(server.policy.refused_pins)), server.masker)
+            _say(f"{server.sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+    return EXIT_PINS if EXIT_PINS in codes else (EXIT_SERVER_ENDED if EXIT_SERVER_ENDED in codes else EXIT_ENDED)
+
+
+async def _relayed(relay: Relay, client_out: asyncio.StreamWriter) -> None:
+    """One server's relay until its client (the endpoint) or its server ends; then the endpoint sees its socket close."""
+    try:
+        await relay.run()
+    except Exception as exc:  # noqa: BLE001 - one server's failure ends that server, not the endpoint
+        _say(f"{relay.sandbox.name}: the relay stopped: {exc}")
+    finally:
+        client_out.close()
