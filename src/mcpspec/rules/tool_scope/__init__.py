@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mcpspec.rules.base import Rule
 from mcpspec.rules.tool_scope import (
+    agent_tool_collision,
     deprecated_sse_transport,
     http_bound_to_all_interfaces,
     http_without_auth,
@@ -27,4 +28,5 @@ RULES: tuple[Rule, ...] = (
     tools_not_pinned.RULE,
     tools_list_partial.RULE,
     protocol_revision_unspoken.RULE,
+    agent_tool_collision.RULE,
 )
