@@ -97,23 +97,10 @@ class _Context:
 
 def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, settings: Settings) -> int:
     """Run one session; messages for the user go to stderr (stdout is the protocol)."""
-    if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
-        _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
+    checked = _checked(spec, options)
+    if checked is None:
         return EXIT_USAGE
-    try:
-        if options.otel is not None:
-            traces_endpoint(options.otel)
-        key = chain_key(options.audit_key_env, options.audit_key_file)
-        if options.token_file is not None and options.listen is None:
-            raise ListenError("--token-file is the token of --listen: give --listen too")
-        listen = loopback(options.listen) if options.listen is not None else None
-    except (OtelURLError, ChainKeyError, ListenError) as exc:
-        _say(str(exc))
-        return EXIT_USAGE
-    try:
-        spec_sha256 = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
-    except OSError:
-        spec_sha256 = ""  # the build below names the problem with the file
+    key, listen, spec_sha256 = checked
     try:
         lock = _lock(spec)
         with prepared_server(spec, server, settings) as launcher:
@@ -133,6 +120,28 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
     except (LaunchError, LockError, AuditError) as exc:
         _say(str(exc))
         return EXIT_NOT_STARTED
+
+
+def _checked(spec: str | os.PathLike[str], options: RunOptions) -> tuple[bytes | None, tuple[str, int] | None, str] | None:
+    """The options' audit key and listen address, and the spec's digest; None (said) when an option is wrong."""
+    if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
+        _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
+        return None
+    try:
+        if options.otel is not None:
+            traces_endpoint(options.otel)
+        key = chain_key(options.audit_key_env, options.audit_key_file)
+        if options.token_file is not None and options.listen is None:
+            raise ListenError("--token-file is the token of --listen: give --listen too")
+        listen = loopback(options.listen) if options.listen is not None else None
+    except (OtelURLError, ChainKeyError, ListenError) as exc:
+        _say(str(exc))
+        return None
+    try:
+        spec_sha256 = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+    except OSError:
+        spec_sha256 = ""  # the build names the problem with the file
+    return key, listen, spec_sha256
 
 
 def _say(text: str) -> None:
@@ -391,23 +400,10 @@ def run_agent_session(spec: str | os.PathLike[str], options: RunOptions, setting
     relay, served to the client as one MCP server (run/endpoint.py). The endpoint starts only when every
     one of them can: one that cannot be built or whose audit cannot be opened stops it (exit status 1)."""
     assert options.agent is not None
-    if options.run_id is not None and not RUN_ID.fullmatch(options.run_id):
-        _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
+    checked = _checked(spec, options)
+    if checked is None:
         return EXIT_USAGE
-    try:
-        if options.otel is not None:
-            traces_endpoint(options.otel)
-        key = chain_key(options.audit_key_env, options.audit_key_file)
-        if options.token_file is not None and options.listen is None:
-            raise ListenError("--token-file is the token of --listen: give --listen too")
-        listen = loopback(options.listen) if options.listen is not None else None
-    except (OtelURLError, ChainKeyError, ListenError) as exc:
-        _say(str(exc))
-        return EXIT_USAGE
-    try:
-        spec_sha256 = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
-    except OSError:
-        spec_sha256 = ""
+    key, listen, spec_sha256 = checked
     try:
         lock = _lock(spec)
         with prepared_agent(spec, options.agent, settings) as launchers:
