@@ -67,3 +67,27 @@ def test_run_needs_a_server_or_an_agent_and_names_an_unknown_agent(tmp_path: Pat
     assert neither.returncode == 2 and "--agent NAME" in neither.stderr
     unknown = run(str(spec), "--agent", "ops")
     assert unknown.returncode == 2 and "no agent named 'ops' (the spec has: dev)" in unknown.stderr
+
+
+def test_a_server_that_cannot_start_stops_the_whole_endpoint_before_any_starts(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(
+        f"""version: 1
+project: p
+agents:
+  dev: {{servers: [a, b]}}
+servers:
+  a:
+    command: [/bin/touch, {started}]
+    tools: {{t: {{effects: []}}}}
+  b:
+    command: [/bin/true]
+    logging: {{sink: {tmp_path}}}
+    tools: {{t: {{effects: []}}}}
+""",
+        encoding="utf-8",
+    )
+    failed = run(str(spec), "--agent", "dev")
+    assert failed.returncode == 1, failed.stderr
+    assert str(tmp_path) in failed.stderr and not started.exists()

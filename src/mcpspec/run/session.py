@@ -1,4 +1,5 @@
-"""`mcpspec run FILE SERVER`: start one server through its bwrap launcher and relay MCP to it.
+"""`mcpspec run FILE SERVER`: start one server through its bwrap launcher and relay MCP to it; `mcpspec run
+FILE --agent A`: every server of agent A so, behind one endpoint (run/endpoint.py).
 
 Exit status: 0 the client ended the session; 1 the server could not be started (the spec does not
 build, the lock or the audit sink cannot be read); 2 usage (an unknown server, agent or run id); 3 the session refused a tool that is new
@@ -18,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,12 +98,8 @@ class _Context:
 
 def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, settings: Settings) -> int:
     """Run one session; messages for the user go to stderr (stdout is the protocol)."""
-    checked = _checked(spec, options)
-    if checked is None:
-        return EXIT_USAGE
-    key, listen, spec_sha256 = checked
-    try:
-        lock = _lock(spec)
+
+    def serve(key: bytes | None, listen: tuple[str, int] | None, spec_sha256: str, lock: Lock | None) -> int:
         with prepared_server(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
             wrong = _agent_problem(sandbox, options.agent)
@@ -114,6 +111,17 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
             return asyncio.run(_serve(launcher, lock, options, approver, timeout, Chain(spec_sha256, key), listen))
+
+    return _guarded(spec, options, serve)
+
+
+def _guarded(spec: str | os.PathLike[str], options: RunOptions, serve: Callable[[bytes | None, tuple[str, int] | None, str, Lock | None], int]) -> int:
+    """``serve`` with the options checked and the lock read; its failures as exit statuses, said on stderr."""
+    checked = _checked(spec, options)
+    if checked is None:
+        return EXIT_USAGE
+    try:
+        return serve(*checked, _lock(spec))
     except NotAServer as exc:
         _say(str(exc))
         return EXIT_USAGE
@@ -304,6 +312,27 @@ async def _finished(server: _Server, code: int, started: float) -> int | None:
     return status
 
 
+def _code(server: _Server, stopped_by: Sequence[int]) -> int:
+    """The exit status one server's session ends with."""
+    if stopped_by:
+        return 128 + stopped_by[0]
+    if server.policy.refused_pins:
+        return EXIT_PINS
+    return EXIT_SERVER_ENDED if server.relay is not None and not server.relay.client_ended else EXIT_ENDED
+
+
+def _say_refused(server: _Server) -> None:
+    names = clean(", ".join(sorted(server.policy.refused_pins)), server.masker)  # the server named them
+    _say(f"{server.sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+
+
+def _closed(endpoint: LocalEndpoint | None, client_out: asyncio.StreamWriter) -> None:
+    if endpoint is not None:
+        endpoint.close()
+    with contextlib.suppress(Exception):
+        client_out.close()
+
+
 def _run_id(options: RunOptions) -> str:
     return options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
 
@@ -349,18 +378,13 @@ async def _serve(
     try:
         await relay.run()
     finally:
-        code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
-        code = 128 + stopped_by[0] if stopped_by else code
+        code = _code(server, stopped_by)
         status = await _finished(server, code, started)
-        if endpoint is not None:
-            endpoint.close()
-        with contextlib.suppress(Exception):
-            client_out.close()
+        _closed(endpoint, client_out)
     if stopped_by:
         _say(f"{sandbox.name}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandbox was stopped with it")
     elif policy.refused_pins:
-        names = clean(", ".join(sorted(policy.refused_pins)), server.masker)  # the server named them
-        _say(f"{sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+        _say_refused(server)
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code
@@ -399,28 +423,21 @@ def run_agent_session(spec: str | os.PathLike[str], options: RunOptions, setting
     """`mcpspec run FILE --agent NAME`: every server of the agent, each in its own sandbox behind its own
     relay, served to the client as one MCP server (run/endpoint.py). The endpoint starts only when every
     one of them can: one that cannot be built or whose audit cannot be opened stops it (exit status 1)."""
-    assert options.agent is not None
-    checked = _checked(spec, options)
-    if checked is None:
-        return EXIT_USAGE
-    key, listen, spec_sha256 = checked
-    try:
-        lock = _lock(spec)
-        with prepared_agent(spec, options.agent, settings) as launchers:
-            unpinned = [item.server for item in launchers if item.plan.servers[item.server].tools and (lock is None or lock.servers.get(item.server) is None)]
+    agent = options.agent
+    assert agent is not None
+
+    def serve(key: bytes | None, listen: tuple[str, int] | None, spec_sha256: str, lock: Lock | None) -> int:
+        with prepared_agent(spec, agent, settings) as launchers:
+            unpinned = [item.server for item in launchers if item.plan.servers[item.server].tools]
             if lock is None and unpinned:
                 _say(f"{', '.join(unpinned)}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
             run_id = _run_id(options)
             servers = [_prepared(item, lock, options, approver, timeout, Chain(spec_sha256, key), run_id) for item in launchers]
-            return asyncio.run(_serve_agent(options.agent, servers, lock, options, approver, listen))
-    except NotAServer as exc:
-        _say(str(exc))
-        return EXIT_USAGE
-    except (LaunchError, LockError, AuditError) as exc:
-        _say(str(exc))
-        return EXIT_NOT_STARTED
+            return asyncio.run(_serve_agent(agent, servers, lock, options, approver, listen))
+
+    return _guarded(spec, options, serve)
 
 
 async def _serve_agent(agent: str, servers: list[_Server], lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, listen: tuple[str, int] | None) -> int:
@@ -449,27 +466,23 @@ async def _serve_agent(agent: str, servers: list[_Server], lock: Lock | None, op
             members.append(Member(server.sandbox.name, member_in, member_out))
         await Endpoint(agent, members, client_in, client_out, lambda text: _say(f"agent {agent}: {text}")).run()
     finally:
+        for member in members:  # a server that could not start stops the others: their relays see the end of input
+            member.writer.close()
         if runs:
             await asyncio.wait(runs)
         codes: list[int] = []
         for server in servers:
-            ran = server.relay
-            code = EXIT_PINS if server.policy.refused_pins else (EXIT_SERVER_ENDED if ran is not None and not ran.client_ended else EXIT_ENDED)
-            codes.append(128 + stopped_by[0] if stopped_by else code)
+            codes.append(_code(server, stopped_by))
             status = await _finished(server, codes[-1], started)
-            if ran is not None and not ran.client_ended and not stopped_by:
+            if codes[-1] == EXIT_SERVER_ENDED:
                 _say(f"{server.sandbox.name}: the server ended before the client did (launcher status {status})")
-        if endpoint_side is not None:
-            endpoint_side.close()
-        with contextlib.suppress(Exception):
-            client_out.close()
+        _closed(endpoint_side, client_out)
     if stopped_by:
         _say(f"agent {agent}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandboxes were stopped with it")
         return 128 + stopped_by[0]
     for server in servers:
         if server.policy.refused_pins:
-            names = clean(", ".join(sorted(server.policy.refused_pins)), server.masker)
-            _say(f"{server.sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+            _say_refused(server)
     return EXIT_PINS if EXIT_PINS in codes else (EXIT_SERVER_ENDED if EXIT_SERVER_ENDED in codes else EXIT_ENDED)
 
 
