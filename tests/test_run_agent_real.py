@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +175,66 @@ def test_one_endpoint_serves_two_sandboxed_servers_each_under_its_own_policy(req
         assert {line["server"] for line in lines} == {name}
         assert sorted((c["tool"], c["decision"]) for c in calls) == sorted(expected), name
     assert "refused tool 'describe_me'" in stderr
+
+
+def raw_agent_session(spec: Path, run_id: str, batches: list[list[dict[str, Any]]], expected: set[Any], pause: float = 1.0) -> dict[Any, Any]:
+    """Raw lines to `mcpspec run --agent tester`: each batch sent ``pause`` seconds after the one before;
+    the replies by id (a null id's under None, in a list) once every ``expected`` id is answered."""
+    process = subprocess.Popen([*RUN, str(spec), "--agent", "tester", "--run-id", run_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin is not None and process.stdout is not None
+    hello = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    first = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    replies: dict[Any, Any] = {None: []}
+    buffer = b""
+    deadline = time.monotonic() + 60
+    for batch in [first, *batches]:
+        process.stdin.write(b"".join(json.dumps(message).encode() + b"\n" for message in batch))
+        process.stdin.flush()
+        until = time.monotonic() + pause
+        while time.monotonic() < until or (batch is batches[-1] and not expected <= replies.keys() and time.monotonic() < deadline):
+            ready, _, _ = select.select([process.stdout], [], [], 0.1)
+            chunk = os.read(process.stdout.fileno(), 1 << 20) if ready else b""
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                reply = json.loads(line)
+                if reply.get("id") is None:
+                    replies[None].append(reply)
+                else:
+                    replies.setdefault(reply["id"], reply)
+    process.stdin.close()
+    process.wait(30)
+    return replies
+
+
+def test_raw_ids_cancellations_and_responses_through_the_endpoint(request: pytest.FixtureRequest) -> None:
+    sandbox: Sandbox = request.getfixturevalue("box")
+    spec = sandbox.base / "agent" / "mcp-sandbox.yaml"
+    if not spec.exists():  # the session test above writes and locks it
+        spec = write_spec(sandbox)
+        subprocess.run([*RUN[:-1], "lock", str(spec)], check=True, capture_output=True, timeout=120)
+    call = lambda i, name, **args: {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": args}}  # noqa: E731
+    replies = raw_agent_session(
+        spec,
+        "r2",
+        [
+            [call(1, "pause", seconds=4)],  # to beta, in flight for 4 s
+            [
+                call("1", "alpha__echo", text="string one"),  # the same id as a string: another request
+                call(1, "alpha__echo", text="dup"),  # id 1 is in flight: refused, answered under a null id
+                {"jsonrpc": "2.0", "id": 2, "result": {}},  # a response to nothing: dropped
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+                call(3, "identity"),
+            ],
+        ],
+        expected={"init", "1", 3},
+    )
+    assert json.loads(replies["1"]["result"]["content"][0]["text"]) == {"ok": True, "text": "string one"}
+    assert "error" not in replies[3] and not replies[3]["result"].get("isError")
+    assert 1 not in replies and 2 not in replies  # the cancelled call is not answered; the stray response got nothing
+    assert [r["error"]["code"] for r in replies[None]] == [-32600] and "already in use" in replies[None][0]["error"]["message"]
+    ws = sandbox.base / "ws" / "tester" / "r2"
+    assert (ws / "out_alpha" / "calls.log").read_text().splitlines() == ["echo", "identity"]  # never "dup"
+    assert (ws / "out_beta" / "calls.log").read_text().splitlines() == ["pause"]
+    beta = [json.loads(line) for line in (sandbox.base / "audit-beta.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [(line["tool"], line["status"]) for line in beta if line["event"] == "call" and line["run_id"] == "r2"] == [("pause", "cancelled")]
