@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from mcpspec.run.endpoint import merged_hello
+from mcpspec.run.endpoint import Endpoint, Member, merged_hello
 from mcpspec.run.names import collisions, exposed
 from mcpspec.run.revisions import SERVER_INFO_KEY
 
@@ -91,3 +95,83 @@ servers:
     failed = run(str(spec), "--agent", "dev")
     assert failed.returncode == 1, failed.stderr
     assert str(tmp_path) in failed.stderr and not started.exists()
+
+
+class Scripted:
+    """A stand-in relay: answers the endpoint's requests from ``answers`` (method -> result, or a list
+    of pages), and records what it was sent."""
+
+    def __init__(self, name: str, answers: dict[str, Any]) -> None:
+        self.name = name
+        self.answers = answers
+        self.received: list[dict[str, Any]] = []
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while line := await reader.readline():
+            message = json.loads(line)
+            self.received.append(message)
+            if "id" not in message:
+                continue
+            answer = self.answers.get(message["method"])
+            if isinstance(answer, list):  # pages: the cursor is the page's index
+                index = int((message.get("params") or {}).get("cursor", 0))
+                answer = {**answer[index], **({"nextCursor": str(index + 1)} if index + 1 < len(answer) else {})}
+            reply = {"result": answer} if answer is not None else {"error": {"code": -32601, "message": "no"}}
+            writer.write(json.dumps({"jsonrpc": "2.0", "id": message["id"], **reply}).encode() + b"\n")
+            await writer.drain()
+            if message["method"] == "prompts/get" and self.name == "b":
+                writer.close()  # b ends right after its first prompts/get
+                return
+
+
+async def endpoint_session(relays: list[Scripted], requests: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    members, serving = [], []
+    for relay in relays:
+        ours, theirs = socket.socketpair()
+        member_in, member_out = await asyncio.open_connection(sock=ours)
+        relay_in, relay_out = await asyncio.open_connection(sock=theirs)
+        serving.append(asyncio.create_task(relay.serve(relay_in, relay_out)))
+        members.append(Member(relay.name, member_in, member_out))
+    client, ours = socket.socketpair()
+    endpoint_in, endpoint_out = await asyncio.open_connection(sock=ours)
+    client_in, client_out = await asyncio.open_connection(sock=client)
+    running = asyncio.create_task(Endpoint("dev", members, endpoint_in, endpoint_out, lambda _: None).run())
+    seen: list[dict[str, Any]] = []
+    for message in requests:
+        client_out.write(json.dumps(message).encode() + b"\n")
+        await client_out.drain()
+        while True:  # every request here is answered before the next is sent
+            got = json.loads(await asyncio.wait_for(client_in.readline(), 5))
+            seen.append(got)
+            if got.get("id") == message.get("id"):
+                break
+    client_out.write_eof()
+    await asyncio.wait_for(running, 5)
+    for task in serving:
+        task.cancel()
+    return seen
+
+
+def test_prompts_and_resources_are_merged_routed_by_owner_and_leave_with_their_server() -> None:
+    a = Scripted("a", {
+        "prompts/list": [{"prompts": [{"name": "summary"}]}, {"prompts": [{"name": "plan"}]}],
+        "resources/list": {"resources": [{"uri": "file:///a.txt", "name": "a"}, {"uri": "file:///shared", "name": "a"}]},
+        "prompts/get": {"messages": []}, "resources/read": {"contents": [{"uri": "file:///shared", "text": "from a"}]},
+    })  # fmt: skip
+    b = Scripted("b", {"prompts/list": {"prompts": [{"name": "summary"}]}, "resources/list": {"resources": [{"uri": "file:///shared", "name": "b"}]}, "prompts/get": {"messages": []}})
+    request = lambda i, method, **params: {"jsonrpc": "2.0", "id": i, "method": method, "params": params}  # noqa: E731
+    seen = asyncio.run(endpoint_session([a, b], [
+        request(1, "prompts/list"), request(2, "prompts/list", cursor="1"), request(3, "resources/list"),
+        request(4, "resources/read", uri="file:///shared"), request(5, "prompts/get", name="b__summary"),
+        request(6, "prompts/get", name="plan"), request(7, "prompts/get", name="b__summary"),
+    ]))  # fmt: skip
+    by_id = {message.get("id"): message for message in seen}
+    assert sorted(p["name"] for p in by_id[1]["result"]["prompts"]) == ["a__summary", "b__summary", "plan"]  # both of a's pages
+    assert "nextCursor" not in by_id[1]["result"] and by_id[2]["error"]["code"] == -32602  # one page: a cursor is refused
+    assert [r["name"] for r in by_id[3]["result"]["resources"]] == ["a", "a"]  # the shared URI is a's, the first to list it
+    assert by_id[4]["result"]["contents"][0]["text"] == "from a"
+    assert "result" in by_id[5] and [m["params"]["name"] for m in b.received if m.get("method") == "prompts/get"] == ["summary"]
+    assert [m["params"]["name"] for m in a.received if m.get("method") == "prompts/get"] == ["plan"]  # the prefix never reaches a server
+    assert {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"} in seen  # b ended: its prompts left
+    assert "b" in by_id[7]["error"]["message"] and "ended" in by_id[7]["error"]["message"]
+    assert not [m for m in a.received if m.get("method") == "resources/read" and m["params"]["uri"] != "file:///shared"]
