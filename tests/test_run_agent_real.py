@@ -238,3 +238,35 @@ def test_raw_ids_cancellations_and_responses_through_the_endpoint(request: pytes
     assert (ws / "out_beta" / "calls.log").read_text().splitlines() == ["pause"]
     beta = [json.loads(line) for line in (sandbox.base / "audit-beta.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [(line["tool"], line["status"]) for line in beta if line["event"] == "call" and line["run_id"] == "r2"] == [("pause", "cancelled")]
+
+
+def test_a_2026_07_28_client_gets_the_same_endpoint(request: pytest.FixtureRequest) -> None:
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    sandbox: Sandbox = request.getfixturevalue("box")
+    spec = sandbox.base / "agent" / "mcp-sandbox.yaml"
+    if not spec.exists():
+        spec = write_spec(sandbox)
+        subprocess.run([*RUN[:-1], "lock", str(spec)], check=True, capture_output=True, timeout=120)
+
+    async def run() -> dict[str, Any]:
+        params = StdioServerParameters(command=RUN[0], args=[*RUN[1:], str(spec), "--agent", "tester", "--run-id", "r3", "--approver", "/bin/false"], env=dict(os.environ))
+        async with Client(params, mode="2026-07-28", raise_exceptions=True) as client:
+            listed = await client.list_tools()
+            return {
+                "version": client.protocol_version,
+                "names": sorted(tool.name for tool in listed.tools),
+                "cache": (listed.ttl_ms, listed.cache_scope),
+                "alpha": await client.call_tool("alpha__echo", {"text": "modern"}),
+                "beta": await client.call_tool("beta__echo", {"text": "yes"}),  # beta's approver says no
+            }
+
+    got = asyncio.run(asyncio.wait_for(run(), 120))
+    assert got["version"] == "2026-07-28"
+    assert got["names"] == ["alpha__echo", "beta__echo", "describe_me", "identity", "pause"]  # describe_me unchanged in this run
+    assert got["cache"] == (0, "private")
+    assert json.loads(text_of(got["alpha"])) == {"ok": True, "text": "modern"}
+    assert got["beta"].is_error and "denied by policy" in text_of(got["beta"])
+    ws = sandbox.base / "ws" / "tester" / "r3"
+    assert (ws / "out_alpha" / "calls.log").read_text().splitlines() == ["echo"] and not (ws / "out_beta" / "calls.log").exists()
