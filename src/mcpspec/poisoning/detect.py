@@ -149,7 +149,7 @@ def credential_paths(text: str) -> Iterator[Hit]:
 
 # --- TP006 / TP007 URLs ---
 
-_URL = re.compile(r"(?i)(?<![\w.+-])((?:https?|ftp|wss?|javascript|data):[^\s<>\"'`)\]]+|//[a-z0-9-]+(?:\.[a-z0-9-]+)+\.[a-z]{2,}(?::\d+)?(?:/[^\s<>\"'`)\]]*)?|www\.[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}[^\s<>\"'`)\]]*)")
+_URL = re.compile(r"(?i)(?<![\w.+-])((?:https?|ftp|wss?|javascript|data):(?:[^\s<>\"'`)\]]|<[\w ]{1,40}>)+|//[a-z0-9-]+(?:\.[a-z0-9-]+)+\.[a-z]{2,}(?::\d+)?(?:/[^\s<>\"'`)\]]*)?|www\.[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}[^\s<>\"'`)\]]*)")
 _BARE_HOST = re.compile(r"(?i)(?<![\w./@:-])((?:[a-z0-9-]+\.)+(?:com|net|org|io|dev|xyz|ai|ru|cn|info|biz|site|online|top|cc|tk|app))(?![\w.-]*\w)(?::\d+)?")
 _IMAGE = re.compile(r"(?i)!\[[^\]]*\]\(\s*<?([^)\s>]+)|<img\b[^>]*\bsrc\s*=\s*[\"']?([^\"'\s>]+)")
 _TEMPLATE = re.compile(r"\{[^{}]{1,60}\}|<[a-z_ ]{1,40}>|\$\{?[a-z_]+|%s|\[(?:data|secret|key|token|content|contents|conversation|history)\]", re.IGNORECASE)
@@ -186,7 +186,7 @@ def urls(text: str, ctx: ServerContext) -> Iterator[Hit]:
             return
     outside: list[str] = []
     for match in _URL.finditer(clean):
-        url = match.group(1).rstrip(".,;:!")
+        url = match.group(1).rstrip(".,;:!")  # a sentence's end is not the URL's
         scheme = url.split(":", 1)[0].lower()
         if scheme in ("data", "javascript"):
             yield "TP006", f"a {scheme}: URL: '{shown(url)}'"
@@ -199,14 +199,15 @@ def urls(text: str, ctx: ServerContext) -> Iterator[Hit]:
             yield "TP006", f"a malformed URL: '{shown(url)}'"
             return
         port = port if port is not None else DEFAULT_PORTS.get(scheme)
+        if not host or allowed(ctx, host, port):  # the server may reach it: a link to its own API
+            continue
         if _TEMPLATE.search(parts.query) or _TEMPLATE.search(parts.path):
-            yield "TP006", f"a URL with a placeholder to fill with data: '{shown(url)}'"
+            yield "TP006", f"a URL to fill with data, to {shown(host)}, which the server's egress does not allow: '{shown(url)}'"
             return
-        if host and not allowed(ctx, host, port):
-            if parts.query:
-                yield "TP006", f"a URL with a query to {shown(host)}, which the server's egress does not allow: '{shown(url)}'"
-                return
-            outside.append(host)
+        if parts.query:
+            yield "TP006", f"a URL with a query to {shown(host)}, which the server's egress does not allow: '{shown(url)}'"
+            return
+        outside.append(host)
     for match in _BARE_HOST.finditer(clean):
         if not allowed(ctx, match.group(1), None) and not any(match.group(1).lower() == host.lower() for host in outside):
             outside.append(match.group(1))

@@ -1,9 +1,10 @@
 r"""
 ## What it does
 Flags `data:` and `javascript:` URLs, markdown or HTML images whose URL has a
-query or a placeholder, URLs with a placeholder to fill in (`{data}`,
-`<secret>`, `$TOKEN`, `%s`), and URLs with a query to a host the server's
-egress does not allow.
+query or a placeholder (whatever the host), and URLs to a host the server's
+egress does not allow that have a query or a placeholder to fill in
+(`{data}`, `<secret>`, `$TOKEN`, `%s`). A URL to a host the server may reach
+is its own API and is not flagged, placeholders and all.
 
 ## Why is this risky
 A client renders a markdown image by fetching it, with no approval and no
