@@ -81,9 +81,12 @@ def parse_accept(text: str, server: str | None = None) -> Accept:
     return Accept(rule.id, server, rest)
 
 
-def kind_of(item: str) -> Kind:
-    prefix, colon, _ = item.partition(":")
-    return _KIND_OF[prefix] if colon and prefix in _KIND_OF else ("initialize" if item == "initialize" else "tools")
+def item_key(item: str) -> tuple[Kind, str]:
+    """The kind and key an accept's item names (``prompt:NAME`` -> prompts, NAME)."""
+    if item == "initialize":
+        return "initialize", ""
+    prefix, colon, key = item.partition(":")
+    return (_KIND_OF[prefix], key) if colon and prefix in _KIND_OF else ("tools", item)
 
 
 def severity(finding: PoisonFinding) -> str:

@@ -450,13 +450,14 @@ class Relay:
         self.spawn(self.server.send(_wire(cancel)))
 
     def report_hidden(self, hidden: Hidden, on_call: bool) -> None:  # on_call: refused, not only hidden from a listing
-        if hidden.reason in ("new", "changed"):
-            self.policy.refused_pins.add(hidden.label)
+        if hidden.reason in ("new", "changed", "poisoned"):
+            (self.policy.refused_poisoned if hidden.reason == "poisoned" else self.policy.refused_pins).add(hidden.label)
             self.note(f"refused {hidden.kind} {hidden.name!r}: {hidden.detail}")
+        rules = {"rules": list(hidden.rules)} if hidden.rules else {}
         if hidden.kind == "tool":
-            self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail)
+            self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail, **rules)
         else:
-            self.audit.write("pin_refused", item=hidden.label, reason=hidden.reason, detail=hidden.detail)
+            self.audit.write("pin_refused", item=hidden.label, reason=hidden.reason, detail=hidden.detail, **rules)
 
     # --- what else the lock pins ---
 
@@ -471,6 +472,9 @@ class Relay:
                 detail = "it is not in mcp-sandbox.lock" if changed is None else f"its {', '.join(changed)} differ from mcp-sandbox.lock"
                 self.report_hidden(Hidden("initialize", "changed", detail, "answer to"), on_call=True)
                 raise PinRefused(f"the server's initialize answer is refused: {detail}")
+        result, poisoned = self.policy.screen_initialize(result)
+        if poisoned is not None:  # the session goes on without them
+            self.report_hidden(poisoned, on_call=False)
         capabilities = result.get("capabilities") or {}
         kept = {key: capabilities[key] for key in SERVER_CAPABILITIES if key in capabilities}
         return {key: value for key, value in {**result, "capabilities": kept}.items() if key in INITIALIZE_KEYS}

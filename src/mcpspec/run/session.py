@@ -2,7 +2,7 @@
 
 Exit status: 0 the client ended the session; 1 the server could not be started (the spec does not
 build, the lock or the audit sink cannot be read); 2 usage (an unknown server, agent or run id); 3 the session refused a tool that is new
-or changed versus mcp-sandbox.lock (reported even when everything else went well); 4 the server
+or changed versus mcp-sandbox.lock, or has a tool-poisoning finding (reported even when everything else went well); 4 the server
 ended before the client did; 128+N stopped by signal N (SIGTERM, SIGHUP, SIGINT), the sandbox with it.
 """
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.poisoning.screening import Guard
 from mcpspec.run import watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
@@ -182,7 +183,7 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
         unlisted_tools=sandbox.unlisted_tools,
         approver=list(approver) if approver else "the terminal, else deny",
     )
-    policy = ToolPolicy(sandbox, lock)
+    policy = ToolPolicy(sandbox, lock, poison=Guard.of(plan, sandbox.name, lock, agent or None))
     gate = _gate(plan, sandbox, approvals, agent, run_id)
     relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, process.stdin, process.stdout, functools.partial(clean, masker=masker))
     stopped_by: list[int] = []
@@ -205,9 +206,10 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
             os.close(watch[1])
             with contextlib.suppress(subprocess.TimeoutExpired):
                 watch[0].wait(5)
-        code = EXIT_PINS if policy.refused_pins else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
+        code = EXIT_PINS if policy.refused_pins or policy.refused_poisoned else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
         code = 128 + stopped_by[0] if stopped_by else code
-        audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins))
+        poisoned = {"refused_poisoned": sorted(policy.refused_poisoned)} if policy.refused_poisoned else {}
+        audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins), **poisoned)
         if log is not None:
             log.close()
         with contextlib.suppress(Exception):
@@ -217,6 +219,9 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     elif policy.refused_pins:
         names = clean(", ".join(sorted(policy.refused_pins)), masker)  # the server named them
         _say(f"{sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+    elif policy.refused_poisoned:
+        names = clean(", ".join(sorted(policy.refused_poisoned)), masker)
+        _say(f"{sandbox.name}: refused what has tool-poisoning findings: {names} (exit status {EXIT_PINS})")
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code
