@@ -141,7 +141,7 @@ class ToolPolicy:
     @property
     def needs_listing(self) -> bool:
         """Whether a call cannot be judged before the relay lists the server's tools itself."""
-        return self.lock is not None and self.offered is None
+        return (self.lock is not None or self.poison is not None) and self.offered is None
 
     def refusal(self, name: str) -> Hidden | None:
         """Why a call of ``name`` is refused by the allowlist or the pins; None when it may go on."""
@@ -153,7 +153,7 @@ class ToolPolicy:
         verdict = offered.get(name)
         if verdict is not None:
             return verdict
-        if self.lock is None:  # only the poisoning checks: on the last listing the relay saw, if any
+        if self.lock is None:  # only the poisoning checks: a tool the server does not list has no definition to judge
             return None
         if name not in offered and name not in self.lock.pins(self.sandbox.name):
             return Hidden(name, "new", "it is not in mcp-sandbox.lock")
