@@ -79,7 +79,9 @@ def test_run_hides_a_poisoned_tool_refuses_its_call_and_audits_the_rules(box: An
     assert "instructions" not in replies["init"]["result"]  # the poisoned instructions never reach the client
     assert [tool["name"] for tool in replies[1]["result"]["tools"]] == ["notes"]
     refused = replies[2]["result"]
-    assert refused["isError"] is True and "refused by policy" in refused["content"][0]["text"] and "TP001" in refused["content"][0]["text"]
+    text = refused["content"][0]["text"]
+    assert refused["isError"] is True and "refused by policy" in text and "TP001 invisible-characters, TP003 model-instructions" in text, text
+    assert "ssh" not in text and "ignore" not in text.lower()  # the refusal does not carry the poisoned text to the model
     assert replies[3]["result"].get("isError") is not True
     calls_seen = [json.loads(line).get("params", {}).get("name") for line in received(box, "poison-run", "r1", "received.log") if '"tools/call"' in line]
     assert calls_seen == ["notes"]  # the refused call never reached the server
@@ -87,5 +89,6 @@ def test_run_hides_a_poisoned_tool_refuses_its_call_and_audits_the_rules(box: An
     audit = [json.loads(line) for line in (box.base / "audit-poison-run.jsonl").read_text(encoding="utf-8").splitlines()]
     hidden = [line for line in audit if line["event"] == "tool_hidden" and line["tool"] == "add"]
     assert hidden and hidden[0]["reason"] == "poisoned" and hidden[0]["rules"] == ["TP001", "TP003", "TP004"]
+    assert "TP003 $.inputSchema.properties.a.description: tells the model to ignore its instructions" in " ".join(hidden[0]["findings"])
     assert any(line["event"] == "tool_refused" and line["tool"] == "add" and line["rules"] == ["TP001", "TP003", "TP004"] for line in audit)
     assert any(line["event"] == "pin_refused" and line["item"].endswith("instructions") and line["rules"] == ["TP003"] for line in audit)

@@ -29,6 +29,10 @@ def server_context(plan: Plan, server: str, pinned: Mapping[str, Iterable[str]],
         peers = {member for name in sandbox.agents for member in plan.agents.get(name, ())}
     else:
         peers = set(plan.servers)
+    # Instances of one program (the same command, image and package: two filesystem roots) offer
+    # the same tools by design; the spec's author chose both, so neither shadows the other.
+    program = (sandbox.command, sandbox.image, sandbox.package)
+    peers = {name for name in peers if name in plan.servers and (plan.servers[name].command, plan.servers[name].image, plan.servers[name].package) != program}
     return ServerContext(
         server=server,
         effects={name: tuple(tool.effects) for name, tool in sandbox.tools.items()},

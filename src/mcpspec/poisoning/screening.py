@@ -93,5 +93,14 @@ class Guard:
 
 
 def detail(findings: Sequence[PoisonFinding]) -> str:
-    """Why an item is refused: each rule, where, and what it found."""
-    return "tool poisoning: " + "; ".join(f"{f.rule} at {f.where}: {f.message}" for f in findings)
+    """Why an item is refused, as the client is told: the rules only. What they found quotes the
+    server's text, which must not reach the model through the refusal (the audit log has it)."""
+    from mcpspec.rules.registry import find
+
+    names = sorted({f"{f.rule} {rule.slug}" for f in findings if (rule := find(f.rule)) is not None})
+    return f"tool poisoning: {', '.join(names)}"
+
+
+def evidence(findings: Sequence[PoisonFinding]) -> tuple[str, ...]:
+    """Each finding for the audit log: rule, JSON path and what it found (printable ASCII)."""
+    return tuple(f"{f.rule} {f.where}: {f.message}" for f in findings)

@@ -9,7 +9,7 @@ from typing import Any
 from mcp.types import Tool
 
 from mcpspec.ir.plan import EffectiveSandbox
-from mcpspec.poisoning.screening import Guard, detail
+from mcpspec.poisoning.screening import Guard, detail, evidence
 from mcpspec.run.lockfile import ITEM_OF, KEY_OF, Kind, Lock, ToolCheck, canonical
 
 
@@ -22,6 +22,7 @@ class Hidden:
     detail: str
     kind: str = "tool"  # or "prompt", "resource", "resource template", "answer to" (initialize)
     rules: tuple[str, ...] = ()  # "poisoned": the ids of the tool-poisoning rules that found it
+    evidence: tuple[str, ...] = ()  # "poisoned": each finding, for the audit log only (it quotes the server)
 
     @property
     def label(self) -> str:
@@ -57,7 +58,7 @@ class ToolPolicy:
         found = self.poison.blocking(kind, {KEY_OF[kind]: key, **data})
         if not found:
             return None
-        return Hidden(key, "poisoned", detail(found), ITEM_OF[kind], tuple(sorted({f.rule for f in found})))
+        return Hidden(key, "poisoned", detail(found), ITEM_OF[kind], tuple(sorted({f.rule for f in found})), evidence(found))
 
     def screen_initialize(self, result: dict[str, Any]) -> tuple[dict[str, Any], Hidden | None]:
         """An initialize answer without ``instructions`` that have a blocking poisoning finding."""
@@ -67,7 +68,7 @@ class ToolPolicy:
         if not found:
             return result, None
         kept = {key: value for key, value in result.items() if key != "instructions"}
-        return kept, Hidden("instructions", "poisoned", detail(found), "answer to initialize:", tuple(sorted({f.rule for f in found})))
+        return kept, Hidden("instructions", "poisoned", detail(found), "answer to initialize:", tuple(sorted({f.rule for f in found})), evidence(found))
 
     def screen(self, tools: Iterable[Tool]) -> tuple[list[Tool], list[Hidden]]:
         """Split offered tools into those shown and those hidden (with why)."""

@@ -453,7 +453,7 @@ class Relay:
         if hidden.reason in ("new", "changed", "poisoned"):
             (self.policy.refused_poisoned if hidden.reason == "poisoned" else self.policy.refused_pins).add(hidden.label)
             self.note(f"refused {hidden.kind} {hidden.name!r}: {hidden.detail}")
-        rules = {"rules": list(hidden.rules)} if hidden.rules else {}
+        rules = {"rules": list(hidden.rules), "findings": list(hidden.evidence)} if hidden.rules else {}
         if hidden.kind == "tool":
             self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail, **rules)
         else:

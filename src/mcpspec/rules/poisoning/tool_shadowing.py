@@ -4,14 +4,15 @@ Flags a tool whose name, once normalised (NFKC, case folded, look-alike
 letters mapped to Latin, 0/1/5 read as o/l/s, `rn` as `m`, separators
 dropped), equals the name of a tool of another server of the same agent (the
 servers of the agents the server serves, or every server when the spec names
-no agents). Names are the spec's `tools:` and the lock's pins.
+no agents). Names are the spec's `tools:` and the lock's pins. Instances of one
+program (servers with the same command, image and package, such as two
+filesystem roots) offer the same tools by design and are not compared.
 
 ## Why is this risky
 The client then has two tools of one name, or of names a person cannot tell
 apart, and which one the model calls is up to the client and the model: a
 malicious server takes over calls meant for a trusted one (`send_emai1` next
-to `send_email`). Two instances of one server (two filesystem roots) clash
-too: accept the finding for them.
+to `send_email`).
 
 ## Example
 ```yaml
