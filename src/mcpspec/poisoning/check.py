@@ -11,6 +11,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mcpspec.poisoning.detect import MAX_ITEM, scan_string
@@ -97,52 +98,86 @@ def _distinctive(name: str) -> bool:
     return bool(re.search(r"[-._]", name) or re.search(r"[a-z][A-Z]", name))
 
 
-def _references(ctx: ServerContext, text: str) -> Iterator[str]:
+@dataclass(frozen=True)
+class _References:
+    """Every other server's tool names as a few compiled patterns (built once per context: a listing
+    of a hundred tools against a spec of hundreds is checked in milliseconds)."""
+
+    named: re.Pattern[str] | None  # distinctive names, found anywhere
+    redirects: tuple[re.Pattern[str], ...]  # everyday names and server names, in a redirect
+    owner: dict[str, str]  # a name's form -> what the message says it is
+
+
+_REDIRECTS = (
+    r"\b(?:instead of|rather than|in place of)(?: using| calling| invoking| the)* (?P<n>{names})\b",
+    r"\b(?:when|whenever|before|after|once|if)(?: the)? (?P<n>{names})(?: tool| server)? (?:is|gets|has been|was|are) (?:called|used|invoked|run|executed|requested)\b",
+    r"\b(?:when|whenever|before|after) (?:calling|using|invoking|running)(?: the)? (?P<n>{names})\b",
+    r"\b(?:do not|dont|don t|never) (?:use|call|invoke)(?: the)? (?P<n>{names})\b",
+)
+
+
+def _references_of(ctx: ServerContext) -> _References:
+    cached = ctx.__dict__.get("_references")
+    if isinstance(cached, _References):
+        return cached
     own = set(ctx.effects) | set(ctx.others.get(ctx.server, ()))
-    folded = fold(text)
-    named = _name_form(text)
+    owner: dict[str, str] = {}
+    named: list[str] = []
+    plain: list[str] = []
     for server, tools in sorted(ctx.others.items()):
         if server == ctx.server:
             continue
         for tool in sorted(tools - own):
-            if _distinctive(tool):
-                form = _name_form(tool)
-                if re.search(rf"(?<![a-z0-9_]){re.escape(form)}(?![a-z0-9_])", named):
-                    yield f"names '{shown(tool)}', a tool of server {server!r}"
-                    return
-            elif _redirects(folded, fold(tool)):
-                yield f"steers the model away from or around '{shown(tool)}', a tool of server {server!r}"
-                return
-        if _redirects(folded, fold(server)):
-            yield f"steers the model away from or around server {server!r}"
+            form = _name_form(tool) if _distinctive(tool) else fold(tool)
+            if form and form not in owner:
+                owner[form] = f"'{shown(tool)}', a tool of server '{shown(server)}'"
+                (named if _distinctive(tool) else plain).append(form)
+        form = fold(server)
+        if form and form not in owner:
+            owner[form] = f"server '{shown(server)}'"
+            plain.append(form)
+
+    def alternation(forms: list[str]) -> str:
+        return "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+
+    found = re.compile(rf"(?<![a-z0-9_])(?P<n>{alternation(named)})(?![a-z0-9_])") if named else None
+    redirects = tuple(re.compile(pattern.format(names=alternation(plain))) for pattern in _REDIRECTS) if plain else ()
+    index = _References(found, redirects, owner)
+    ctx.__dict__["_references"] = index  # a cache on a frozen context: its inputs never change
+    return index
+
+
+def _references(ctx: ServerContext, text: str) -> Iterator[str]:
+    index = _references_of(ctx)
+    if index.named is not None:
+        match = index.named.search(_name_form(text))
+        if match:
+            yield f"names {index.owner[match.group('n')]}"
             return
-
-
-def _redirects(folded: str, name: str) -> bool:
-    """Whether folded text tells the model what to do instead of, or whenever, ``name`` is used."""
-    if not name:
-        return False
-    n = re.escape(name)
-    patterns = (
-        rf"\b(instead of|rather than|in place of)( using| calling| invoking| the)* {n}\b",
-        rf"\b(when|whenever|before|after|once|if)( the)? {n}( tool| server)? (is|gets|has been|was|are) (called|used|invoked|run|executed|requested)\b",
-        rf"\b(when|whenever|before|after) (calling|using|invoking|running)( the)? {n}\b",
-        rf"\b(do not|dont|don t|never) (use|call|invoke)( the)? {n}\b",
-    )
-    return any(re.search(pattern, folded) for pattern in patterns)
+    folded = fold(text) if index.redirects else ""
+    for pattern in index.redirects:
+        match = pattern.search(folded)
+        if match:
+            yield f"steers the model away from or around {index.owner[match.group('n')]}"
+            return
 
 
 # --- TP009 shadowing ---
 
 
 def _shadowing(ctx: ServerContext, name: str) -> Iterator[tuple[tuple[PathPart, ...], str]]:
-    mine = skeleton(name)
-    for server in sorted(ctx.peers):
-        clashes = sorted(other for other in ctx.others.get(server, ()) if skeleton(other) == mine)
-        for other in clashes:
-            how = "the same name" if other == name else f"a name drawn alike ('{shown(other)}')"
-            yield ("name",), f"server {server!r}, in the same agent, offers a tool of {how}: the client may call either"
-            return
+    index = ctx.__dict__.get("_skeletons")
+    if not isinstance(index, dict):  # skeleton -> (server, name) of every peer's tool, once per context
+        index = {}
+        for server in sorted(ctx.peers, reverse=True):
+            for other in sorted(ctx.others.get(server, ()), reverse=True):
+                index[skeleton(other)] = (server, other)
+        ctx.__dict__["_skeletons"] = index
+    clash = index.get(skeleton(name))
+    if clash is not None:
+        server, other = clash
+        how = "the same name" if other == name else f"a name drawn alike ('{shown(other)}')"
+        yield ("name",), f"server '{shown(server)}', in the same agent, offers a tool of {how}: the client may call either"
 
 
 # --- TP010 annotations against the spec's effects ---

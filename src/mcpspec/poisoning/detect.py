@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 from mcpspec.poisoning.model import ServerContext
-from mcpspec.poisoning.text import fold, is_invisible, shown, squeezed, tag_payload, visible
+from mcpspec.poisoning.text import fold, invisible_at, is_invisible, shown, squeezed, tag_payload, visible
 from mcpspec.spec.values import Destination
 
 # Thresholds of TP008 (docs/rules/TP008 and docs/lock.md say them).
@@ -54,7 +54,7 @@ def _allowed_invisible(text: str, index: int) -> bool:
 
 
 def invisible(text: str) -> Iterator[Hit]:
-    found = [i for i, c in enumerate(text) if is_invisible(ord(c)) and not _allowed_invisible(text, i)]
+    found = [i for i in invisible_at(text) if not _allowed_invisible(text, i)]
     if not found:
         return
     names = sorted({f"U+{ord(text[i]):04X} {unicodedata.name(text[i], 'control')}" for i in found})

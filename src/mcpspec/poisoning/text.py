@@ -41,9 +41,21 @@ def is_invisible(code: int) -> bool:
     return category == "Cf" or (category == "Cc" and chr(code) not in ALLOWED_CONTROLS)
 
 
+_ASCII_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def visible(text: str) -> str:
     """``text`` without its invisible characters."""
+    if text.isascii():  # the common case, without a look at each character
+        return _ASCII_CONTROLS.sub("", text)
     return "".join(c for c in text if not is_invisible(ord(c)))
+
+
+def invisible_at(text: str) -> list[int]:
+    """The indices of the invisible characters of ``text``."""
+    if text.isascii():
+        return [match.start() for match in _ASCII_CONTROLS.finditer(text)]
+    return [i for i, c in enumerate(text) if is_invisible(ord(c))]
 
 
 def tag_payload(text: str) -> str:
