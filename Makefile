@@ -28,8 +28,9 @@ demo: $(STAMP)
 	@echo "== mcpspec build examples/coding-agent.yaml --target bwrap --out build/bwrap"
 	@$(VENV)/bin/mcpspec build examples/coding-agent.yaml --target bwrap --out build/bwrap 2>&1 | grep -v '^ ' || true
 	@ls -l build/bwrap
-	@echo "-- the head of build/bwrap/repo.py (the generated part; the constant runtime follows it):"
-	@sed -n '/^CONFIG = {/,/^}/p' build/bwrap/repo.py
+	@echo "-- the head of build/bwrap/repo.py (the generated part, long lines such as the seccomp programs cut here; the constant runtime follows it):"
+	@sed -n '/^CONFIG = {/,/^}/p' build/bwrap/repo.py | awk '{ if (length($$0) > 150) print substr($$0, 1, 147) "..."; else print }'
+	@echo "-- first run on this host: systemd-tmpfiles --create build/bwrap/acme-coding-agent.tmpfiles.conf (README: First run)"
 
 # pytest's status 5 (no test collected) fails like any other non-zero status.
 test: $(STAMP) lint typecheck

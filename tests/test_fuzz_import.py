@@ -38,6 +38,7 @@ CLIENT_OF = {
     "claude_desktop_config.json": "claude-desktop", "claude-code.mcp.json": "claude-code", "vscode-mcp.json": "vscode",
     "cursor-mcp.json": "cursor", "windsurf_mcp_config.json": "windsurf", "gemini-settings.json": "gemini",
     "zed-settings.json": "zed", "cline_mcp_settings.json": "cline", "continue-config.yaml": "continue",
+    "claude_desktop_config-realistic.json": "claude-desktop", "vscode-realistic-mcp.json": "vscode",
 }
 ODD = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False), st.just(""), st.just("$(id)"),

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import run_cli
 from mcpspec.api import lint_files
-from test_run_relay_real import box, raw_session, write_spec
+from test_run_relay_real import Await, box, raw_session, received, write_spec
 
 __all__ = ["box"]
 OFFER: dict[str, Any] = {
@@ -90,7 +90,7 @@ def test_a_change_after_locking_is_shown_by_check_and_refused_by_run(box: Any, e
         assert "now: " in done.stdout and new_text in done.stdout, done.stdout  # the new text itself, for review
         listings: list[Any] = [HELLO, {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}, {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "notes", "arguments": {}}},
                     {"jsonrpc": "2.0", "id": 4, "method": "resources/list"}, {"jsonrpc": "2.0", "id": 5, "method": "resources/templates/list"},
-                    1.0, {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "summarize"}}]
+                    Await(2), {"jsonrpc": "2.0", "id": 6, "method": "prompts/get", "params": {"name": "summarize"}}]
         replies, status, stderr = raw_session(spec, "r1", listings)
     finally:
         offer(box, OFFER)
@@ -108,6 +108,28 @@ def test_a_change_after_locking_is_shown_by_check_and_refused_by_run(box: Any, e
         assert replies[5]["result"]["resourceTemplates"] == [] and replies[4]["result"]["resources"]
     else:
         assert replies[1]["result"]["tools"] == [] and replies[3]["result"]["isError"] is True, replies
+
+
+def get_prompt(request_id: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "prompts/get", "params": {"name": "summarize"}}
+
+
+def test_a_prompt_is_served_only_once_a_listing_showed_it_unchanged(box: Any) -> None:
+    """A client that gets a prompt without listing prompts first would get the changed one: refused, never
+    sent to the server; once a listing has shown it pinned and unchanged, it is served."""
+    spec = locked_spec(box, "pin-get")
+    offer(box, changed("prompt"))
+    try:
+        replies, status, stderr = raw_session(spec, "r1", [get_prompt(1)])
+    finally:
+        offer(box, OFFER)
+    assert "refused by policy" in replies[1]["error"]["message"] and "list them first" in replies[1]["error"]["message"], (replies, stderr)
+    assert not [line for line in received(box, "pin-get", "r1", "received.log") if "prompts/get" in line]
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}
+    replies, status, stderr = raw_session(spec, "r2", [get_prompt(1), listing, Await(2), get_prompt(3)])
+    assert "error" in replies[1] and replies[2]["result"]["prompts"] == OFFER["prompts"], replies
+    assert replies[3]["result"]["messages"], (replies, stderr)
+    assert status == 0, stderr
 
 
 def test_keys_the_lock_cannot_pin_never_reach_the_client(box: Any) -> None:

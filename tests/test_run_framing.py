@@ -143,12 +143,15 @@ def test_policy_hides_unlisted_new_and_changed_tools(sandbox: EffectiveSandbox) 
     assert policy.needs_listing
     shown, hidden = policy.screen([tool("a", "changed"), tool("b"), tool("c")])
     assert shown == [] and {(h.name, h.reason) for h in hidden} == {("a", "changed"), ("b", "new"), ("c", "unlisted")}
-    policy.learn(shown, hidden, first=True, last=True)
+    policy.learn(shown, hidden, first=True, last=True, epoch=policy.epoch)
     assert not policy.needs_listing
     assert policy.refusal("a").reason == "changed"  # type: ignore[union-attr]
     assert policy.refusal("zzz").reason == "unlisted"  # type: ignore[union-attr]
+    before = policy.epoch
     policy.forget()
     assert policy.needs_listing
+    policy.learn([tool("a")], [], first=True, last=True, epoch=before)  # asked for before list_changed: stale
+    assert policy.needs_listing and policy.refusal("a").reason == "unoffered"  # type: ignore[union-attr]
     unlocked = ToolPolicy(sandbox, None)
     assert not unlocked.needs_listing and unlocked.refusal("a") is None
 
@@ -160,3 +163,17 @@ def test_a_lone_surrogate_escape_is_refused_a_pair_is_a_character() -> None:
     for line in (b'{"a":"\\ud800"}', b'{"a":"\\uDFFF x"}', b'{"\\udc00":1}', b'{"a":"\\ude00\\ud83d"}'):
         with pytest.raises(FramingError, match="lone surrogate"):
             parse_line(line)
+
+
+def test_a_prompt_needs_a_listing_since_the_servers_last_prompts_list_changed(sandbox: EffectiveSandbox) -> None:
+    prompt = {"name": "p", "description": "d"}
+    policy = ToolPolicy(sandbox, Lock().with_server("s", [], prompts=[prompt]))
+    assert "list them first" in (policy.item_refusal("prompts", "p") or "")  # never listed
+    assert policy.screen_items("prompts", [prompt]) == ([prompt], [])
+    assert policy.item_refusal("prompts", "p") is None
+    policy.forget_items("prompts")  # notifications/prompts/list_changed
+    assert "list them first" in (policy.item_refusal("prompts", "p") or "")
+    shown, hidden = policy.screen_items("prompts", [{**prompt, "description": "changed"}])
+    assert shown == [] and [h.reason for h in hidden] == ["changed"]
+    assert "differs from its pin" in (policy.item_refusal("prompts", "p") or "")
+    assert "not in mcp-sandbox.lock" in (policy.item_refusal("prompts", "q") or "")

@@ -19,7 +19,7 @@ import pytest
 from mcp.types import Tool
 
 from mcpspec.run.lockfile import Lock, lock_path, write_lock
-from test_run_relay_real import RUN, box, raw_session, received, write_spec
+from test_run_relay_real import RUN, Await, box, raw_session, received, workspace, write_spec
 
 __all__ = ["box"]  # the sandbox fixture, shared with the relay's own end-to-end tests
 RAW_TOOLS = ("echo", "listish", "asker", "batch", "late", "big", "smuggle", "announce", "stall")  # as raw_server.py lists them
@@ -81,11 +81,49 @@ def test_a_later_page_alone_does_not_renew_the_verdicts_after_list_changed(box: 
     spec = write_spec(box, "page2", "      echo: {effects: []}\n      announce: {effects: []}", script="raw_server.py")
     pin(spec, *RAW_TOOLS)
     page2 = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "p2"}}
-    replies, status, stderr = raw_session(spec, "r1", [call(1, "announce"), 3.0, page2, 0.5, call(3, "echo", text="via a stale verdict")], wait=20)
+    # Each waits for the answer before: a pause would not do, mcpspec run may start after all is sent.
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "announce"), Await(1), page2, Await(2), call(3, "echo", text="via a stale verdict")], wait=20)
     assert "changed" in replies[1]["result"]["content"][0]["text"], stderr
     assert "echo" not in [tool["name"] for tool in replies[2]["result"]["tools"]]
     assert replies[3]["result"].get("isError") is True and "mcp-sandbox.lock" in replies[3]["result"]["content"][0]["text"], (replies, stderr)
     assert calls_seen(box, "page2") == [("announce", {})]
+    assert status == 3, stderr
+
+
+def mode(box: Any, name: str, *modes: str) -> Path:
+    """Put raw_server.py in ``modes`` (files in the run's input directory); return that directory."""
+    directory = workspace(box, name, "r1") / "input"
+    directory.mkdir(parents=True)
+    for each in modes:
+        (directory / each).touch()
+    return directory
+
+
+def test_a_listing_answered_just_before_list_changed_does_not_renew_the_verdicts(box: Any) -> None:
+    """The relay's own listing and list_changed arrive in one read: the listing, read first, is older than
+    the change and must not become the verdicts once the change has been read."""
+    spec = write_spec(box, "rug", "      echo: {effects: []}", script="raw_server.py")
+    pin(spec, *RAW_TOOLS)
+    mode(box, "rug", "rug")
+    replies, status, stderr = raw_session(spec, "r1", [call(1, "echo", text="on a verdict older than the change")], wait=20)
+    assert replies[1]["result"].get("isError") is True and "mcp-sandbox.lock" in replies[1]["result"]["content"][0]["text"], (replies, stderr)
+    assert calls_seen(box, "rug") == []
+    assert status == 3, stderr
+
+
+def test_a_call_judged_before_list_changed_is_judged_again_if_sent_after(box: Any) -> None:
+    """A call judged while another's large write fills the server's input waits for the pipe; list_changed
+    is read meanwhile (the server stops reading until the relay has read it): the call is judged again."""
+    spec = write_spec(box, "choke", "      echo: {effects: []}\n      late: {effects: []}", script="raw_server.py")
+    pin(spec, *RAW_TOOLS)
+    inputs = mode(box, "choke", "choke")
+    big = call(1, "late", seconds=0, pad="x" * (3 << 20))  # more than the pipe and the relay's buffers hold
+    past = b" " * (1 << 20)  # a blank line: once it is written, the relay has read (and judged) both calls
+    messages = [big, call(2, "echo", text="judged before the change"), past, lambda: (inputs / "go").touch()]
+    replies, status, stderr = raw_session(spec, "r1", messages, wait=30)
+    assert replies[1]["result"]["content"][0]["text"] == "late", stderr
+    assert replies[2]["result"].get("isError") is True and "mcp-sandbox.lock" in replies[2]["result"]["content"][0]["text"], (replies[2], stderr)
+    assert [name for name, _ in calls_seen(box, "choke")] == ["late"]
     assert status == 3, stderr
 
 

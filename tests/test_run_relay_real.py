@@ -8,6 +8,7 @@ refused call never arrived.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import os
@@ -15,7 +16,9 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from operator import contains
 from pathlib import Path
 from typing import Any
 
@@ -172,49 +175,71 @@ def test_a_tool_changed_after_the_lock_is_hidden_refused_and_reported(box: Sandb
     assert "refused tool 'describe_me'" in stderr and "description" in stderr
 
 
+@dataclass(frozen=True)
+class Await:
+    """In raw_session's messages: send what came before, then wait for the reply to request ``id`` (an
+    order the relay must see, which a pause cannot promise: mcpspec run may start after all is sent)."""
+
+    id: Any
+
+
 def raw_session(spec: Path, run_id: str, messages: list[Any], *extra: str, wait: float = 60) -> tuple[dict[Any, Any], int, str]:
-    """Send raw lines (after the handshake) to `mcpspec run`, collect replies by id until each request is answered."""
+    """Send raw lines (after the handshake) to `mcpspec run`, collect replies by id until each request is answered.
+
+    Among ``messages``: a float pauses, an Await waits for a reply, a callable is called (each once what
+    came before is sent)."""
     process = subprocess.Popen(
         [*RUN, str(spec), "probe", "--run-id", run_id, *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
     hello = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     lines = [json.dumps(hello).encode(), b'{"jsonrpc":"2.0","method":"notifications/initialized"}']
-    expected = {"init"}
-    for message in messages:
-        if isinstance(message, float):  # a pause: what came before is sent first
-            process.stdin.write(b"\n".join(lines) + b"\n")
-            process.stdin.flush()
-            lines = []
-            time.sleep(message)
-            continue
-        lines.append(message if isinstance(message, bytes) else json.dumps(message).encode())
-        if isinstance(message, dict) and "id" in message and "method" in message:
-            expected.add(message["id"])
+    expected = {"init"} | {m["id"] for m in messages if isinstance(m, dict) and "id" in m and "method" in m}
     replies: dict[Any, Any] = {}
     others: list[Any] = []
-    process.stdin.write(b"\n".join(lines) + b"\n")
-    process.stdin.flush()
     deadline = time.monotonic() + wait
     buffer = b""
-    while not expected <= set(replies) and time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 1)
-        if not ready:
-            continue
-        chunk = os.read(process.stdout.fileno(), 1 << 20)
-        if not chunk:
-            break
-        buffer += chunk
-        while b"\n" in buffer:
-            line, buffer = buffer.split(b"\n", 1)
-            reply = _reply(line)
-            if reply.get("id") in expected and reply["id"] not in replies:
-                replies[reply["id"]] = reply
+
+    def read_until(done: Callable[[], bool]) -> None:
+        nonlocal buffer
+        while not done() and time.monotonic() < deadline:
+            ready, _, _ = select.select([stdout], [], [], 1)
+            if not ready:
+                continue
+            chunk = os.read(stdout.fileno(), 1 << 20)
+            if not chunk:
+                break
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                reply = _reply(line)
+                if reply.get("id") in expected and reply["id"] not in replies:
+                    replies[reply["id"]] = reply
+                else:
+                    others.append(reply)
+
+    def send() -> None:
+        stdin.write(b"\n".join(lines) + b"\n")
+        stdin.flush()
+        lines.clear()
+
+    for message in messages:
+        if isinstance(message, float | Await) or callable(message):
+            send()
+            if isinstance(message, float):
+                time.sleep(message)
+            elif isinstance(message, Await):
+                read_until(functools.partial(contains, replies, message.id))
             else:
-                others.append(reply)
+                message()
+            continue
+        lines.append(message if isinstance(message, bytes) else json.dumps(message).encode())
+    send()
+    read_until(lambda: expected <= set(replies))
     time.sleep(0.5)  # late lines, if any, would arrive now
-    process.stdin.close()
-    rest = process.stdout.read()
+    stdin.close()
+    rest = stdout.read()
     others += [_reply(line) for line in (buffer + rest).splitlines() if line.strip()]
     status = process.wait(30)
     stderr = process.stderr.read().decode("utf-8", "replace") if process.stderr else ""
@@ -302,7 +327,7 @@ def test_raw_attacks_fail_closed(box: Sandbox) -> None:
         b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","name":"secret_tool","arguments":{}}}',
         call(4, "listish"),  # the server answers a call with a tools/list-shaped result
         call(5, "asker"),  # the server asks the client for sampling first
-        call(6, "batch"),  # the server answers inside a batch: dropped, the call times out
+        call(6, "batch"),  # the server answers inside a batch: dropped, and the call answered with an error at once
         call(7, "late", seconds=5),  # past call_timeout; the late reply is dropped
         call(8, "smuggle"),  # a large result with a key a call result does not have: cut
         call(9, "echo", text="last"),
@@ -314,7 +339,7 @@ def test_raw_attacks_fail_closed(box: Sandbox) -> None:
     assert replies[2]["error"]["code"] == -32601
     assert replies[4]["result"]["isError"] is True and "tools" not in replies[4]["result"]
     assert "not relayed" in replies[5]["result"]["content"][0]["text"]
-    assert replies[6]["result"]["isError"] is True and "call_timeout" in replies[6]["result"]["content"][0]["text"]
+    assert "answered in a JSON-RPC batch" in replies[6]["error"]["message"]
     assert replies[7]["result"]["isError"] is True and "call_timeout" in replies[7]["result"]["content"][0]["text"]
     assert replies[8]["result"]["isError"] is True and "cut" in replies[8]["result"]["content"][0]["text"]
     assert "last" in replies[9]["result"]["content"][0]["text"]

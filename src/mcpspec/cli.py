@@ -652,9 +652,17 @@ def run_command(
     run_id: Annotated[str | None, typer.Option("--run-id", help="The run's id (default: the time and process id).")] = None,
     approver: Annotated[str | None, typer.Option("--approver", help="Command that approves a call: reads one JSON object on stdin, exit 0 allows.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP + " Its approver is used when --approver is not given.")] = None,
+    otel: Annotated[str | None, typer.Option("--otel", metavar="URL", help="Export a span per tools/call to this OTLP/HTTP collector (JSON, POST URL/v1/traces); https, or http to loopback.")] = None,
+    audit_key_env: Annotated[str | None, typer.Option("--audit-key-env", metavar="VAR", help="Key the audit hash chain with HMAC-SHA256 under the key in this environment variable.")] = None,
+    audit_key_file: Annotated[str | None, typer.Option("--audit-key-file", metavar="PATH", help="Or under the key in this file (yours, writable by no one else).")] = None,
+    listen: Annotated[
+        str | None, typer.Option("--listen", metavar="ADDR:PORT", help="Serve the client over streamable HTTP on this loopback address (127.0.0.1:8931) instead of stdio.")
+    ] = None,
+    token_file: Annotated[Path | None, typer.Option("--token-file", help="With --listen: write the run's bearer token to this file (mode 0600) instead of stderr.")] = None,
 ) -> None:
-    """Start SERVER in its bubblewrap sandbox and relay MCP over stdio, enforcing the spec's tool
-    allowlist, lock pins, limits and approvals, with an audit line per call (see docs/run.md).
+    """Start SERVER in its bubblewrap sandbox (or reach it at its URL when it is external) and relay
+    MCP over stdio, enforcing the spec's tool allowlist, lock pins, limits and approvals, with an
+    audit line per call (see docs/run.md).
 
     Exit status: 0 the client ended the session, 1 the server could not start, 2 usage,
     3 something new or changed versus mcp-sandbox.lock was refused, 4 the server ended first.
@@ -670,10 +678,42 @@ def run_command(
     except ConfigError as exc:
         _usage(str(exc))
     try:
-        status = run_session(file, server, RunOptions(agent, run_id, command), chosen)
+        status = run_session(file, server, RunOptions(agent, run_id, command, otel, audit_key_env, audit_key_file, listen, token_file), chosen)
     except _usage_errors() as exc:
         _usage(str(exc))
     raise typer.Exit(status)
+
+
+@app.command("audit")
+def audit_command(
+    action: Annotated[str, typer.Argument(metavar="verify", help="What to do: verify.", show_default=False)],
+    file: Annotated[Path, typer.Argument(help="An audit log written by `mcpspec run` (a file sink, or journal lines exported with journalctl -o cat).", show_default=False)],
+    key_env: Annotated[str | None, typer.Option("--key-env", metavar="VAR", help="The environment variable holding the HMAC key the runs were keyed with (--audit-key-env).")] = None,
+    key_file: Annotated[str | None, typer.Option("--key-file", metavar="PATH", help="Or the file holding it (--audit-key-file).")] = None,
+    allow_open: Annotated[bool, typer.Option("--allow-open", help="A run with no session_end (still going, or killed) is a warning, not a failure.")] = False,
+    runs: Annotated[bool, typer.Option("--runs", help="First list each run: its lines, and the seq and hash it ended at (compare with what `mcpspec run` printed on stderr).")] = False,
+) -> None:
+    """Check the hash chains of an audit log: every run's lines present, in order and unedited.
+
+    Prints FILE:LINE: problem for each broken line (the first broken line first), then a summary.
+    Exit status: 0 intact, 1 broken, 2 usage (the file or key cannot be read). See docs/run.md."""
+    from mcpspec.run.audit_verify import render, verify_log
+    from mcpspec.run.chain import ChainKeyError
+    from mcpspec.run.chainkey import chain_key
+
+    if action != "verify":
+        _usage(f"mcpspec audit: unknown action {action!r} (the one action is verify)")
+    try:
+        key = chain_key(key_env, key_file, ("--key-env", "--key-file"))
+    except ChainKeyError as exc:
+        _usage(str(exc))
+    try:
+        with open(file, "rb") as stream:
+            result = verify_log(stream, key, allow_open)
+    except OSError as exc:
+        _usage(f"{file}: {exc.strerror or exc}")
+    sys.stdout.write(render(str(file), result, runs))
+    raise typer.Exit(EXIT_CLEAN if result.intact else EXIT_FINDINGS)
 
 
 @app.command("import")

@@ -50,8 +50,11 @@ def test_example_fires_and_use_instead_stays_silent(rule: Rule) -> None:
     assert not fires(rule, fixed, "use-instead"), f"{rule.id}: the Use instead fires"
 
 
-# A doc example has no directory: its first line says which lock sits beside it, if any.
-LOCK_COMMENT = re.compile(r"\A# (?:no mcp-sandbox\.lock(?P<none>)|mcp-sandbox\.lock beside this file pins (?P<servers>[\w, -]+))\b")
+# A doc example has no directory: its first line says which lock sits beside it, if any, and
+# which arguments one pinned tool takes ("...pins files; write_file takes path, content").
+LOCK_COMMENT = re.compile(
+    r"\A# (?:no mcp-sandbox\.lock(?P<none>)|mcp-sandbox\.lock beside this file pins (?P<servers>[\w, -]+))\b(?:; (?P<tool>\w+) takes (?P<args>[\w, ]+))?"
+)
 
 
 def with_lock(plan: Plan, text: str) -> Plan:
@@ -59,7 +62,11 @@ def with_lock(plan: Plan, text: str) -> Plan:
     if match is None:
         return plan
     pinned = None if match.group("none") is not None else frozenset(s.strip(" '") for s in match.group("servers").split(","))
-    return dataclasses.replace(plan, lock=LockState(pinned))
+    arguments = {}
+    if pinned is not None and match.group("tool"):
+        names = frozenset(name.strip() for name in match.group("args").split(","))
+        arguments = {server: {match.group("tool"): names} for server in pinned}
+    return dataclasses.replace(plan, lock=LockState(pinned, arguments=arguments))
 
 
 def fires(rule: Rule, text: str, name: str) -> bool:

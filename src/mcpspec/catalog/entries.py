@@ -160,6 +160,7 @@ GITHUB_REFERENCE = Entry(
         "Drop the write tools the agent does not need; with public repositories in reach, issues are untrusted input.",
     ),
     archived=True,
+    successor="github",
 )
 
 FETCH = Entry(
@@ -254,6 +255,7 @@ PUPPETEER = Entry(
         "puppeteer_evaluate (arbitrary JavaScript) is not listed, so it stays hidden. The server is archived: prefer playwright.",
     ),
     archived=True,
+    successor="playwright",
 )
 
 SLACK = Entry(

@@ -90,6 +90,8 @@ class Entry:
     """Choices a person must review before trusting the generated spec."""
     archived: bool = False
     """The upstream project no longer maintains this server."""
+    successor: str | None = None
+    """The catalog name of the maintained server that replaces an archived one, when there is one."""
 
     @property
     def version(self) -> str:

@@ -127,6 +127,7 @@ def _common(name: str, pointer: Pointer, entry: Mapping[str, Any], url_keys: tup
         server.cwd = entry["cwd"]
     if entry.get("disabled") is True or entry.get("enabled") is False:
         server.enabled = False
+    server.tools_deny = _strings(entry.get("disabledTools"))  # Roo Code's and Windsurf's deny list: it can only narrow
     return server
 
 
@@ -188,7 +189,7 @@ def _codex(data: dict[str, Any], config: ImportedConfig) -> None:
             server.bearer_env = entry["bearer_token_env_var"]
         if "enabled_tools" in entry:
             server.tools_allow = _strings(entry.get("enabled_tools"))
-        server.tools_deny = _strings(entry.get("disabled_tools"))
+        server.tools_deny += _strings(entry.get("disabled_tools"))
         return server
 
     _servers(data.get("mcp_servers"), ("mcp_servers",), config, read)
@@ -203,7 +204,7 @@ def _gemini(data: dict[str, Any], config: ImportedConfig) -> None:
             server.transport = "sse"
         if "includeTools" in entry:
             server.tools_allow = _strings(entry.get("includeTools"))
-        server.tools_deny = _strings(entry.get("excludeTools"))
+        server.tools_deny += _strings(entry.get("excludeTools"))
         if entry.get("trust") is True:
             server.trust_all, server.auto_approve_key = True, "trust"
         return server

@@ -15,15 +15,25 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
+from mcpspec import dockerargs
 from mcpspec.importer import known as catalog
-from mcpspec.importer.findings import ImportFinding, finding
+from mcpspec.importer.destinations import destinations
+from mcpspec.importer.findings import CONTROL, ImportFinding, escaped, finding
 from mcpspec.importer.model import ImportedConfig, ImportedServer, Pointer
-from mcpspec.importer.references import env_name, literal_secret, references, secret_argument, secret_name, secret_shaped, spec_name
+from mcpspec.importer.reading import position
+from mcpspec.importer.references import env_name, literal_secret, references, secret_argument, secret_name, secret_shaped, shorten, spec_name
 
 RUNNERS = {"npx": "npm", "bunx": "npm", "pnpx": "npm", "uvx": "pypi", "pipx": "pypi", "docker": "oci", "podman": "oci"}
 INTERPRETERS = {"node", "python", "python3", "deno", "bun", "uv", "npm", "pnpm", "go", "java", "ruby", "php"}
-_DOCKER_VALUE_FLAGS = {"-e", "--env", "-v", "--volume", "--name", "-p", "--publish", "--network", "--mount", "--env-file", "-w", "--workdir", "-u", "--user", "--entrypoint", "--platform"}
 _WORKSPACE = {"${workspaceFolder}": "/workspace/input", "${workspaceRoot}": "/workspace/input"}
+_WORKSPACE_VARIABLE = re.compile(r"\$\{(?:workspaceFolder|workspaceRoot)(?::[^}]*)?\}")
+# What a client fills in that means nothing inside the sandbox: editor variables (${userHome}, ${file}, ${config:x}...)
+# and the launching user's own environment (${HOME}, $USER).
+_CLIENT_VARIABLE = re.compile(
+    r"\$\{(?:userHome|workspaceFolderBasename|pathSeparator|/|cwd|file|fileBasename|fileBasenameNoExtension|fileDirname|fileDirnameBasename|fileExtname|"
+    r"fileWorkspaceFolder|relativeFile|relativeFileDirname|lineNumber|selectedText|execPath|defaultBuildTask|HOME|PWD|USER|"
+    r"(?:config|command|env):[^}]*)\}|\$(?:HOME|PWD|USER)\b"
+)
 
 
 @dataclass
@@ -55,6 +65,10 @@ class _Server:
         name = spec_name(ref, "secret")
         if (name in self.out.secrets and self.out.secrets[name]["ref"] != ref) or name in self.taken:
             name = spec_name(f"{self.name}-{ref}", "secret")
+        base, count = name, 2
+        while (name in self.out.secrets and self.out.secrets[name]["ref"] != ref) or name in self.taken:
+            name = f"{shorten(base, 37)}-{count}"  # another credential's name: never share one
+            count += 1
         if name not in self.out.secrets:
             entry = CommentedMap([("provider", "env"), ("ref", ref), ("description", description)])
             _eol(entry, f"REVIEW: {review}", "ref")
@@ -91,13 +105,22 @@ class _Server:
         if any(entry["ref"] == ref for entry in self.out.secrets.values()):
             ref = env_name(f"{self.name}_{ref}")  # another server's credential: never share one
         secret = self.secret(env_var, ref, f"{where} of the {self.config.client} server {self.source.name!r}.", f"put the NEW value in {ref}: the old one sat in plain text in the client config")
-        self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}); rotate it, it sat in plain text in this file")
+        line, _ = position(self.config.text, pointer)
+        # The config's file name and line; a character the schema or YAML refuses becomes '?'.
+        self.out.secrets[secret]["exposed"] = f"{CONTROL.sub('?', Path(self.config.path).name)[:180]}:{line}"
+        _eol(self.out.secrets[secret], "REVIEW: rotate it, then delete this key (SE010 reports it until then)", "exposed")
+        self.note("IM001", pointer, f"{where} of server {self.source.name!r} is a literal secret: not copied; the spec reads it from env {ref} (secret {secret!r}, marked exposed: SE010 reports it until you rotate it and delete the mark); rotate it, it sat in plain text in this file")
 
     def build(self) -> CommentedMap:
         source, entry = self.source, self.entry
         hit = self.hit = catalog.lookup(source.command, source.url)
         entry["description"] = description(self.config.client, source.name)
         entry["kind"] = hit.kind if hit else "other"
+        if hit is not None and hit.archived:
+            what = f"the catalog's {hit.name} server ({hit.package})" if hit.package else f"the catalog's {hit.name} server"
+            instead = f"its maintained successor is {hit.successor}: move to it" if hit.successor else "the catalog names no maintained successor: replace it"
+            self.note("IM013", source.pointer, f"server {source.name!r} is {what}, whose project is archived (no fixes, security ones included): {instead}")
+            _eol(entry, f"REVIEW: archived upstream (IM013); {instead}", "description")
         entry["trust"] = "third-party"
         _eol(entry, "REVIEW: who wrote it; vetted or first-party loosens some rules", "trust")
         if source.url and not source.command:
@@ -158,17 +181,12 @@ class _Server:
         entry["transport"] = CommentedMap([("type", "stdio")])
         entry["transport"].fa.set_flow_style()
         command, notes = self.arguments()
-        installed = hit is not None and program in RUNNERS and bool(hit.command) and hit.registry == RUNNERS[program]
-        if program in ("docker", "podman"):
-            image = _docker_image(source.command)
-            if image:
-                if installed and hit is not None and not _image_pinned(image):
-                    image = f"{hit.package}:{hit.version}"
-                    entry["image"] = image
-                    _eol(entry, "REVIEW: the catalog's tag; pin it by digest (@sha256:...)", "image")
-                else:
-                    entry["image"] = image
-                    _eol(entry, "REVIEW: pin it by digest (@sha256:...)", "image")
+        run = dockerargs.parse(source.command)
+        # A container engine's command is kept as the client wrote it, every flag of it: the catalog's program
+        # would drop the user's flags (and add its own), so only npm and PyPI runners are replaced.
+        installed = hit is not None and run is None and program in RUNNERS and bool(hit.command) and hit.registry == RUNNERS[program]
+        if run is not None:
+            self.container(run, hit, notes)
         package = _package(program, source.command)
         if package is not None:
             if installed and hit is not None and "version" not in package and hit.version:
@@ -195,30 +213,71 @@ class _Server:
         if source.cwd is not None:
             entry["workdir"] = "/workspace/input"
             _eol(entry, f"REVIEW: the client started it in {'a host directory' if source.cwd.startswith(('/', '~')) else source.cwd!r}", "workdir")
+        self.mounts(hit if installed else None, command)
+        self.egress(hit)
+
+    def container(self, run: dockerargs.DockerRun, hit: catalog.Known | None, notes: list[str]) -> None:
+        """The image of a ``docker run``, and a finding for every flag of it that hands the container a piece of the host."""
+        source, entry = self.source, self.entry
+        image = run.image(source.command)
+        # A reference with a blank or a control character is no image (and would make the spec invalid): left for a person.
+        if image and not re.search(r"[\s\x00-\x1f\x7f]", image):
+            if hit is not None and hit.registry == "oci" and hit.package and not _image_pinned(image):
+                entry["image"] = f"{hit.package}:{hit.version}"
+                _eol(entry, "REVIEW: the catalog's tag; pin it by digest (@sha256:...)", "image")
+            else:
+                entry["image"] = image
+                _eol(entry, "REVIEW: pin it by digest (@sha256:...)", "image")
+        flagged = dockerargs.dangerous(source.command)
+        for option, why in flagged:
+            flag = dockerargs.flag_text(source.command, option)
+            self.note("IM011", (*source.pointer, "args"), f"server {source.name!r} runs its container with {flag}: {why}; kept in command as the client wrote it (SP010 reports it at lint): drop it")
+        usual = f" (the catalog's: {' '.join(hit.command)})" if hit is not None and hit.registry == "oci" and hit.command else ""
+        notes.append(f"REVIEW: kept as the client wrote it; a sandbox runs no container engine: set command to the image's own program{usual}")
+        if flagged:
+            notes.insert(0, "TODO: drop " + ", ".join(dockerargs.flag_text(source.command, option) for option, _ in flagged) + " (SP010)")
+
+    def mounts(self, installed: catalog.Known | None, command: CommentedSeq) -> None:
+        entry = self.entry
         mounts = CommentedSeq()
-        if installed and hit is not None:
-            # The catalog knows what the installed program reads and writes: those dirs, and no others.
-            for index, (origin, inside, mode, why) in enumerate(hit.mounts):
-                mount = CommentedMap([("from", origin), ("to", inside)])
-                mount.fa.set_flow_style()
-                mounts.append(mount)
-                _eol(mounts, f"{mode}: {why}", index)
+        if installed is not None:
+            # The catalog knows what the installed program reads and writes; only the dirs the command names are
+            # mounted, and the private scratch dir (a tmpfs, nothing of the host's).
+            words = {str(word) for word in command}
+            for origin, inside, mode, why in installed.mounts:
+                if inside in words or origin == "workspace.tmp":
+                    mount = CommentedMap([("from", origin), ("to", inside)])
+                    mount.fa.set_flow_style()
+                    mounts.append(mount)
+                    _eol(mounts, f"{mode}: {why}", len(mounts) - 1)
             if mounts:
                 entry["mounts"] = mounts
-        else:
-            for target in ("input", "tmp"):
-                mount = CommentedMap([("from", f"workspace.{target}"), ("to", f"/workspace/{target}")])
-                mount.fa.set_flow_style()
-                mounts.append(mount)
-            entry["mounts"] = mounts
-            _eol(entry, "REVIEW: input is read-only; add workspace.output if the server writes", "mounts")
-        egress = CommentedMap([("default", "deny"), ("allow", CommentedSeq(hit.egress if hit else [])), ("via", "proxy")])
+            return
+        for target in ("input", "tmp"):
+            mount = CommentedMap([("from", f"workspace.{target}"), ("to", f"/workspace/{target}")])
+            mount.fa.set_flow_style()
+            mounts.append(mount)
+        entry["mounts"] = mounts
+        _eol(entry, "REVIEW: input is read-only; add workspace.output if the server writes", "mounts")
+
+    def egress(self, hit: catalog.Known | None) -> None:
+        """Egress to the destinations the client config names for the server (its arguments and env), and no other."""
+        source, entry = self.source, self.entry
+        found = destinations([*source.command[1:], *source.env.values()])
+        egress = CommentedMap([("default", "deny"), ("allow", CommentedSeq(found.allow)), ("via", "proxy")])
         egress["allow"].fa.set_flow_style()
         entry["egress"] = egress
-        if hit is not None and hit.egress:
-            _eol(entry, "REVIEW: the destinations the catalog says the server needs; all else is denied", "egress")
+        suggested = [host for host in (hit.egress if hit else ()) if not _placeholder(host) and host not in found.allow]
+        if found.allow:
+            text = "REVIEW: the destinations the client config names (arguments, env); all else is denied"
         else:
-            _eol(entry, "REVIEW: denied; list the hosts (host:443) the server must reach", "egress")
+            text = "REVIEW: nothing in the client config names a destination, so none is allowed"
+        if suggested:
+            text += f"; the catalog says the server needs {', '.join(suggested)}: add it if the server must reach it"
+        if found.unusable:
+            text += (f"; the client config also names {', '.join(found.unusable)}, not allowed: this machine, a link-local or metadata address, "
+                     "or what no egress entry holds (it needs a name with a dot, and a port); add it by hand if the server must reach it")
+        _eol(entry, text, "egress")
 
     def arguments(self) -> tuple[CommentedSeq, list[str]]:
         """The command with literal secrets replaced by a pointer to their secret, and the
@@ -227,6 +286,8 @@ class _Server:
         out = CommentedSeq()
         notes: list[str] = []
         previous: str | None = None
+        run = dockerargs.parse(source.command)
+        engine_options = run.image_index if run is not None and run.image_index is not None else 0  # the engine's, not the server's (IM011 reads them)
         for index, argument in enumerate(source.command):
             if index and secret_argument(previous, argument):
                 variable = env_name(f"{self.name}_arg_{index}")
@@ -237,7 +298,7 @@ class _Server:
                 for name, path in _WORKSPACE.items():
                     argument = argument.replace(name, path)
                 out.append(argument)
-                if index and (argument.startswith(("/Users/", "/home/", "~", "C:\\")) or "${userHome}" in argument):
+                if index > engine_options and (argument.startswith(("/Users/", "/home/", "~", "C:\\")) or "${userHome}" in argument):
                     notes.append(f"REVIEW: argument {index} is a host path: the sandbox sees /workspace/input instead")
             previous = argument
         out.fa.set_flow_style()
@@ -245,6 +306,7 @@ class _Server:
 
     def environment(self) -> None:
         source = self.source
+        dropped: list[str] = []
         for raw, value in source.env.items():
             pointer = (*source.pointer, "env", raw)
             key = raw if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", raw) else env_name(raw)
@@ -252,6 +314,12 @@ class _Server:
                 continue
             if literal_secret(key, value):
                 self.literal(key, pointer, f"env {key}")
+                continue
+            value = _WORKSPACE_VARIABLE.sub("/workspace/input", value)
+            unresolved = sorted({found.group(0) for found in _CLIENT_VARIABLE.finditer(value)})
+            if unresolved:
+                dropped.append(key)
+                self.note("IM012", pointer, f"env {key} of server {source.name!r} uses {', '.join(unresolved)}, which the client fills in and the sandbox has no meaning for: not set; set it by hand")
             else:
                 self.env_set[key] = value
         for variable in source.env_passthrough:
@@ -268,6 +336,8 @@ class _Server:
         if self.env_set:
             env["set"] = self.env_set
         self.entry["env"] = env
+        if dropped:
+            _eol(self.entry, f"TODO: the client also set {', '.join(dropped)} from its own variables (IM012): set them by hand", "env")
         if self.bindings:
             self.entry["secrets"] = self.bindings
 
@@ -295,27 +365,38 @@ class _Server:
                 self.secret(variable, variable, f"env {variable} from the env file of the {self.config.client} server {self.source.name!r}.", f"{variable} is read from the launching environment")
 
     def tools(self, hit: catalog.Known | None) -> None:
+        """The tools the client lets the model see, and only those: its allow list (``enabled_tools``,
+        ``includeTools``) when it has one, else the catalog's tools; its deny list always wins."""
         source, entry = self.source, self.entry
-        tools = CommentedMap()
-        for tool, effects in (hit.tools.items() if hit else []):
-            tools[tool] = CommentedMap([("effects", CommentedSeq(effects))])
-            tools[tool]["effects"].fa.set_flow_style()
+        known = dict(hit.tools) if hit else {}
+        hidden = set(source.tools_deny)
+        if source.tools_allow is not None:
+            offered = [tool for tool in source.tools_allow if tool not in hidden]
+        else:
+            offered = [tool for tool in known if tool not in hidden]
         approved = set(source.auto_approve)
-        listed = list(source.tools_allow or []) + [tool for tool in source.auto_approve if tool != "*"]
-        for tool in listed:
-            if tool not in tools:
+        offered += [tool for tool in source.auto_approve if tool != "*" and tool not in offered and tool not in hidden and source.tools_allow is None]
+        tools = CommentedMap()
+        for tool in offered:
+            if tool in tools:
+                continue
+            if tool in known:
+                tools[tool] = CommentedMap([("effects", CommentedSeq(known[tool]))])
+            else:
                 tools[tool] = CommentedMap([("effects", CommentedSeq()), ("approval", "always")])
-                tools[tool]["effects"].fa.set_flow_style()
                 _eol(tools[tool], "REVIEW: effects unknown, so every call needs approval", "approval")
-        for tool in approved & set(tools):
-            tools[tool]["approval"] = "always"  # the client let it run unasked: ask until reviewed
+            tools[tool]["effects"].fa.set_flow_style()
+            if tool in approved or "*" in approved:
+                tools[tool]["approval"] = "always"  # the client let it run unasked: ask until reviewed
         if tools:
             entry["tools"] = tools
         else:
             _eol(entry, "REVIEW: no tools listed: mcpspec run refuses unlisted tools; list them with their effects (mcpspec lock pins them)", "kind")
         entry["unlisted_tools"] = "deny"
-        if source.tools_deny:
-            self.note("IM007", (*source.pointer,), f"the client hid tools {', '.join(source.tools_deny)} of server {source.name!r}: they stay unlisted, so mcpspec run refuses them")
+        if source.tools_allow is not None:
+            self.note("IM007", (*source.pointer,), f"the client shows only tools {', '.join(offered) or 'none'} of server {source.name!r}: only they are listed, so mcpspec run refuses every other")
+        if hidden:
+            self.note("IM007", (*source.pointer,), f"the client hid tools {', '.join(source.tools_deny)} of server {source.name!r}: they are not listed, so mcpspec run refuses them")
         if approved or source.trust_all:
             bypassed = "every tool" if (source.trust_all and not source.tools_allow) or "*" in approved else "tools " + ", ".join(sorted(approved or set(source.tools_allow or [])))
             key = source.auto_approve_key or "autoApprove"
@@ -330,7 +411,7 @@ def convert(config: ImportedConfig, taken_servers: Collection[str] = (), taken_s
         name = spec_name(source.name)
         base, count = name, 2
         while name in used:
-            name = f"{base[:36]}-{count}"
+            name = f"{shorten(base, 36)}-{count}"
             count += 1
         used.add(name)
         if name != source.name:
@@ -351,31 +432,26 @@ def description(client: str, name: str) -> str:
     return f"Imported from the {client} server {name!r}."
 
 
-def _docker_image(command: list[str]) -> str | None:
-    index = _launch_index("docker", command)
-    # A reference with a blank or a control character is no image (and would make the spec invalid): left for a person.
-    return command[index] if index is not None and not re.search(r"[\s\x00-\x1f\x7f]", command[index]) else None
-
-
 def _installed_command(hit: catalog.Known, program: str, original: list[str], command: CommentedSeq, notes: list[str]) -> tuple[CommentedSeq, list[str]]:
-    """The catalog's installed program in place of ``program`` (a runner), and the notes that say so.
-
-    The client's own arguments after the package (or image) are kept unless they are host paths,
-    which the catalog's workspace mounts stand in for: a database URL or a flag is the user's choice.
-    """
+    """The catalog's installed program in place of ``program`` (a runner), with the client's own
+    arguments after the package, every one of them: a host path becomes the workspace input the
+    sandbox mounts in its place; the catalog adds no argument of its own (its usual command is in the comment)."""
     ran = " ".join(str(word) for word in command)  # secrets already replaced by their ${VAR}
     start = _launch_index(program, original)
-    extra = list(command[start + 1 :]) if start is not None else []
-    if all(_host_path(str(argument)) for argument in extra):
-        installed = CommentedSeq(hit.command)
-        kept = [note for note in notes if not note.startswith("REVIEW: argument")]
-        head = f"REVIEW: the {hit.name} server's installed program, no download at start; the client ran: {ran}"
-    else:
-        installed = CommentedSeq([hit.command[0], *extra])
-        kept = notes
-        head = f"REVIEW: the {hit.name} server's installed program with the client's arguments (the client ran: {ran}); the catalog starts it as: {' '.join(hit.command)}"
+    extra = [("/workspace/input" if _host_path(str(argument)) else argument) for argument in (command[start + 1 :] if start is not None else [])]
+    installed = CommentedSeq([hit.command[0], *extra])
+    kept = [note for note in notes if not note.startswith("REVIEW: argument")]
+    if any(_host_path(str(argument)) for argument in command[(start or 0) + 1 :]):
+        kept.append("the client's host paths are /workspace/input here")
+    head = f"REVIEW: the {hit.name} server's installed program with the client's arguments, no download at start (the client ran: {ran}); the catalog's usual command: {' '.join(hit.command)}"
     installed.fa.set_flow_style()
     return installed, [head, *kept]
+
+
+def _placeholder(destination: str) -> bool:
+    """Whether an egress entry names a host reserved for examples (RFC 2606, RFC 6761): a catalog's placeholder."""
+    host = destination.rsplit(":", 1)[0].lower()
+    return bool(re.search(r"(^|\.)(example|test|invalid|localhost)$|(^|\.)example\.(com|net|org)$", host))
 
 
 def _host_path(argument: str) -> bool:
@@ -384,16 +460,9 @@ def _host_path(argument: str) -> bool:
 
 def _launch_index(program: str, command: list[str]) -> int | None:
     """Where the package or image a runner starts sits in ``command``."""
-    if program in ("docker", "podman"):
-        skip = False
-        for index, argument in enumerate(command[2:] if len(command) > 1 and command[1] == "run" else [], start=2):
-            if skip:
-                skip = False
-            elif argument in _DOCKER_VALUE_FLAGS:
-                skip = True
-            elif not argument.startswith("-"):
-                return index
-        return None
+    run = dockerargs.parse(command)
+    if run is not None:
+        return run.image_index
     for index, argument in enumerate(command[1:], start=1):
         if not (argument.startswith("-") or argument in ("run", "exec", "--from")):
             return index
@@ -435,8 +504,4 @@ def _eol(node: CommentedMap | CommentedSeq, text: str, key: object) -> None:
     """A comment at the end of ``key``'s line, on that one line: a line break or other control
     character from the client's config (an argument, a name) is written escaped, so it can start
     no line of its own (no key, no comment of its own), nor make the file unreadable as YAML."""
-    node.yaml_add_eol_comment(_CONTROL.sub(lambda found: repr(found.group())[1:-1], text), key)
-
-
-# Line breaks, control characters, and what YAML allows nowhere in a stream (surrogates, U+FFFE, U+FFFF).
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+    node.yaml_add_eol_comment(escaped(text), key)

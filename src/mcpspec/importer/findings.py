@@ -4,6 +4,7 @@ no message ever holds a value from the client config, only names."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from mcpspec.importer.model import ImportedConfig, Pointer
@@ -22,6 +23,9 @@ CODES = {
     "IM008": ("low", "client-auto-start"),
     "IM009": ("info", "name-changed"),
     "IM010": ("info", "already-imported"),
+    "IM011": ("high", "container-escape-flag"),
+    "IM012": ("medium", "editor-variable"),
+    "IM013": ("medium", "archived-server"),
 }
 
 
@@ -42,7 +46,18 @@ class ImportFinding:
         return CODES[self.code][1]
 
     def render(self) -> str:
-        return redact(f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}")
+        """One line: a control character or line break from the client's config (a flag, a name) is written escaped."""
+        line = f"{self.file}:{self.line}:{self.col}: {self.code} [{self.severity}] {self.slug}: {self.message}"
+        return redact(escaped(line))
+
+
+# Line breaks, control characters, and what YAML allows nowhere in a stream (surrogates, U+FFFE, U+FFFF).
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def escaped(text: str) -> str:
+    """``text`` on one line: each character of CONTROL written as its Python escape."""
+    return CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 def finding(config: ImportedConfig, code: str, pointer: Pointer, message: str) -> ImportFinding:

@@ -26,6 +26,8 @@ class Known:
     version: str | None = None  # the catalog's pin
     command: Sequence[str] = ()  # its installed program, started with no download
     mounts: Sequence[tuple[str, str, str, str]] = ()  # (workspace.DIR, path inside, ro or rw, why) that program needs
+    archived: bool = False  # upstream no longer maintains it
+    successor: str | None = None  # the maintained server that replaces it: "NAME (PACKAGE)"
 
 
 def lookup(command: Sequence[str], url: str | None) -> Known | None:
@@ -36,6 +38,7 @@ def lookup(command: Sequence[str], url: str | None) -> Known | None:
     if entry is None:
         return None
     credential = entry.credential
+    successor = catalog.get(entry.successor) if entry.successor else None
     return Known(
         name=entry.name,
         kind=entry.kind,
@@ -49,4 +52,6 @@ def lookup(command: Sequence[str], url: str | None) -> Known | None:
         version=entry.package.version,
         command=tuple(entry.command),
         mounts=tuple((mount.source, mount.to, mount.mode, mount.why) for mount in entry.mounts),
+        archived=entry.archived,
+        successor=f"{successor.name} ({successor.package.name})" if successor else None,
     )

@@ -119,4 +119,13 @@ def spec_name(text: str, fallback: str = "server") -> str:
     name = re.sub(r"[^a-z0-9]+", "-", re.sub(r"([a-z0-9])([A-Z])", r"\1-\2", text).lower()).strip("-")
     if not name or not name[0].isalpha():
         name = f"{fallback}-{name}".strip("-")
-    return name[:40].rstrip("-")
+    return shorten(name, 40)
+
+
+def shorten(name: str, limit: int) -> str:
+    """``name`` cut to ``limit`` characters at a word boundary (``-``), never in the middle of a word
+    unless its first word alone is longer."""
+    if len(name) <= limit:
+        return name
+    cut = name.rfind("-", 0, limit + 1)
+    return name[:cut] if cut > 0 else name[:limit]

@@ -10,8 +10,9 @@ from mcpspec.importer.clients import load
 from mcpspec.importer.convert import convert
 from mcpspec.importer.findings import ImportFinding
 from mcpspec.importer.merge import load_spec, merge
+from mcpspec.importer.reading import read_text
 from mcpspec.importer.references import spec_name
-from mcpspec.importer.spec_writer import document, dump
+from mcpspec.importer.spec_writer import document, dump, dump_new
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,8 @@ def import_config(path: Path, client: str, project: str | None = None, into: Pat
     if into is not None:
         spec = load_spec(into)
         conversion = merge(spec, config)
-        text = dump(spec)
+        text = dump(spec) if conversion.servers else read_text(into)  # nothing added: the file as it was
     else:
         conversion = convert(config)
-        text = dump(document(config, conversion, project or default_project()))
+        text = dump_new(document(config, conversion, project or default_project()))
     return Imported(text, conversion.findings, len(conversion.servers), config.client)

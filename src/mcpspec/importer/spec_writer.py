@@ -13,7 +13,10 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
 from mcpspec.importer.convert import Conversion
 from mcpspec.importer.model import ImportedConfig
+from mcpspec.importer.tidy import WIDTH, tidy
 
+# The modeline names a copy of the schema beside the spec: its $id is not served (docs/schema.md).
+SCHEMA_FILE = "mcp-sandbox.schema.json"
 APPROVALS = ["deploy", "destructive", "external_send", "modify_access", "financial", "exports_data"]
 
 
@@ -75,6 +78,8 @@ def document(config: ImportedConfig, conversion: Conversion, project: str) -> Co
     spec["servers"] = CommentedMap(conversion.servers)
     spec["approvals"] = CommentedMap([("require", _seq(APPROVALS)), ("show_arguments", True)])
     spec.yaml_set_start_comment(
+        f"yaml-language-server: $schema={SCHEMA_FILE}\n"
+        f"Write the schema beside it: mcpspec schema > {SCHEMA_FILE}\n"
         f"Imported by `mcpspec import --from {config.client}`.\n"
         "Review every line marked REVIEW or TODO, then run `mcpspec lint` on this file.\n"
         "No secret value was copied: secrets are read from environment variables."
@@ -100,10 +105,45 @@ def yaml() -> YAML:
     return out
 
 
-def dump(data: Any) -> str:
+def dump(data: Any, width: int = 4096) -> str:
     stream = io.StringIO()
-    yaml().dump(_readable_as_written(data), stream)
+    out = yaml()
+    out.width = width
+    out.dump(_readable_as_written(data), stream)
     return stream.getvalue()
+
+
+# ruamel folds a string at the first blank past its width, so a line can pass it by a word: fold well before WIDTH.
+FOLD = WIDTH - 16
+
+
+def dump_new(data: Any) -> str:
+    """A new spec's text, laid out for yamllint's default config (an existing file is dumped as it was laid out):
+    a flow collection too long for its line is written in block style, a long string folded."""
+    _unflow(data, 0)
+    plain = dump(data)
+    # Long end-of-line comments go onto lines of their own first (ruamel would put one after the last
+    # line of a string it folds); read back, they are comments before their keys, which folding keeps in place.
+    unfolded = tidy(plain, FOLD, start=False)
+    laid_out = tidy(dump(yaml().load(unfolded), width=FOLD))
+    # The layout moves comments and folds lines, never a value: should it ever read otherwise, the plain dump is written.
+    try:
+        same = pyyaml.safe_load(laid_out) == pyyaml.safe_load(plain)
+    except pyyaml.YAMLError:
+        same = False
+    return laid_out if same else plain
+
+
+def _unflow(node: Any, indent: int) -> None:
+    """Block style for every flow collection under ``node`` whose one-line form would pass WIDTH (``indent`` is its column)."""
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in children:
+        if not isinstance(value, (CommentedMap, CommentedSeq)):
+            continue
+        prefix = indent + (len(str(key)) + 2 if isinstance(node, dict) else 2)
+        if value.fa.flow_style() and prefix + len(dump(value).strip()) > FOLD:
+            value.fa.set_block_style()
+        _unflow(value, indent + 2)
 
 
 _YAML_1_1: Any = pyyaml.resolver.Resolver()

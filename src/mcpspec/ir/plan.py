@@ -401,6 +401,9 @@ class LockState:
     pinned: frozenset[str] | None  # None: no lock file
     error: str | None = None  # the lock exists but cannot be read
     tools: Mapping[str, frozenset[str]] = field(default_factory=dict)  # server -> the tool names the lock pins
+    # server -> tool -> the argument names its pinned inputSchema lists (tools whose schema lists none, or
+    # allows more, are left out: any name may be right)
+    arguments: Mapping[str, Mapping[str, frozenset[str]]] = field(default_factory=dict)
 
 
 @quick_init

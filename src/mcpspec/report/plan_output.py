@@ -17,6 +17,7 @@ from typing import Any
 
 from mcpspec.diagnostics import SpecPath, format_path
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, HostPath, LogSink, Plan, SecretGrant
+from mcpspec.spec.conditions import ArgRule
 from mcpspec.spec.models import SOURCE_TARGETS, SpecModel, Workspace
 from mcpspec.spec.values import Destination
 
@@ -39,6 +40,8 @@ def plain(value: Any) -> Any:
         return str(value)
     if isinstance(value, LogSink):
         return {"kind": value.kind, "path": None if value.path is None else str(value.path)}
+    if isinstance(value, ArgRule):  # as written: a test's unused matchers would only be noise
+        return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
     if isinstance(value, SpecModel):
         return value.model_dump(mode="json", by_alias=True)
     if isinstance(value, Mapping):

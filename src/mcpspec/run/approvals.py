@@ -62,6 +62,7 @@ class ApprovalRequest:
     run_id: str
     arguments: Mapping[str, Any] | None
     mode: ApprovalMode
+    condition: str | None = None  # the argument rule that sent the call here (its label, never a value)
 
 
 @dataclass(frozen=True)
@@ -84,11 +85,11 @@ class Approvals:
         self.marks = SecretMarks(secrets)  # (name, value) of each secret the spec gives the server
         self.show_arguments = show_arguments
         self.tty_path = tty_path
-        self._approved: dict[tuple[str, str], Approver] = {}
+        self._approved: dict[tuple[str, str, str | None], Approver] = {}
         self._lock = asyncio.Lock()
 
     async def decide(self, request: ApprovalRequest) -> ApprovalDecision:
-        key = (request.server, request.tool)
+        key = (request.server, request.tool, request.condition)
         if request.mode == "per-session" and key in self._approved:
             return ApprovalDecision(True, "session", f"approved earlier in this run ({self._approved[key]})")
         async with self._lock:  # one question at a time: a person sees one prompt, and a repeat waits for it
@@ -113,6 +114,8 @@ class Approvals:
             "run_id": request.run_id,
             "mode": request.mode,
         }
+        if request.condition is not None:
+            call["condition"] = request.condition
         if self.show_arguments and request.arguments is not None:
             call["arguments"] = dict(request.arguments)
             call["arguments_chars"] = len(json.dumps(call["arguments"], ensure_ascii=False, separators=(",", ":")))
@@ -188,8 +191,9 @@ class Approvals:
         reorder text or pass for another character); None when the arguments are too long to read here."""
         shown = self.payload(request)
         lines = [f"mcpspec: approve a call of {visible_json(shown['tool'])} on {visible_json(shown['server'])}?"]
-        for name in ("effects", "agent", "run_id", "mode"):
-            lines.append(f"  {name}: {visible_json(shown[name])}")
+        for name in ("effects", "agent", "run_id", "mode", "condition"):
+            if name in shown:
+                lines.append(f"  {name}: {visible_json(shown[name])}")
         if "arguments" in shown:
             text = visible_json(shown["arguments"])
             if len(text) > TTY_CHARS:

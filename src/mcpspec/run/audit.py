@@ -23,6 +23,7 @@ from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, LogSink
 from mcpspec.redact import MASK, redact
+from mcpspec.run.chain import CHAIN_FIELDS, SUFFIX_CHARS, Chain
 from mcpspec.targets.bwrap import launcher_secret
 from mcpspec.targets.bwrap.runtime import Refusal, TrustedPaths, secret_value
 
@@ -247,9 +248,11 @@ class AuditLog:
         *,
         journal_socket: str = JOURNAL_SOCKET,
         identifier: str = "mcpspec-run",
+        chain: Chain | None = None,
     ) -> None:
-        if max_line_bytes < 128:
-            raise ValueError("max_line_bytes must be at least 128")
+        if max_line_bytes < 128 + (SUFFIX_CHARS if chain is not None else 0):
+            raise ValueError("max_line_bytes must be at least 128 (and the chain's fields)")
+        self.chain = chain  # None: lines are not chained (mcpspec run always chains them)
         self.masker = masker
         self.max_line_bytes = max_line_bytes
         self.identifier = identifier
@@ -270,22 +273,23 @@ class AuditLog:
 
     def write(self, event: str, **fields: Any) -> None:
         """Append one line: ``time``, ``event``, then ``fields`` (JSON values), masked and bounded."""
-        clash = sorted(set(fields) & {*_CORE, "omitted"})
+        clash = sorted(set(fields) & {*_CORE, "omitted", *(CHAIN_FIELDS if self.chain is not None else ())})
         if clash:
             raise ValueError(f"audit fields may not be named {', '.join(clash)}")
-        limit = self.max_line_bytes - 1  # the newline
+        limit = self.max_line_bytes - 1 - (SUFFIX_CHARS if self.chain is not None else 0)  # the newline, the chain's fields
         record: dict[str, Any] = {"time": utc_now(), "event": self.masker.mask_text(event[:EVENT_CHARS])}
         masked, cut = bounded_mask(self.masker, fields, limit, 2 * limit)
         record.update(masked)
         if cut:
             record["truncated"] = True
-        line = bounded_json(record, limit) + "\n"
-        self._emit(line.encode("ascii"), record["event"])
+        self._emit(bounded_json(record, limit), record["event"])
 
-    def _emit(self, data: bytes, event: str) -> None:
+    def _emit(self, text: str, event: str) -> None:
         with self._lock:
             if self._closed:
                 raise ValueError("the audit log is closed")
+            # Sealed under the lock: the lines of a run reach the sink in the order of their seq.
+            data = ((self.chain.seal(text) if self.chain is not None else text) + "\n").encode("ascii")
             try:
                 if self._fd >= 0:
                     written = os.write(self._fd, data)  # O_APPEND: one write, one whole line

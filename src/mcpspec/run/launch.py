@@ -77,15 +77,37 @@ def written(plan: Plan, server: str, build: Build) -> Iterator[PreparedLauncher]
         shutil.rmtree(directory, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class RemotePlan:
+    """A server of the plan that runs elsewhere (``placement: external``): `mcpspec run` relays to its URL."""
+
+    plan: Plan
+    server: str
+
+
 @contextmanager
-def prepared_launcher(spec: str | os.PathLike[str], server: str, settings: Settings | None = None) -> Iterator[PreparedLauncher]:
-    """Build ``spec`` for bwrap as `mcpspec build` does and yield ``server``'s written launcher."""
+def prepared_server(spec: str | os.PathLike[str], server: str, settings: Settings | None = None) -> Iterator[PreparedLauncher | RemotePlan]:
+    """Build ``spec`` for bwrap as `mcpspec build` does (the same findings stop it) and yield
+    ``server``'s written launcher, or a RemotePlan when the server is external."""
     outcome = build_file(spec, "bwrap", settings)
-    if outcome.build is None:
+    if outcome.build is None or outcome.plan is None:
         raise LaunchError(build_summary.render(outcome).rstrip("\n"))
-    assert outcome.plan is not None
     plan = outcome.plan
+    if server in plan.servers and not plan.servers[server].runs_here:
+        if outcome.stopped:
+            raise LaunchError(build_summary.render(outcome).rstrip("\n"))
+        yield RemotePlan(plan, server)
+        return
     check_server(plan, server)
     with written(plan, server, built(outcome, server)) as launcher:
         yield launcher
 
+
+@contextmanager
+def prepared_launcher(spec: str | os.PathLike[str], server: str, settings: Settings | None = None) -> Iterator[PreparedLauncher]:
+    """Build ``spec`` for bwrap as `mcpspec build` does and yield ``server``'s written launcher."""
+    with prepared_server(spec, server, settings) as prepared:
+        if isinstance(prepared, RemotePlan):
+            check_server(prepared.plan, server)  # raises: it runs elsewhere
+            raise AssertionError(server)
+        yield prepared

@@ -23,7 +23,7 @@ from mcpspec.ir.plan import Plan
 from mcpspec.poisoning.context import Accept
 from mcpspec.poisoning.screening import Screening, screen
 from mcpspec.redact import redact
-from mcpspec.run.launch import LaunchError, prepared_launcher
+from mcpspec.run.launch import LaunchError, RemotePlan, prepared_server
 from mcpspec.run.lockfile import ITEM_OF, KINDS, Kind, Lock, canonical, initialize_pin, load_lock, lock_path, lockable, write_lock
 from mcpspec.settings import Settings
 
@@ -113,9 +113,9 @@ def chosen_servers(plan: Plan, names: Sequence[str]) -> list[str]:
         server = plan.servers.get(name)
         if server is None:
             raise LockFailure(f"no server named {name!r} (the spec has: {', '.join(sorted(plan.servers))})")
-        if not server.runs_here:
-            raise LockFailure(f"server {name!r} has placement: external; it runs elsewhere and mcpspec lock cannot start it", name)
-        if server.transport.type != "stdio":
+        if not server.runs_here and server.transport.type != "http":
+            raise LockFailure(f"server {name!r} has placement: external but is not reached over streamable HTTP (transport type http)", name)
+        if server.runs_here and server.transport.type != "stdio":
             raise LockFailure(f"server {name!r} speaks HTTP; mcpspec lock pins the tools of stdio servers", name)
     return list(dict.fromkeys(names))
 
@@ -195,10 +195,12 @@ def lock_spec(
 
 
 def offered(spec: str | os.PathLike[str], server: str, settings: Settings | None, timeout: float) -> Offer:
-    """Start ``server`` through its bwrap launcher and return what it offers."""
+    """Start ``server`` through its bwrap launcher (or reach it at its URL when external) and return what it offers."""
     try:
-        with prepared_launcher(spec, server, settings) as launcher, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+        with prepared_server(spec, server, settings) as launcher, tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
             try:
+                if isinstance(launcher, RemotePlan):
+                    return asyncio.run(asyncio.wait_for(_remote_offer(launcher.plan, server), timeout))
                 return asyncio.run(asyncio.wait_for(_offer(server, launcher.command, errlog), timeout))
             except Exception as exc:  # noqa: BLE001 - whatever the transport raised, the server is what failed
                 inner = innermost(exc)
@@ -212,12 +214,25 @@ def offered(spec: str | os.PathLike[str], server: str, settings: Settings | None
 
 
 async def _offer(server: str, command: Path, errlog: TextIO) -> Offer:
-    from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     # The launcher passes the server only what the spec declares, as it does for any client.
     params = StdioServerParameters(command=str(command), env=dict(os.environ))
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        return await _offer_over(server, read, write)
+
+
+async def _remote_offer(plan: Plan, server: str) -> Offer:
+    from mcpspec.run.remote_client import remote_bridge, remote_streams
+
+    async with remote_streams(remote_bridge(plan.servers[server])) as (read, write):
+        return await _offer_over(server, read, write)
+
+
+async def _offer_over(server: str, read: Any, write: Any) -> Offer:
+    from mcp import ClientSession
+
+    async with ClientSession(read, write) as session:
         hello = await session.initialize()
         capabilities = hello.capabilities
         items: dict[Kind, list[Any]] = {"tools": await all_items(session, server, "tools")}

@@ -194,9 +194,27 @@ def lock_state(spec: str | os.PathLike[str]) -> LockState:
         return LockState(None)
     try:
         lock = load_lock(path)
-        return LockState(frozenset(lock.servers), tools={server: frozenset(pins.of("tools")) for server, pins in lock.servers.items()})
+        return LockState(
+            frozenset(lock.servers),
+            tools={server: frozenset(pins.of("tools")) for server, pins in lock.servers.items()},
+            arguments={server: _argument_names(pins) for server, pins in lock.servers.items()},
+        )
     except LockError as exc:
         return LockState(None, str(exc).replace(str(path), LOCK_NAME))
+
+
+def _argument_names(pins: ServerPins) -> dict[str, frozenset[str]]:
+    """The argument names each pinned tool's inputSchema lists, unless it lists none or explicitly
+    allows others (``additionalProperties`` true or a schema)."""
+    out: dict[str, frozenset[str]] = {}
+    for name, tool in pins.of("tools").items():
+        schema = tool.get("inputSchema")
+        if not isinstance(schema, Mapping):
+            continue
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping) and properties and schema.get("additionalProperties", False) is False:
+            out[name] = frozenset(str(key) for key in properties)
+    return out
 
 
 def load_lock(path: str | os.PathLike[str], outdated_ok: bool = False) -> Lock:

@@ -36,6 +36,8 @@ class ToolPolicy:
 
     ``offered`` is what the server's last full tools/list said, by verdict: None until a listing has
     been seen (or after the server said its list changed), since pins are checked on what is offered.
+    ``epoch`` counts the server's list_changed: a page of a listing asked for before the last one, or a
+    verdict taken before it, is stale.
     """
 
     sandbox: EffectiveSandbox
@@ -44,6 +46,8 @@ class ToolPolicy:
     refused_pins: set[str] = field(default_factory=set)
     pages: dict[str, Hidden | None] | None = None  # the listing being read; None until its first page
     hidden_items: dict[Kind, set[str]] = field(default_factory=dict)  # prompts, resources...: hidden by their last listing
+    shown_items: dict[Kind, set[str]] = field(default_factory=dict)  # shown by a listing read since the server's last list_changed
+    epoch: int = 0
     poison: Guard | None = None  # the tool-poisoning checks (mcpspec run always has them)
     refused_poisoned: set[str] = field(default_factory=set)
 
@@ -98,14 +102,17 @@ class ToolPolicy:
         hidden: list[Hidden] = []
         shown: list[Any] = []
         refused = self.hidden_items.setdefault(kind, set())
+        current = self.shown_items.setdefault(kind, set())
         checks = self.lock.check(self.sandbox.name, items, kind) if self.lock is not None else [ToolCheck(canonical(kind, item)[0], "pinned") for item in items]
         for item, check in zip(items, checks, strict=True):
             poisoned = self.poisoned(kind, item) if check.verdict == "pinned" else None
             if check.verdict == "pinned" and poisoned is None:
                 shown.append(item)
                 refused.discard(check.name)
+                current.add(check.name)
                 continue
             refused.add(check.name)
+            current.discard(check.name)
             if poisoned is not None:
                 hidden.append(poisoned)
                 continue
@@ -121,10 +128,18 @@ class ToolPolicy:
             return f"the {ITEM_OF[kind]} {key!r} is not in mcp-sandbox.lock"
         if key in self.hidden_items.get(kind, set()):
             return f"the {ITEM_OF[kind]} {key!r} differs from its pin in mcp-sandbox.lock or has a tool-poisoning finding"
+        if key not in self.shown_items.get(kind, set()):  # what the server offers under this name now is unknown
+            return f"the {ITEM_OF[kind]} {key!r} was not listed since the server last changed them, so it cannot be checked against mcp-sandbox.lock (list them first)"
         return None
 
-    def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool) -> None:
-        """Remember the verdicts of one page of a listing; the last page makes them the offer."""
+    def forget_items(self, kind: Kind) -> None:
+        """The server said its prompts (or resources) changed: only a new listing shows which are pinned."""
+        self.shown_items.pop(kind, None)
+
+    def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool, epoch: int) -> None:
+        """Remember the verdicts of one page of a listing asked for in ``epoch``; the last page makes them the offer."""
+        if epoch != self.epoch:  # asked for before the server said its tools changed: its answer may predate the change
+            return
         if first:
             self.pages = {}
         if self.pages is None:  # a later page with no first page since the last change: not a whole offer
@@ -138,6 +153,7 @@ class ToolPolicy:
         """The server said its tools changed: verdicts must be taken again, from a first page, before the next call."""
         self.offered = None
         self.pages = None
+        self.epoch += 1
 
     @property
     def needs_listing(self) -> bool:

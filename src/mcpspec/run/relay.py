@@ -92,6 +92,7 @@ class Verdict:
     allowed: bool
     approver: str
     reason: str
+    condition: str | None = None  # the argument rule that decided or sent the call to the approver
 
 
 # Decides a call that needs approval: (tool, arguments) -> Verdict, or None when the call needs none.
@@ -138,6 +139,7 @@ class Pending:
     deadline: float | None = None  # loop time the call_timeout ends
     waiter: asyncio.Future[dict[str, Any]] | None = None
     decision: dict[str, Any] = field(default_factory=dict)
+    epoch: int = 0  # the policy's epoch when it was sent (a call: when its verdict was taken)
 
 
 def _valid_id(value: Any) -> bool:
@@ -315,17 +317,27 @@ class Relay:
             pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
             await self.forward(pending, params)
 
-    async def forward(self, pending: Pending, params: Any, timeout: float | None = None) -> int:
+    async def forward(self, pending: Pending, params: Any) -> int:
+        server_id = self.register(pending, None)
+        await self.server.send(self.request_line(server_id, pending, params))
+        return server_id
+
+    def register(self, pending: Pending, timeout: float | None) -> int:
+        """Book a request about to be sent: its server id, its timer."""
         server_id = next(self.ids)
         self.pending[server_id] = pending
+        pending.epoch = self.policy.epoch
         if pending.client_id is not None:
             self.by_client[pending.client_id] = server_id
         if timeout is not None:
             pending.timeout, pending.deadline = timeout, asyncio.get_running_loop().time() + timeout
             pending.timer = asyncio.create_task(self.expire(server_id, timeout))
-        params = request_params(pending.method, params)
-        await self.server.send(_wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params)))
         return server_id
+
+    @staticmethod
+    def request_line(server_id: int, pending: Pending, params: Any) -> bytes:
+        params = request_params(pending.method, params)
+        return _wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params))
 
     def settle(self, server_id: int) -> Pending | None:
         """Take a request off the books (answered, timed out or failed)."""
@@ -372,19 +384,46 @@ class Relay:
     async def call(self, client_id: RequestId, params: Any) -> None:
         try:
             pending = await self.judge(client_id, params)
+            # The server said its tools changed after the verdict (while the call waited for the pipe): judge the pins again.
+            while pending is not None and not await self.send_call(pending, params):
+                pending = await self.judge_pins(pending)
         finally:
-            # Only our own entry: a cancelled call's id may already belong to a newer call being judged.
-            if self.judging.get(client_id) is asyncio.current_task():
-                del self.judging[client_id]
-        if pending is not None:  # judged: from now on a cancellation goes to the server, as for any call in flight
-            await self.forward(pending, params, pending.timeout)
+            self.judged(client_id)
 
-    async def pin_refusal(self, tool: str) -> Hidden | None:
-        """Why the allowlist or the pins refuse ``tool`` now, listing the server's tools first when their
-        verdicts are stale (never listed, or the server said they changed)."""
+    def judged(self, client_id: RequestId) -> None:
+        """From now on a cancellation goes to the server, as for any call in flight."""
+        # Only our own entry: a cancelled call's id may already belong to a newer call being judged.
+        if self.judging.get(client_id) is asyncio.current_task():
+            del self.judging[client_id]
+
+    async def send_call(self, pending: Pending, params: Any) -> bool:
+        """Send a judged call on; False (unsent) when the relay has read a list_changed since its verdict."""
+        async with self.server.lock:
+            if pending.epoch != self.policy.epoch:
+                return False
+            assert pending.client_id is not None
+            self.judged(pending.client_id)
+            server_id = self.register(pending, pending.timeout)
+            await self.server.raw(self.request_line(server_id, pending, params))
+        return True
+
+    async def judge_pins(self, pending: Pending) -> Pending | None:
+        """The judged call again, its pins checked anew; None when they now refuse it (answered here)."""
+        assert pending.client_id is not None and pending.tool is not None
+        refusal = await self.pin_refusal(pending)
+        if refusal is None:
+            return pending
+        await self.refuse_pin(pending.client_id, pending.decision, pending.started, pending.tool, refusal)
+        return None
+
+    async def pin_refusal(self, verdict: Pending) -> Hidden | None:
+        """Why the allowlist or the pins refuse ``verdict.tool`` now, listing the server's tools first when
+        their verdicts are stale (never listed, or the server said they changed); the verdict's epoch is noted."""
+        assert verdict.tool is not None
         if self.policy.needs_listing:
             await self.list_tools_myself()
-        return self.policy.refusal(tool)
+        verdict.epoch = self.policy.epoch
+        return self.policy.refusal(verdict.tool)
 
     async def judge(self, client_id: RequestId, params: Any) -> Pending | None:
         """The call to send on, or None when it was answered here (refused, denied, malformed)."""
@@ -399,7 +438,8 @@ class Relay:
         record: dict[str, Any] = {"tool": tool, "effects": list(self.sandbox.tools[tool].effects) if tool in self.sandbox.tools else []}
         if "arguments_hash" in self.sandbox.logging.record:
             record["arguments_sha256"] = digest(parsed.arguments or {})
-        refusal = await self.pin_refusal(tool)
+        pending = Pending(client_id, "tools/call", started, tool=tool, decision=record)
+        refusal = await self.pin_refusal(pending)
         if refusal is None:
             over = self.limiter.admit(tool)
             if over is not None:
@@ -409,20 +449,23 @@ class Relay:
                 verdict = await self.gate(tool, parsed.arguments)
                 if verdict is not None:
                     record.update(decision="allowed" if verdict.allowed else "denied", approver=verdict.approver)
+                    record.update({"condition": verdict.condition} if verdict.condition else {})
                     if not verdict.allowed:
                         await self.refuse(client_id, record, started, f"denied by policy: {verdict.reason}", "denied")
                         return None
                     # The server may have said its tools changed while the approver thought: check again.
-                    refusal = await self.pin_refusal(tool)
+                    refusal = await self.pin_refusal(pending)
         if refusal is not None:
-            self.report_hidden(refusal, on_call=True)
-            record.pop("decision", None)
-            await self.refuse(client_id, record, started, f"refused by policy: the tool {tool!r} is not allowed ({refusal.detail})", refusal.reason)
+            await self.refuse_pin(client_id, record, started, tool, refusal)
             return None
         record.setdefault("decision", "allowed")
-        pending = Pending(client_id, "tools/call", started, tool=tool, decision=record)
         pending.timeout = self.limiter.timeout(tool)
         return pending
+
+    async def refuse_pin(self, client_id: RequestId, record: dict[str, Any], started: float, tool: str, refusal: Hidden) -> None:
+        self.report_hidden(refusal, on_call=True)
+        record.pop("decision", None)
+        await self.refuse(client_id, record, started, f"refused by policy: the tool {tool!r} is not allowed ({refusal.detail})", refusal.reason)
 
     async def refuse(self, client_id: RequestId, record: dict[str, Any], started: float, text: str, status: str) -> None:
         self.in_flight.discard(client_id)
@@ -489,8 +532,9 @@ class Relay:
 
     # --- tools/list ---
 
-    def screen_listing(self, result: dict[str, Any], first_page: bool) -> dict[str, Any]:
-        """The listing the client may see; raises ValidationError when it is not a tools/list result."""
+    def screen_listing(self, result: dict[str, Any], first_page: bool, epoch: int) -> dict[str, Any]:
+        """The listing the client may see (its verdicts learnt unless asked for before the last list_changed);
+        raises ValidationError when it is not a tools/list result."""
         listing = ListToolsResult.model_validate(result)
         raw_tools = result.get("tools")
         assert isinstance(raw_tools, list)
@@ -498,7 +542,7 @@ class Relay:
         twice = {name for name in names if names.count(name) > 1}
         shown, hidden = self.policy.screen(tool for tool in listing.tools if tool.name not in twice)
         hidden += [Hidden(name, "changed", "the server offers two tools of this name") for name in sorted(twice)]
-        self.policy.learn(shown, hidden, first_page, listing.next_cursor is None)
+        self.policy.learn(shown, hidden, first_page, listing.next_cursor is None, epoch)
         for item in hidden:
             self.report_hidden(item, on_call=False)
         keep = {id(tool) for tool in shown}
@@ -510,26 +554,29 @@ class Relay:
         """List the server's tools (every page) so a call can be judged against the lock."""
         async with self.listing:
             cursor: str | None = None
-            first = True
+            first, epoch = True, self.policy.epoch
             for _ in range(MAX_PAGES):
                 if not self.policy.needs_listing:
                     return
+                if epoch != self.policy.epoch:  # the server said its tools changed mid-listing: from the first page again
+                    cursor, first, epoch = None, True, self.policy.epoch
                 pending = Pending(None, "tools/list", time.monotonic(), first_page=first)
                 pending.waiter = asyncio.get_running_loop().create_future()
                 await self.forward(pending, {"cursor": cursor} if cursor else None)
                 try:
                     result = await asyncio.wait_for(pending.waiter, 60)
-                    self.screen_listing(result, first)
+                    # Learnt only if no list_changed was read since it was asked for (even after its answer).
+                    self.screen_listing(result, first, pending.epoch)
                 except (TimeoutError, ValidationError, ValueError) as exc:
                     self.note(f"cannot list the server's tools to check them against the lock: {exc}")
-                    self.policy.learn([], [], first, True)  # what was not offered is refused
+                    self.policy.learn([], [], first, True, pending.epoch)  # what was not offered is refused
                     return
                 cursor = result.get("nextCursor")
                 first = False
             if not self.policy.needs_listing:
                 return
-            self.note(f"the server's tools/list has more than {MAX_PAGES} pages: its tools cannot be checked against the lock")
-            self.policy.learn([], [], first, True)
+            self.note(f"the server's tools/list has more than {MAX_PAGES} pages (or changed as often): its tools cannot be checked against the lock")
+            self.policy.learn([], [], first, True, epoch)
 
     # --- server to client ---
 
@@ -609,7 +656,7 @@ class Relay:
         try:
             result = checked_result(pending.method, result)
             if pending.method == "tools/list":
-                result = self.screen_listing(result, pending.first_page)
+                result = self.screen_listing(result, pending.first_page, pending.epoch)
             elif pending.method == "initialize":
                 result = self.screen_initialize(result)
             elif pending.method in LISTS:
@@ -667,6 +714,8 @@ class Relay:
                 return
             if method == "notifications/tools/list_changed":
                 self.policy.forget()
+            elif method == "notifications/prompts/list_changed":
+                self.policy.forget_items("prompts")
             await self.client.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=method, params=params if isinstance(params, dict) else None)))
             return
         request_id = message["id"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import hashlib
 import os
 import signal
 import subprocess
@@ -23,14 +24,19 @@ from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.poisoning.screening import Guard
-from mcpspec.run import watchdog
+from mcpspec.run import argrules, watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
-from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, prepared_launcher
+from mcpspec.run.chain import Chain, ChainKeyError
+from mcpspec.run.chainkey import chain_key
+from mcpspec.run.launch import LaunchError, NotAServer, PreparedLauncher, RemotePlan, prepared_server
 from mcpspec.run.limits import CallLimiter
+from mcpspec.run.listen import ListenError, LocalEndpoint, loopback
 from mcpspec.run.lockfile import Lock, LockError, load_lock, lock_path
+from mcpspec.run.otel import OtelURLError, SpanExporter, SpanTap, traces_endpoint
 from mcpspec.run.policy import ToolPolicy
 from mcpspec.run.relay import Audit, Gate, Relay, Verdict
+from mcpspec.run.remote_side import RemoteSide, remote_side
 from mcpspec.run.stderr import clean, pass_stderr
 from mcpspec.settings import Settings
 from mcpspec.targets.bwrap.runtime import RUN_ID
@@ -46,6 +52,11 @@ class RunOptions:
     agent: str | None = None
     run_id: str | None = None
     approver: Sequence[str] | None = None  # None: the config's, else a terminal prompt, else deny
+    otel: str | None = None  # an OTLP/HTTP collector's URL: a span per call
+    audit_key_env: str | None = None  # the environment variable holding the audit chain's HMAC key
+    audit_key_file: str | None = None  # or the file holding it
+    listen: str | None = None  # serve the client on this loopback address:port (streamable HTTP) instead of stdio
+    token_file: Path | None = None  # where --listen's token is written (0600); None: stderr, once
 
 
 class _NoAudit:
@@ -58,7 +69,7 @@ class _NoAudit:
 RECORDED_BY: dict[str, tuple[str, ...]] = {
     "tool": ("tool", "effects"),
     "caller": ("agent", "run_id"),
-    "decision": ("decision", "approver", "reason"),
+    "decision": ("decision", "approver", "reason", "condition"),
     "exit_status": ("status", "result_bytes"),
     "arguments_hash": ("arguments_sha256",),
 }
@@ -89,8 +100,22 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
         _say(f"--run-id {options.run_id!r} must match {RUN_ID.pattern}")
         return EXIT_USAGE
     try:
+        if options.otel is not None:
+            traces_endpoint(options.otel)
+        key = chain_key(options.audit_key_env, options.audit_key_file)
+        if options.token_file is not None and options.listen is None:
+            raise ListenError("--token-file is the token of --listen: give --listen too")
+        listen = loopback(options.listen) if options.listen is not None else None
+    except (OtelURLError, ChainKeyError, ListenError) as exc:
+        _say(str(exc))
+        return EXIT_USAGE
+    try:
+        spec_sha256 = hashlib.sha256(Path(spec).read_bytes()).hexdigest()
+    except OSError:
+        spec_sha256 = ""  # the build below names the problem with the file
+    try:
         lock = _lock(spec)
-        with prepared_launcher(spec, server, settings) as launcher:
+        with prepared_server(spec, server, settings) as launcher:
             sandbox = launcher.plan.servers[server]
             wrong = _agent_problem(sandbox, options.agent)
             if wrong:
@@ -100,7 +125,7 @@ def run_session(spec: str | os.PathLike[str], server: str, options: RunOptions, 
                 _say(f"{server}: no {lock_path(spec).name} next to the spec: the tools are not pinned (run `mcpspec lock {spec}`)")
             approver = options.approver if options.approver is not None else settings.config.approver
             timeout = settings.config.approver_timeout or APPROVER_TIMEOUT
-            return asyncio.run(_serve(launcher, lock, options, approver, timeout))
+            return asyncio.run(_serve(launcher, lock, options, approver, timeout, Chain(spec_sha256, key), listen))
     except NotAServer as exc:
         _say(str(exc))
         return EXIT_USAGE
@@ -137,11 +162,17 @@ def _agent(sandbox: EffectiveSandbox, chosen: str | None) -> str:
 def _gate(plan: Plan, sandbox: EffectiveSandbox, approvals: Approvals, agent: str, run_id: str) -> Gate:
     async def gate(tool: str, arguments: Mapping[str, Any] | None) -> Verdict | None:
         mode = approval_mode(plan, sandbox.name, tool) if tool in sandbox.tools else UNLISTED_MODE
+        found = argrules.ruling(sandbox, tool, arguments)
+        if found is not None and found.action != "approve":
+            return Verdict(found.action == "allow", "policy", argrules.reason(found), found.label)
+        if found is not None:
+            mode = "always"
         if mode is None:
             return None
         effects = tool_effects(plan, sandbox.name, tool)
-        decision = await approvals.decide(ApprovalRequest(sandbox.name, tool, effects, agent, run_id, arguments, mode))
-        return Verdict(decision.allowed, decision.approver, decision.reason)
+        rule = argrules.shown(sandbox, tool, found) if found is not None else None
+        decision = await approvals.decide(ApprovalRequest(sandbox.name, tool, effects, agent, run_id, arguments, mode, rule))
+        return Verdict(decision.allowed, decision.approver, decision.reason, found.label if found is not None else None)
 
     return gate
 
@@ -154,30 +185,76 @@ async def _client_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
 
 
-async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOptions, approver: Sequence[str] | None, approver_timeout: float) -> int:
+class _LauncherSide:
+    """The server side of a sandboxed server: its launcher's pipes (stderr passed on, masked)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, masker: Masker, name: str) -> None:
+        assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+        self.process = process
+        self.server_in, self.server_out = process.stdin, process.stdout
+        self.stderr = asyncio.create_task(pass_stderr(process.stderr, name, masker))
+        self.watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
+        self.described: dict[str, Any] = {}
+
+    def interrupt(self) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+
+    async def stop(self, client_ended: bool) -> int | None:
+        status = await _stop(self.process, client_ended)
+        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
+            await asyncio.wait_for(self.stderr, 5.0)
+        if self.watch is not None:  # the launcher has ended: the watchdog ends with its pipe
+            os.close(self.watch[1])
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.watch[0].wait(5)
+        return status
+
+
+async def _serve(
+    launcher: PreparedLauncher | RemotePlan,
+    lock: Lock | None,
+    options: RunOptions,
+    approver: Sequence[str] | None,
+    approver_timeout: float,
+    chain: Chain,
+    listen: tuple[str, int] | None = None,
+) -> int:
     plan, sandbox = launcher.plan, launcher.plan.servers[launcher.server]
     agent = _agent(sandbox, options.agent)
     run_id = options.run_id or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{os.getpid()}"
     secrets = secret_values(sandbox)  # read once, as the launcher reads them; they stay in this process
     masker = Masker([value for _, value in secrets], shapes=sandbox.logging.redact)
-    log = AuditLog(sandbox.logging.sink, masker) if sandbox.logging.audit else None
-    audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
+    log = AuditLog(sandbox.logging.sink, masker, chain=chain) if sandbox.logging.audit else None
+    audit: Audit = _Context(log if log is not None else _NoAudit(), {"server": sandbox.name, "agent": agent, "run_id": run_id}, sandbox.logging.record)
+    spans = SpanExporter(options.otel, {"mcpspec.server": sandbox.name, "mcpspec.agent": agent, "mcpspec.run_id": run_id}, masker) if options.otel else None
+    context = audit
+    if spans is not None:
+        audit = SpanTap(audit, spans)
     approvals = Approvals(approver, approver_timeout, secrets, plan.approvals.show_arguments)
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
+    if options.audit_key_env is not None:
+        env.pop(options.audit_key_env, None)  # the key stays in this process
+    endpoint = LocalEndpoint(*listen) if listen is not None else None
     try:
-        client_in, client_out = await _client_streams()
+        client_in, client_out = await (endpoint.open() if endpoint is not None else _client_streams())
     except (ValueError, OSError) as exc:
-        raise LaunchError(f"stdin and stdout must be pipes, sockets or a terminal (an MCP client's): {exc}") from None
+        what = f"cannot listen on {options.listen}" if endpoint is not None else "stdin and stdout must be pipes, sockets or a terminal (an MCP client's)"
+        raise LaunchError(f"{what}: {exc}") from None
+    if endpoint is not None:
+        _announce(endpoint, options.token_file)
     started = time.monotonic()
-    process = await asyncio.create_subprocess_exec(
-        str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
-    )  # fmt: skip
-    assert process.stderr is not None
-    stderr = asyncio.create_task(pass_stderr(process.stderr, sandbox.name, masker))
-    watch = watchdog.start(process.pid)  # stops the launcher should mcpspec run die (SIGKILL included)
-    assert process.stdin is not None and process.stdout is not None
+    side: _LauncherSide | RemoteSide
+    if isinstance(launcher, RemotePlan):
+        side = await remote_side(sandbox, secrets, audit, functools.partial(clean, masker=masker))
+    else:
+        process = await asyncio.create_subprocess_exec(
+            str(launcher.command), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, limit=2**16
+        )  # fmt: skip
+        side = _LauncherSide(process, masker, sandbox.name)
     audit.write(
         "session_start",
+        **side.described,
         spec=str(Path(plan.file).name),
         lock="present" if lock is not None else "absent",
         unlisted_tools=sandbox.unlisted_tools,
@@ -185,13 +262,12 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     )
     policy = ToolPolicy(sandbox, lock, poison=Guard.of(plan, sandbox.name, lock, agent or None))
     gate = _gate(plan, sandbox, approvals, agent, run_id)
-    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, process.stdin, process.stdout, functools.partial(clean, masker=masker))
+    relay = Relay(policy, CallLimiter(sandbox), audit, gate, client_in, client_out, side.server_in, side.server_out, functools.partial(clean, masker=masker))
     stopped_by: list[int] = []
 
-    def stop(signum: int) -> None:  # the launcher tears the sandbox down; the relay then ends with it
+    def stop(signum: int) -> None:
         stopped_by.append(signum)
-        with contextlib.suppress(ProcessLookupError):
-            process.send_signal(signal.SIGTERM)
+        side.interrupt()
 
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:
@@ -199,19 +275,20 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     try:
         await relay.run()
     finally:
-        status = await _stop(process, relay.client_ended)
-        with contextlib.suppress(TimeoutError):  # the launcher's last words (its launch audit line)
-            await asyncio.wait_for(stderr, 5.0)
-        if watch is not None:  # the launcher has ended: the watchdog ends with its pipe
-            os.close(watch[1])
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                watch[0].wait(5)
+        status = await side.stop(relay.client_ended)
         code = EXIT_PINS if policy.refused_pins or policy.refused_poisoned else (EXIT_SERVER_ENDED if not relay.client_ended else EXIT_ENDED)
         code = 128 + stopped_by[0] if stopped_by else code
+        if spans is not None:
+            spans.close()
+            context.write("otel_export", **spans.summary())
         poisoned = {"refused_poisoned": sorted(policy.refused_poisoned)} if policy.refused_poisoned else {}
         audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(policy.refused_pins), **poisoned)
         if log is not None:
             log.close()
+            if log.chain is not None and log.chain.seq:  # kept elsewhere, it shows a cut tail (docs/run.md)
+                _say(f"{sandbox.name}: audit chain {log.chain.chain} ended at seq {log.chain.seq - 1} with hash {log.chain.last}")
+        if endpoint is not None:
+            endpoint.close()
         with contextlib.suppress(Exception):
             client_out.close()
     if stopped_by:
@@ -225,6 +302,22 @@ async def _serve(launcher: PreparedLauncher, lock: Lock | None, options: RunOpti
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
     return code
+
+
+def _announce(endpoint: LocalEndpoint, token_file: Path | None) -> None:
+    """Say where the endpoint listens, and give its token once: to ``token_file`` (mode 0600) or stderr."""
+    if token_file is None:
+        _say(f"listening on {endpoint.url}; send Authorization: Bearer {endpoint.token}")
+        return
+    try:
+        token_file.unlink(missing_ok=True)
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(endpoint.token + "\n")
+    except OSError as exc:
+        endpoint.close()
+        raise LaunchError(f"cannot write the token to {token_file}: {exc.strerror}") from None
+    _say(f"listening on {endpoint.url}; its token is in {token_file}")
 
 
 async def _stop(process: asyncio.subprocess.Process, client_ended: bool) -> int | None:

@@ -14,10 +14,12 @@ evaluating ~150 annotation strings at every start cost more than writing them as
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
 
 from mcpspec.presets import PATTERN as PRESET_PATTERN
 from mcpspec.presets import PRESETS, PresetRef, parse_egress_entry
+from mcpspec.spec.base import SpecModel as SpecModel  # re-exported: every module names it from here
+from mcpspec.spec.conditions import Action, ArgRule
 from mcpspec.spec.patterns import (
     CACHE_PATTERN,
     EGRESS_PATTERN,
@@ -184,12 +186,6 @@ NULL_LIFTS: frozenset[tuple[str, str]] = frozenset(
         ("Limits", "call_timeout"),
     }
 )
-
-
-class SpecModel(BaseModel):
-    """Base of every model: unknown keys are errors, values are not coerced between types."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, populate_by_name=True)
 
 
 def _doc(description: str, example: Any, default: Any = None) -> Any:
@@ -444,6 +440,17 @@ class Secret(SpecModel):
     )
     ttl: Ttl | None = _doc("How long one issued value stays valid; none says it does not expire (a Slack bot token).", "1h")
     rotation: Rotation | None = _doc("Rotation policy.", {"every": "30d", "on_exposure": True})
+    exposed: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description=(
+            "Where a value of this credential was seen in plain text (`mcpspec import` writes the client config's file:line). "
+            "SE010 reports it until the credential is rotated and this key deleted."
+        ),
+        examples=["claude_desktop_config.json:10"],
+    )
 
     def every_source(self) -> tuple[tuple[tuple[str, ...], str, str], ...]:
         """(key path under the secret, provider, ref) of the default source, then of each target's own."""
@@ -547,6 +554,14 @@ class Tool(SpecModel):
     approval: Literal["always", "per-session", "never"] | None = _doc(
         "When a person must approve a call. Unset: decided by the top-level approvals.", "always"
     )
+    when: list[ArgRule] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Argument rules, tried in order: the first whose condition holds allows the call, sends it to approval or refuses it "
+        "(docs/run.md, Argument conditions). None holds: 'otherwise', else approval as usual.",
+        examples=[[{"name": "output area", "if": {"arg": "path", "glob": "/workspace/output/**"}, "then": "allow"}]],
+    )
+    otherwise: Action | None = _doc("What a call no rule of 'when' catches gets: allow, approve or refuse. Unset: approval as usual.", "refuse")
     limits: Limits | None = _doc(
         "Call limits of this tool alone (`mcpspec run` enforces them beside the server's: its own rate, and its timeout instead of the server's).",
         {"call_timeout": "30s"},
@@ -559,6 +574,12 @@ class Tool(SpecModel):
             others = ", ".join(effect for effect in effects if effect != "none")
             raise ValueError(f"'none' says the tool has no effects, so it cannot be listed with {others}: keep [none] or drop it")
         return effects
+
+    @model_validator(mode="after")
+    def _otherwise_needs_when(self) -> "Tool":
+        if self.otherwise is not None and not self.when:
+            raise ValueError("otherwise goes with when: without argument rules, use approval (or leave the tool out to refuse it)")
+        return self
 
 
 ServerKind = Literal["code-exec", "filesystem", "browser", "data", "deploy", "package", "search", "memory", "other"]

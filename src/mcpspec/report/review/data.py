@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from mcpspec import __version__
 from mcpspec.analysis.graph import TrustGraph, blast_radius, build
+from mcpspec.conditions.describe import rules_text
 from mcpspec.diagnostics import format_path, parse_path
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.redact import redact
@@ -538,7 +539,9 @@ def _tool(plan: Plan, name: str, sandbox: EffectiveSandbox) -> ToolRow:
     approval = {"always": "every call", "per-session": "once per session", None: "none"}[mode]
     if tool.approval is None and mode is not None:
         approval += " (approvals.require)"
-    return ToolRow(redact(name), redact(tool.description), ", ".join(tool.effects) or "none declared", approval)
+    if tool.when:  # argument rules decide first: the reviewer reads them with the approval they override
+        approval += "; argument rules: " + "; ".join(rules_text(tool.when, tool.otherwise))
+    return ToolRow(redact(name), redact(tool.description), ", ".join(tool.effects) or "none declared", redact(approval))
 
 
 def _blast(graph: TrustGraph, server: str) -> Blast:

@@ -5,7 +5,10 @@ from __future__ import annotations
 from mcpspec.rules.base import Rule
 from mcpspec.rules.review import (
     approval_hides_arguments,
+    argument_condition_unknown_argument,
+    argument_condition_vacuous,
     coarse_approval_irreversible,
+    path_compared_as_string,
     sensitive_tool_without_approval,
     tool_effects_undeclared,
 )
@@ -15,4 +18,7 @@ RULES: tuple[Rule, ...] = (
     approval_hides_arguments.RULE,
     coarse_approval_irreversible.RULE,
     tool_effects_undeclared.RULE,
+    argument_condition_vacuous.RULE,
+    argument_condition_unknown_argument.RULE,
+    path_compared_as_string.RULE,
 )

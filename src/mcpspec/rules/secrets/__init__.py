@@ -7,6 +7,7 @@ from mcpspec.rules.secrets import (
     broad_secret_scope,
     cloud_credentials_passed,
     environment_inherited,
+    exposed_secret,
     literal_secret,
     secret_in_argv,
     secret_source_writable,
@@ -25,4 +26,5 @@ RULES: tuple[Rule, ...] = (
     secret_without_scope.RULE,
     secret_source_writable.RULE,
     broad_secret_scope.RULE,
+    exposed_secret.RULE,
 )

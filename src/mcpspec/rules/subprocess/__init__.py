@@ -5,6 +5,7 @@ from __future__ import annotations
 from mcpspec.rules.base import Rule
 from mcpspec.rules.subprocess import (
     background_jobs_unbounded,
+    container_escape_flags,
     downloads_at_start,
     exec_without_process_policy,
     listeners_allowed,
@@ -25,4 +26,5 @@ RULES: tuple[Rule, ...] = (
     listeners_allowed.RULE,
     background_jobs_unbounded.RULE,
     downloads_at_start.RULE,
+    container_escape_flags.RULE,
 )

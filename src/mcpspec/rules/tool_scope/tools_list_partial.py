@@ -6,11 +6,15 @@ still reach the model, so the list may be partial and nothing checks it:
 - the server sets `unlisted_tools: allow`: `mcpspec run` passes the other
   tools through (when `mcp-sandbox.lock` pins the server, the message names
   the pinned tools the spec leaves out);
-- the server speaks HTTP (it runs here with an HTTP transport, or it is
-  `placement: external`): clients reach it directly, so neither
+- the server speaks HTTP and runs here: clients reach it directly, so neither
   `mcpspec run` (which hides unlisted tools of stdio servers) nor
   `mcpspec lock` (which pins and checks the full tool list of the stdio
-  servers it starts) sees its `tools/list`.
+  servers it starts) sees its `tools/list`;
+- the server is `placement: external`: a client that reaches it directly
+  sees every tool it offers. `mcpspec run FILE SERVER` relays a remote
+  streamable HTTP server with the same allowlist as a stdio one, and
+  `mcpspec lock FILE SERVER` pins it, but the spec cannot tell that clients
+  go through them (docs/run.md, "Remote servers").
 
 A stdio server with the default `unlisted_tools: deny` is not flagged:
 `mcpspec run` hides every tool the spec does not list.
@@ -85,6 +89,14 @@ def check(plan: Plan) -> Iterator[Finding]:
     for server in plan.servers.values():
         if not server.tools:
             continue  # TS007's finding
+        if not server.runs_here and server.transport.type == "http":
+            yield Finding(
+                path=(*server.path, "tools"),
+                message=f"server '{server.name}' may offer tools its `tools:` does not list, and nothing checks a client that reaches it "
+                f"directly: it is external; have clients reach it through `mcpspec run FILE {server.name}` (which hides unlisted tools) "
+                f"and pin its tools with `mcpspec lock FILE {server.name}`",
+            )
+            continue
         if server.transport.type != "stdio":
             where = "it is external" if not server.runs_here else "it speaks HTTP"
             yield Finding(
