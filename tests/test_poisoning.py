@@ -111,3 +111,29 @@ def test_accepts_name_a_rule_a_server_and_an_item() -> None:
     assert blocking([finding, medium]) == [finding]
     assert blocking([finding], [Accept("TP003", "db", "query")]) == []
     assert blocking([finding], [Accept("TP003", "db", "other")]) == [finding]
+
+
+def test_the_lock_records_acceptances_and_refuses_malformed_ones(tmp_path: Path) -> None:
+    from mcpspec.run.lockfile import Lock, LockError, load_lock, write_lock
+
+    lock = Lock().with_server("db", [{"name": "query", "inputSchema": {"type": "object"}}]).with_accepted("db", ["TP004:query", "TP003:initialize"])
+    path = tmp_path / "mcp-sandbox.lock"
+    write_lock(path, lock)
+    assert load_lock(path).accepted("db") == ("TP003:initialize", "TP004:query")
+    assert '"accepted": [\n        "TP003:initialize",' in path.read_text(encoding="utf-8")
+    write_lock(path, Lock().with_server("db", []))
+    assert "accepted" not in path.read_text(encoding="utf-8")  # a lock without acceptances is as before
+    for bad, why in (('"TP003:query"', "expected a list of RULE:ITEM strings"), ("[3]", "expected a list"), ('["TP003"]', "expected a list"), ('["FS001:query"]', "not a tool-poisoning rule")):
+        text = path.read_text(encoding="utf-8").replace('"initialize": null', f'"initialize": null, "accepted": {bad}')
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(LockError, match=why):
+            load_lock(path)
+        write_lock(path, Lock().with_server("db", []))
+
+
+def test_a_malformed_accept_is_a_usage_error() -> None:
+    from conftest import run_cli
+
+    done = run_cli("lock", "mcp-sandbox.yaml", "--accept", "FS001:a/b")
+    assert done.returncode == 2 and "--accept 'FS001:a/b': 'FS001' is not a tool-poisoning rule" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

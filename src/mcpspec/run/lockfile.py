@@ -248,6 +248,13 @@ def _server(path: str | os.PathLike[str], server: str, entry: Any) -> ServerPins
     accepted = entry.get("accepted", [])
     if not isinstance(accepted, list) or not all(isinstance(item, str) and ":" in item for item in accepted):
         raise LockError(f"{path}: servers.{server}.accepted: expected a list of RULE:ITEM strings")
+    from mcpspec.poisoning.context import parse_accept
+
+    for item in accepted:
+        try:
+            parse_accept(item, server)
+        except ValueError as exc:
+            raise LockError(f"{path}: servers.{server}.accepted: {exc}") from None
     initialize = entry["initialize"]
     if initialize is not None and (not isinstance(initialize, dict) or not set(initialize) <= set(INITIALIZE_FIELDS)):
         raise LockError(f"{path}: servers.{server}.initialize: expected null or an object of {', '.join(INITIALIZE_FIELDS)}")
