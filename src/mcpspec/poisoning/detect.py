@@ -94,8 +94,8 @@ _DIRECTIVES = [
         r"\b(you are now|from now on|new instructions|updated instructions|system override|developer mode)\b",
         r"\b(reveal|print|output|repeat|include|send|leak) (your|the)( full| entire| whole| complete)? (system prompt|hidden instructions)\b",
         r"\b(include|send|pass|append|attach|copy|forward|upload|post|leak|add) (the |your |this |our |all )?(full |entire |whole |complete |previous )?(conversation|chat) (history|log|transcript|messages)\b",
-        r"\bbefore (using|calling|invoking|running|executing|answering|responding)\b.{0,120}?\b(read|cat|open|load|send|upload|post|forward|include|pass|copy)\b"
-        r".{0,80}?\b(ssh|id rsa|id ed25519|credentials?|secrets?|api keys?|tokens?|passwords?|passwd|env|mcp json|private keys?|aws|kube)\b",
+        r"\bbefore (using|calling|invoking|running|executing|answering|responding)\b.{0,120}?\b(read|cat|open|load|send|upload|post|forward|include|copy)\b"
+        r".{0,80}?\b(ssh|id rsa|id ed25519|credentials?|secrets?|passwd|mcp json|private keys?|aws|kube|env file|dotenv)\b",
     )
 ]
 _SQUEEZED = (
