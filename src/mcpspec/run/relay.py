@@ -160,6 +160,9 @@ def _call_result(text: str) -> dict[str, Any]:
     return result.model_dump(by_alias=True, exclude_none=True, exclude_unset=True, mode="json")
 
 
+LISTING_TIMEOUT = 60.0  # seconds the relay waits for a page of its own tools/list
+
+
 class Relay:
     """Relays one session; ``run`` returns when the client or the server has gone."""
 
@@ -637,13 +640,14 @@ class Relay:
                     cursor, first, epoch = None, True, self.policy.epoch
                 pending = Pending(None, "tools/list", time.monotonic(), first_page=first)
                 pending.waiter = asyncio.get_running_loop().create_future()
-                await self.forward(pending, {"cursor": cursor} if cursor else None)
+                server_id = await self.forward(pending, {"cursor": cursor} if cursor else None)
                 try:
-                    result = await asyncio.wait_for(pending.waiter, 60)
+                    result = await asyncio.wait_for(pending.waiter, LISTING_TIMEOUT)
                     # Learnt only if no list_changed was read since it was asked for (even after its answer).
                     self.screen_listing(result, first, pending.epoch)
                 except (TimeoutError, ValidationError, ValueError) as exc:
-                    self.note(f"cannot list the server's tools to check them against the lock: {exc}")
+                    self.settle(server_id)  # a late answer then matches nothing
+                    self.note(f"cannot list the server's tools to check them against the lock: {exc or 'no answer in time'}")
                     self.policy.learn([], [], first, True, pending.epoch)  # what was not offered is refused
                     return
                 cursor = result.get("nextCursor")
@@ -692,6 +696,8 @@ class Relay:
             self.audit.write("message_refused", direction="server", reason="a reply to no request in flight")
             return
         if pending.waiter is not None:
+            if pending.waiter.done():  # its asker gave up waiting (timed out): a late answer is dropped
+                return
             if isinstance(message.get("result"), dict):
                 pending.waiter.set_result(message["result"])
             else:
