@@ -114,7 +114,7 @@ def test_lock_pins_a_second_lock_is_identical_and_check_fails_on_a_changed_descr
     assert pins["version"] == 2 and pins["servers"]["probe"]["initialize"]["serverInfo"]["name"]
     assert out.startswith(f"probe: {len(tools)} tools, first pinned\n") and f"wrote {lock_file}" in out
     # The spec lists read_path and not_offered_tool: the rest are offered unlisted, one is listed but not offered.
-    assert f"{spec}:" in err and ": warning: server 'probe' offers tools the spec does not list: allocate, burn" in err
+    assert f"{spec}:" in err and ": warning: server 'probe' offers tools the spec does not list: allocate, ask_client, burn" in err
     assert "warning: the spec lists tools server 'probe' does not offer: not_offered_tool" in err
     assert unpinned(spec) == []
 

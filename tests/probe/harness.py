@@ -86,6 +86,7 @@ class Sandbox:
         shutil.copy2(PROBE.with_name("syscall_probe.py"), self.probe_dir / "syscall_probe.py")
         shutil.copy2(PROBE.with_name("asking_server.py"), self.probe_dir / "asking_server.py")
         shutil.copy2(PROBE.with_name("shifting_server.py"), self.probe_dir / "shifting_server.py")
+        shutil.copy2(PROBE.with_name("handshake_only_server.py"), self.probe_dir / "handshake_only_server.py")
         shutil.copy2(PROBE.with_name("rawio.py"), self.probe_dir / "rawio.py")
         for path in (self.site, self.probe_dir):
             for item in [path, *path.rglob("*")]:

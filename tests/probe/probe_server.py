@@ -15,9 +15,13 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.caching import CacheHint
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp.types import InputRequiredResult, ListRootsRequest
 
-server = MCPServer("mcpspec-probe")
+# tools/list results say a client may cache them for an hour, in any cache (2026-07-28): the relay must not let it.
+server = MCPServer("mcpspec-probe", cache_hints={"tools/list": CacheHint(ttl_ms=3_600_000, scope="public")})
 CALL_LOG = "/workspace/output/calls.log"  # when the sandbox mounts it rw: one line per call received
 DESCRIPTION_FILE = "/workspace/input/describe.txt"  # when present: the description of `describe_me` (a rug pull)
 
@@ -285,6 +289,26 @@ def text_of(megabytes: float) -> str:
 def echo(text: str) -> str:
     """Return the text."""
     return _result(ok=True, text=text)
+
+
+@server.tool()
+async def ask_client(ctx: Context) -> str | InputRequiredResult:
+    """Ask the client for its roots: a request of the server's own (2025), an InputRequiredResult (2026-07-28)."""
+    if ctx.protocol_version == "2026-07-28":
+        return InputRequiredResult(input_requests={"roots": ListRootsRequest()}, request_state="probe")
+    try:
+        roots = await ctx.request_context.session.list_roots()
+    except MCPError as exc:  # the relay refuses the request: the tool says so
+        return _result(ok=False, error=type(exc).__name__, message=str(exc)[:200])
+    return _result(ok=True, roots=[str(root.uri) for root in roots.roots])
+
+
+@server.tool()
+def trace_meta(ctx: Context) -> str:
+    """The keys and trace values of the request's _meta, as this server received them."""
+    meta = ctx.request_context.meta
+    data = meta.model_dump(by_alias=True, mode="json", exclude_none=True) if hasattr(meta, "model_dump") else dict(meta or {})
+    return _result(keys=sorted(data), traceparent=data.get("traceparent"), tracestate=data.get("tracestate"), version=ctx.protocol_version)
 
 
 # Every call the server receives is logged (a test proves a refused call never arrived).

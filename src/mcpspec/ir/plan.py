@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.perf import quick_init
+from mcpspec.revisions import RELAYED
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.models import (
     Approvals,
@@ -358,6 +359,7 @@ class EffectiveSandbox:
     secrets: tuple[SecretGrant, ...]
     tools: Mapping[str, Tool]
     unlisted_tools: Literal["deny", "allow"] = "deny"
+    protocol_revisions: tuple[str, ...] = RELAYED  # as the spec lists them (unknown ones too: lint names them)
     origins: Mapping[str, SpecPath] = field(default_factory=dict)
 
     def origin(self, dotted: str) -> SpecPath:

@@ -18,6 +18,7 @@ from mcpspec.diagnostics import Diagnostic, SpecError, SpecPath, format_path
 from mcpspec.ir import sections as final
 from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox, HostPath, LogSink, Plan, SecretGrant, SecretSource, host_path
 from mcpspec.ir.sections import BUILTIN, DEFAULT_SCRATCH, SECTIONS
+from mcpspec.revisions import RELAYED
 from mcpspec.source.sourcemap import SourceMap
 from mcpspec.spec.errors import INCONSISTENT, INVALID_VALUE, UNRESOLVED_REFERENCE
 from mcpspec.spec.models import (
@@ -38,7 +39,7 @@ from mcpspec.spec.values import normalize_host_path, normalize_sandbox_path
 M = TypeVar("M", bound=SpecModel)
 
 # Server keys outside the merged sections whose origin the Plan records when written.
-_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir", "unlisted_tools")
+_SERVER_KEYS = ("description", "kind", "trust", "placement", "image", "package", "command", "workdir", "unlisted_tools", "protocol_revisions")
 
 # The same expressions as the JSON Schema's (mcpspec.spec.patterns), so editors agree.
 _SECRET_REF = {
@@ -231,6 +232,7 @@ class _Resolver:
             secrets=self.resolve_secrets(name, server, sections["env"]),
             tools=dict(server.tools),
             unlisted_tools=server.unlisted_tools or "deny",
+            protocol_revisions=tuple(server.protocol_revisions) if server.protocol_revisions is not None else RELAYED,
             origins=origins,
         )
 

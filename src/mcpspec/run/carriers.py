@@ -17,6 +17,7 @@ from typing import Any
 from mcp.types import (
     CallToolResult,
     CompleteResult,
+    DiscoverResult,
     EmptyResult,
     GetPromptResult,
     InitializeResult,
@@ -31,6 +32,7 @@ from mcp.types import (
 # What the relay relays, by the method of the client's request. Every other method is not relayed.
 RESULTS: Mapping[str, type[Result]] = {
     "initialize": InitializeResult,
+    "server/discover": DiscoverResult,
     "ping": EmptyResult,
     "tools/list": ListToolsResult,
     "tools/call": CallToolResult,

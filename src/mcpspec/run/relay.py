@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from mcp.types import (
     CallToolRequestParams,
     CallToolResult,
+    DiscoverResult,
     ErrorData,
     JSONRPCError,
     JSONRPCNotification,
@@ -44,13 +45,14 @@ from mcpspec.run.framing import (
 from mcpspec.run.limits import CallLimiter
 from mcpspec.run.lockfile import Kind, digest
 from mcpspec.run.policy import Hidden, ToolPolicy
+from mcpspec.run.revisions import RELAY_INFO, SERVER_INFO_KEY, UNSUPPORTED_PROTOCOL_VERSION, Refusal, Revisions, screened_params
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
 URL_ELICITATION_REQUIRED = -32042  # 2025-11-25: the error's data names URLs the client should open
 
 CLIENT_REQUESTS = frozenset(
     {
-        "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
+        "initialize", "server/discover", "ping", "tools/list", "tools/call", "resources/list", "resources/templates/list", "resources/read",
         "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete", "logging/setLevel",
     }
 )  # fmt: skip
@@ -158,6 +160,9 @@ def _call_result(text: str) -> dict[str, Any]:
     return result.model_dump(by_alias=True, exclude_none=True, exclude_unset=True, mode="json")
 
 
+LISTING_TIMEOUT = 60.0  # seconds the relay waits for a page of its own tools/list
+
+
 class Relay:
     """Relays one session; ``run`` returns when the client or the server has gone."""
 
@@ -191,6 +196,7 @@ class Relay:
         self.judging: dict[RequestId, asyncio.Task[None]] = {}  # calls not yet sent on (listing, limits, approval)
         self.judging_bytes = 0  # the size of their lines
         self.listing = asyncio.Lock()
+        self.revisions = Revisions(policy.sandbox.protocol_revisions)
         self.server_ended = False
         self.client_ended = False
         self.grace = 10.0  # seconds the server has to end once the client has gone
@@ -248,8 +254,56 @@ class Relay:
 
         return release
 
-    async def client_error(self, client_id: RequestId | None, code: int, message: str) -> None:
-        await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=client_id, error=ErrorData(code=code, message=message))))
+    async def client_error(self, client_id: RequestId | None, code: int, message: str, data: Any = None) -> None:
+        await self.client.send(_wire(JSONRPCError(jsonrpc="2.0", id=client_id, error=ErrorData(code=code, message=message, data=data))))
+
+    def call_result(self, text: str) -> dict[str, Any]:
+        """A tools/call result the relay answers itself (an error), as the session's revision spells it."""
+        return self.revisions.stamped(_call_result(text))
+
+    async def ask_server(self, method: str, params: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        """A request of the relay's own; its result, or ValueError / TimeoutError."""
+        pending = Pending(None, method, time.monotonic())
+        pending.waiter = asyncio.get_running_loop().create_future()
+        server_id = await self.forward(pending, params)
+        try:
+            return await asyncio.wait_for(pending.waiter, timeout)
+        except TimeoutError:
+            self.settle(server_id)  # a late answer then matches nothing (its waiter is cancelled)
+            raise
+
+    async def probe_server(self) -> Refusal | None:
+        """Before the first 2026-07-28 request goes on: whether the server speaks 2026-07-28 (it answers
+        server/discover), else the handshake, to which the client's requests are then translated."""
+        version = self.revisions.modern_version
+        try:
+            found = DiscoverResult.model_validate(await self.ask_server("server/discover", {"_meta": self.revisions.envelope()}))
+            if version in found.supported_versions:
+                self.revisions.server_era = "modern"
+                return None
+        except (TimeoutError, ValueError):
+            pass  # no 2026-07-28 here: try the handshake
+        offered = self.revisions.handshake_revision()
+        if offered is None:
+            return Refusal(UNSUPPORTED_PROTOCOL_VERSION, f"refused by mcpspec run: the server does not speak {version} and the spec allows no 2025 revision to translate to")
+        hello = {"protocolVersion": offered, "capabilities": {}, "clientInfo": RELAY_INFO}
+        try:
+            answer = self.screen_initialize(checked_result("initialize", await self.ask_server("initialize", hello)))
+        except PinRefused as exc:
+            return Refusal(INTERNAL_ERROR, f"refused by policy: {exc}")
+        except (TimeoutError, ValueError):
+            return Refusal(UNSUPPORTED_PROTOCOL_VERSION, "refused by mcpspec run: the server answers neither server/discover nor initialize")
+        wrong = self.revisions.settled(answer.get("protocolVersion"))
+        if wrong is not None:
+            return wrong
+        await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method="notifications/initialized")))
+        self.revisions.translated(answer)
+        self.audit.write("protocol_translated", client=version, server=str(answer.get("protocolVersion")))
+        return None
+
+    async def refuse_revision(self, client_id: RequestId, method: str, refusal: Refusal) -> None:
+        self.audit.write("message_refused", direction="client", reason="protocol revision", method=method, code=refusal.code)
+        await self.client_error(client_id, refusal.code, refusal.message, refusal.data)
 
     async def client_message(self, line: bytes) -> None:
         try:
@@ -301,12 +355,23 @@ class Relay:
         if request.method == "tools/call" and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
             self.audit.write("message_refused", direction="client", reason="too many calls awaiting a decision", method=request.method)
             text = f"refused by mcpspec run: too many calls awaiting a decision (at most {MAX_JUDGING}, {MAX_JUDGING_BYTES // 2**20} MiB)"
-            await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+            await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=self.call_result(text))))
             return
         refusal = self.policy.item_refusal("prompts", str(params.get("name"))) if request.method == "prompts/get" and isinstance(params, dict) else None
         if refusal is not None:
             self.audit.write("message_refused", direction="client", reason=refusal, method=request.method)
             await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
+            return
+        params, wrong = self.revisions.judge(request.method, params)
+        if wrong is None and self.revisions.must_probe(request.method, params):
+            wrong = await self.probe_server()
+        if wrong is not None:
+            await self.refuse_revision(client_id, request.method, wrong)
+            return
+        if request.method == "server/discover" and self.revisions.server_era == "handshake":  # translated: answered here
+            self.revisions.discovered()
+            result = self.revisions.screen_result(request.method, self.revisions.local_discover())
+            await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
             return
         self.in_flight.add(client_id)
         if request.method == "tools/call":
@@ -334,8 +399,9 @@ class Relay:
             pending.timer = asyncio.create_task(self.expire(server_id, timeout))
         return server_id
 
-    @staticmethod
-    def request_line(server_id: int, pending: Pending, params: Any) -> bytes:
+    def request_line(self, server_id: int, pending: Pending, params: Any) -> bytes:
+        """The request as the server's revision takes it (the client's, or the relay's own)."""
+        params = self.revisions.to_server(params) if pending.client_id is not None else self.revisions.own_params(params)
         params = request_params(pending.method, params)
         return _wire(JSONRPCRequest(jsonrpc="2.0", id=server_id, method=pending.method, params=params))
 
@@ -377,6 +443,7 @@ class Relay:
                 self.audit_call(pending.decision, pending.started, "cancelled", 0)
             assert server_id is not None
             params = {**params, "requestId": server_id}  # type: ignore[dict-item]
+        params = screened_params(params, modern=self.revisions.server_era == "modern")
         await self.server.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=str(method), params=params)))
 
     # --- tools/call ---
@@ -471,7 +538,7 @@ class Relay:
         self.in_flight.discard(client_id)
         record.setdefault("decision", "refused")
         self.audit_call(record, started, status, 0, reason=text)
-        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=self.call_result(text))))
 
     def audit_call(self, record: dict[str, Any], started: float, status: str, size: int, **extra: Any) -> None:
         duration = round(time.monotonic() - started, 3)
@@ -484,7 +551,7 @@ class Relay:
             return
         text = f"refused by policy: the call of {pending.tool!r} passed its call_timeout of {timeout:g}s and was cancelled"
         self.audit_call(pending.decision, pending.started, "timeout", 0)
-        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=pending.client_id, result=_call_result(text))))
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=pending.client_id, result=self.call_result(text))))
         self.cancel_at_server(server_id)
 
     def cancel_at_server(self, server_id: int) -> None:
@@ -508,19 +575,40 @@ class Relay:
         """The initialize answer the client may see: only what it needs and what the lock pins (the
         server's ``_meta`` and capabilities the relay does not relay are dropped); PinRefused when the
         lock pins other instructions or serverInfo."""
+        self.check_hello(result, "initialize")
+        result = self.without_poisoned_instructions(result)
+        return {key: value for key, value in {**result, "capabilities": _relayed_capabilities(result)}.items() if key in INITIALIZE_KEYS}
+
+    def screen_discover(self, result: dict[str, Any]) -> dict[str, Any]:
+        """The 2026-07-28 server/discover answer, screened as the initialize answer is: the lock's pin of
+        serverInfo (in its ``_meta``) and instructions, and only the capabilities the relay relays."""
+        meta = result.get("_meta")
+        info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        view = {
+            "protocolVersion": "2026-07-28", "capabilities": {}, "serverInfo": info if isinstance(info, dict) else {"name": "", "version": ""},
+            **({"instructions": result["instructions"]} if isinstance(result.get("instructions"), str) else {}),
+        }  # fmt: skip
+        self.check_hello(view, "server/discover")
+        result = self.without_poisoned_instructions(result)
+        return {**result, "capabilities": _relayed_capabilities(result)}
+
+    def check_hello(self, result: dict[str, Any], method: str) -> None:
+        """PinRefused when the lock pins other instructions or serverInfo than ``result`` (an initialize answer) has."""
         lock = self.policy.lock
-        if lock is not None:
-            changed = lock.check_initialize(self.sandbox.name, result)
-            if changed is None or changed:
-                detail = "it is not in mcp-sandbox.lock" if changed is None else f"its {', '.join(changed)} differ from mcp-sandbox.lock"
-                self.report_hidden(Hidden("initialize", "changed", detail, "answer to"), on_call=True)
-                raise PinRefused(f"the server's initialize answer is refused: {detail}")
+        if lock is None:
+            return
+        changed = lock.check_initialize(self.sandbox.name, result)
+        if changed is None or changed:
+            detail = "it is not in mcp-sandbox.lock" if changed is None else f"its {', '.join(changed)} differ from mcp-sandbox.lock"
+            self.report_hidden(Hidden("initialize", "changed", detail, "answer to"), on_call=True)
+            raise PinRefused(f"the server's {method} answer is refused: {detail}")
+
+    def without_poisoned_instructions(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` without ``instructions`` that have a blocking tool-poisoning finding (the session goes on)."""
         result, poisoned = self.policy.screen_initialize(result)
-        if poisoned is not None:  # the session goes on without them
+        if poisoned is not None:
             self.report_hidden(poisoned, on_call=False)
-        capabilities = result.get("capabilities") or {}
-        kept = {key: capabilities[key] for key in SERVER_CAPABILITIES if key in capabilities}
-        return {key: value for key, value in {**result, "capabilities": kept}.items() if key in INITIALIZE_KEYS}
+        return result
 
     def screen_items(self, kind: Kind, result: dict[str, Any]) -> dict[str, Any]:
         """A prompts, resources or resource templates listing without what the lock does not pin."""
@@ -562,13 +650,14 @@ class Relay:
                     cursor, first, epoch = None, True, self.policy.epoch
                 pending = Pending(None, "tools/list", time.monotonic(), first_page=first)
                 pending.waiter = asyncio.get_running_loop().create_future()
-                await self.forward(pending, {"cursor": cursor} if cursor else None)
+                server_id = await self.forward(pending, {"cursor": cursor} if cursor else None)
                 try:
-                    result = await asyncio.wait_for(pending.waiter, 60)
+                    result = await asyncio.wait_for(pending.waiter, LISTING_TIMEOUT)
                     # Learnt only if no list_changed was read since it was asked for (even after its answer).
                     self.screen_listing(result, first, pending.epoch)
                 except (TimeoutError, ValidationError, ValueError) as exc:
-                    self.note(f"cannot list the server's tools to check them against the lock: {exc}")
+                    self.settle(server_id)  # a late answer then matches nothing
+                    self.note(f"cannot list the server's tools to check them against the lock: {exc or 'no answer in time'}")
                     self.policy.learn([], [], first, True, pending.epoch)  # what was not offered is refused
                     return
                 cursor = result.get("nextCursor")
@@ -617,6 +706,8 @@ class Relay:
             self.audit.write("message_refused", direction="server", reason="a reply to no request in flight")
             return
         if pending.waiter is not None:
+            if pending.waiter.done():  # its asker gave up waiting (timed out): a late answer is dropped
+                return
             if isinstance(message.get("result"), dict):
                 pending.waiter.set_result(message["result"])
             else:
@@ -659,6 +750,13 @@ class Relay:
                 result = self.screen_listing(result, pending.first_page, pending.epoch)
             elif pending.method == "initialize":
                 result = self.screen_initialize(result)
+                wrong = self.revisions.settled(result.get("protocolVersion"))
+                if wrong is not None:
+                    await self.refuse_revision(client_id, pending.method, wrong)
+                    return
+            elif pending.method == "server/discover":
+                result = self.screen_discover(result)
+                self.revisions.discovered()
             elif pending.method in LISTS:
                 result = self.screen_items(LISTS[pending.method], result)
         except PinRefused as exc:
@@ -675,13 +773,14 @@ class Relay:
             self.audit.write("message_refused", direction="server", reason=f"not a {pending.method} result", method=pending.method)
             if pending.method == "tools/call":
                 self.audit_call(pending.decision, pending.started, "malformed", 0)
-                result = _call_result("refused by mcpspec run: the server's reply is not a tools/call result")
+                result = self.call_result("refused by mcpspec run: the server's reply is not a tools/call result")
             else:
                 await self.client_error(client_id, INTERNAL_ERROR, f"refused by mcpspec run: the server's reply is not a {pending.method} result")
                 return
         else:
             if pending.method == "tools/call":
                 self.audit_call(pending.decision, pending.started, "error" if result.get("isError") else "ok", len(json.dumps(result)))
+        result = self.revisions.screen_result(pending.method, result)
         await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
 
     async def pass_error(self, pending: Pending, error: Any) -> None:
@@ -774,10 +873,16 @@ class Relay:
             text = f"refused by policy: the call of {pending.tool!r} passed its call_timeout of {pending.timeout:g}s and was cancelled"
         else:
             text = f"refused by mcpspec run: the server's result was cut: {failure}"
-        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=_call_result(text))))
+        await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=self.call_result(text))))
         if timed_out:
             self.cancel_at_server(server_id)
         await reader.skip()  # the rest of the line, however long the server takes: the client is answered
+
+
+def _relayed_capabilities(result: dict[str, Any]) -> dict[str, Any]:
+    """The server capabilities the relay relays (experimental, extensions and tasks are not)."""
+    capabilities = result.get("capabilities") or {}
+    return {key: capabilities[key] for key in SERVER_CAPABILITIES if key in capabilities}
 
 
 async def _chain(first: bytes, rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

@@ -14,7 +14,7 @@ evaluating ~150 annotation strings at every start cost more than writing them as
 import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, PlainValidator, WithJsonSchema, field_validator, model_validator
 
 from mcpspec.presets import PATTERN as PRESET_PATTERN
 from mcpspec.presets import PRESETS, PresetRef, parse_egress_entry
@@ -148,6 +148,12 @@ IMAGE_PATTERN = (
     r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[a-f0-9]{64})?$"
 )
 ImageRef = Annotated[str, Field(pattern=IMAGE_PATTERN)]
+# A protocol revision is a date-shaped string; YAML reads 2025-11-25 unquoted as a date, taken as its text.
+Revision = Annotated[
+    str,
+    BeforeValidator(lambda value: value.isoformat() if isinstance(value, datetime.date) else value),
+    Field(min_length=1, max_length=64),
+]
 Ttl = Annotated[
     float | Literal["none"],
     PlainValidator(parse_ttl),
@@ -616,6 +622,15 @@ class Server(SpecModel):
     unlisted_tools: Literal["deny", "allow"] | None = _doc(
         "Tools the server offers that 'tools' does not list: deny (`mcpspec run` hides them and refuses their calls) or allow. Default deny.",
         "deny",
+    )
+    protocol_revisions: list[Revision] | None = Field(
+        default=None,
+        min_length=1,
+        description=(
+            "MCP protocol revisions `mcpspec run` speaks for this server, on both sides (2025-06-18, 2025-11-25, 2026-07-28);"
+            " a client or server on another revision is refused with error -32022. Unset: every revision the relay speaks."
+        ),
+        examples=[["2025-11-25", "2026-07-28"]],
     )
 
 

@@ -10,6 +10,7 @@ from mcpspec.rules.tool_scope import (
     http_without_origin_check,
     oauth_audience_missing,
     plaintext_http_remote,
+    protocol_revision_unspoken,
     tools_list_partial,
     tools_not_pinned,
     tools_undeclared,
@@ -25,4 +26,5 @@ RULES: tuple[Rule, ...] = (
     tools_undeclared.RULE,
     tools_not_pinned.RULE,
     tools_list_partial.RULE,
+    protocol_revision_unspoken.RULE,
 )
