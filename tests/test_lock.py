@@ -29,7 +29,7 @@ SERVER = """  {name}:
       - {{from: {probe}, to: /probe}}
       - {{from: workspace.tmp, to: /workspace/tmp}}
     tools:
-      read_path: {{effects: [reads_private]}}
+      {listed}: {{effects: [reads_private]}}
       not_offered_tool: {{effects: []}}
 """
 
@@ -68,7 +68,10 @@ agents:
 servers:
 """
     for server, script in servers.items():
-        text += SERVER.format(name=server, script=script, python=SANDBOX_PYTHON, marker=box.marker, site=box.site, probe=box.probe_dir)
+        # A server that is not the probe lists a tool of its own: two programs of one agent that
+        # list one tool name shadow each other (TP009), and lock would refuse them.
+        listed = "read_path" if script == "probe_server.py" else "never_answers"
+        text += SERVER.format(name=server, script=script, python=SANDBOX_PYTHON, marker=box.marker, site=box.site, probe=box.probe_dir, listed=listed)
     spec = directory / "mcp-sandbox.yaml"
     spec.write_text(text, encoding="utf-8")
     return spec

@@ -177,3 +177,39 @@ def test_a_prompt_needs_a_listing_since_the_servers_last_prompts_list_changed(sa
     assert shown == [] and [h.reason for h in hidden] == ["changed"]
     assert "differs from its pin" in (policy.item_refusal("prompts", "p") or "")
     assert "not in mcp-sandbox.lock" in (policy.item_refusal("prompts", "q") or "")
+
+
+def test_a_late_answer_to_the_relays_own_listing_is_dropped_and_the_calls_stay_refused(sandbox: EffectiveSandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The relay's own tools/list times out; the server's answer arriving afterwards must neither end the
+    session (a cancelled waiter's set_result raised InvalidStateError) nor renew any verdict."""
+    import socket
+
+    from mcpspec.run import relay as relay_module
+
+    monkeypatch.setattr(relay_module, "LISTING_TIMEOUT", 0.2)
+
+    async def scenario() -> None:
+        streams = []
+        for _ in range(2):
+            ours, theirs = socket.socketpair()
+            streams.append((await asyncio.open_connection(sock=ours), theirs))
+        (client_reader, client_writer), _client_peer = streams[0]
+        (server_reader, server_writer), _server_peer = streams[1]
+        policy = ToolPolicy(sandbox, Lock().with_server("s", [tool("a")]))
+        relay = relay_module.Relay(policy, CallLimiter(sandbox), _Silent(), None, client_reader, client_writer, server_writer, server_reader)
+        await relay.list_tools_myself()
+        assert not relay.pending  # the timed-out request is off the books
+        late = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "a", "description": "d", "inputSchema": {"type": "object"}}]}}).encode()
+        assert policy.refusal("a") is not None  # nothing was offered in time: refused
+        await relay.server_message(late)  # raised InvalidStateError before
+        assert policy.refusal("a") is not None  # the late listing renewed nothing
+        for (_, writer), peer in streams:
+            writer.close()
+            peer.close()
+
+    asyncio.run(scenario())
+
+
+class _Silent:
+    def write(self, event: str, **fields: object) -> None:
+        pass

@@ -379,6 +379,11 @@ def test_listen_serves_the_relay_on_loopback_with_a_per_run_token_and_drops_the_
                 statuses.append((await plain.post(url, json=body, headers={"Authorization": "Bearer wrong"})).status_code)
                 statuses.append((await plain.post(url, json=body, headers={"Authorization": f"Bearer {token}", "Host": "evil.example"})).status_code)
                 statuses.append((await plain.post(url, json=body, headers={"Authorization": f"Bearer {token}", "Origin": "http://evil.example"})).status_code)
+                # 2026-07-28: headers a proxy would route by that disagree with the body are refused (-32020), never relayed
+                modern = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "smuggled"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}
+                for routed in ({"Mcp-Method": "tools/call", "Mcp-Name": "write_file"}, {"Mcp-Method": "tools/list", "Mcp-Name": "echo"}, {}):
+                    answer = await plain.post(url, json=modern, headers={"Authorization": f"Bearer {token}", **routed})
+                    statuses.append((answer.status_code, answer.json()["error"]["code"]))
             async with (
                 httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
                 streamable_http_client(url, http_client=http) as streams,
@@ -391,7 +396,7 @@ def test_listen_serves_the_relay_on_loopback_with_a_per_run_token_and_drops_the_
                 return statuses, sorted(tool.name for tool in listed.tools), echoed, unlisted
 
         statuses, names, echoed, unlisted = asyncio.run(asyncio.wait_for(steps(), 60))
-        assert statuses == [401, 401, 403, 403]
+        assert statuses == [401, 401, 403, 403, (400, -32020), (400, -32020), (400, -32020)]
         assert names == ["ask", "echo", "write_file"] and text_of(echoed) == "echo: over http" and unlisted.is_error
         reached = server.entries()[before:]
         assert [entry["call"] for entry in reached if "call" in entry] == ["echo"]

@@ -356,12 +356,15 @@ def lock(
     servers: Annotated[list[str] | None, typer.Argument(help="Servers to lock (default: every server that runs here and lists tools); the lock keeps the others' pins.", show_default=False)] = None,
     check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 when the servers offer anything other than the lock pins.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each server has to start and list its tools.")] = 30.0,
+    accept: Annotated[list[str] | None, typer.Option("--accept", help="Accept a reviewed tool-poisoning finding, as RULE:SERVER/ITEM (TP003:github/create_issue); recorded in the lock. Repeatable.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Start each server in its bubblewrap sandbox and pin what it offers in mcp-sandbox.lock.
 
+    What the servers offer is checked for tool poisoning (rules TP001-TP010, offline).
     Exit status: 0 locked (or, with --check, the lock matches), 1 with --check when the
-    servers offer something else, 2 when a server does not start or answer, the spec has
+    servers offer something else, or when a critical or high tool-poisoning finding is not
+    accepted (nothing is written), 2 when a server does not start or answer, the spec has
     errors, or the lock cannot be read (the previous lock is then left as it was).
     Needs the run extra: pip install 'mcpspec[run]'.
     """
@@ -375,6 +378,12 @@ def lock(
 
     if not timeout > 0:
         _usage("--timeout must be a positive number of seconds")
+    from mcpspec.poisoning.context import parse_accept
+
+    try:
+        accepts = [parse_accept(text) for text in accept or ()]
+    except ValueError as exc:
+        _usage(f"--accept {exc}")
     chosen = _settings(Flags(config), file)
     try:
         plan, errors = api.load_or_errors(file, str(file))
@@ -384,7 +393,7 @@ def lock(
         sys.stderr.write(text.render(LintReport([errors])))
         raise typer.Exit(EXIT_USAGE)
     try:
-        outcome = locking.lock_spec(file, plan, servers or (), chosen, timeout, check)
+        outcome = locking.lock_spec(file, plan, servers or (), chosen, timeout, check, accepts)
     except locking.LockFailure as exc:
         _usage(exc.located(plan))
     except LockError as exc:
@@ -393,7 +402,7 @@ def lock(
         _usage(f"cannot write the lock beside {file}: {exc.strerror or exc}")
     sys.stderr.write(locking.warnings(outcome))
     sys.stdout.write(locking.summary(outcome, str(file.parent / LOCK_NAME), check))
-    raise typer.Exit(EXIT_FINDINGS if check and outcome.differs else EXIT_CLEAN)
+    raise typer.Exit(EXIT_FINDINGS if (check and outcome.differs) or outcome.screening.blocking else EXIT_CLEAN)
 
 
 @app.command()

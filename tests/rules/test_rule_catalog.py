@@ -16,6 +16,8 @@ from mcpspec.rules.engine import run_rules
 from mcpspec.rules.pipeline import LintOptions, lint_plan
 from mcpspec.rules.registry import all_rules, find
 from mcpspec.targets.build import build_plan, build_target
+from poisoning_cases import findings as poisoning_findings
+from poisoning_cases import parse as parse_case
 
 FIXTURES = Path(__file__).parent / "fixtures"
 RULES = all_rules()
@@ -68,6 +70,9 @@ def with_lock(plan: Plan, text: str) -> Plan:
 
 
 def fires(rule: Rule, text: str, name: str) -> bool:
+    if rule.category == "tool-poisoning":
+        # Judged on what a server offers, not on the plan: the example is a poisoning case.
+        return any(f.rule == rule.id for f in poisoning_findings(parse_case(text)))
     plan = with_lock(load_text(text, f"{rule.id}-{name}.yaml"), text)
     if rule.category == "targets":
         return any(r.code == rule.id for r in build_plan(plan, build_target(text)).active)
@@ -79,6 +84,10 @@ def fires(rule: Rule, text: str, name: str) -> bool:
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
 def test_every_rule_has_failing_and_passing_fixtures(rule: Rule) -> None:
+    if rule.category == "tool-poisoning":  # their fixtures are the corpus (tests/test_poisoning.py)
+        poisoned = (FIXTURES.parent.parent / "data" / "poisoning" / "poisoned").glob("*.yaml")
+        assert any(f"- {rule.id} " in path.read_text(encoding="utf-8") for path in poisoned), f"{rule.id} has no poisoned case"
+        return
     folder = FIXTURES / rule.id
     assert list(folder.glob("fail_*.yaml")), f"{rule.id} has no fail_*.yaml fixture"
     assert list(folder.glob("pass_*.yaml")), f"{rule.id} has no pass_*.yaml fixture"

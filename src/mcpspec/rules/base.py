@@ -36,6 +36,7 @@ CATEGORIES = {
     "GR": "graph",
     "SU": "suppressions",
     "TG": "targets",
+    "TP": "tool-poisoning",
 }
 DOC_SECTIONS = ("What it does", "Why is this risky", "Example", "Use instead", "References")
 RULE_ID = re.compile(r"^(?P<category>[A-Z]{2})\d{3}$")

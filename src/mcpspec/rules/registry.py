@@ -17,6 +17,7 @@ def all_rules() -> tuple[Rule, ...]:
         logs,
         network,
         placement,
+        poisoning,
         review,
         secrets,
         subprocess,
@@ -26,7 +27,7 @@ def all_rules() -> tuple[Rule, ...]:
         tool_scope,
     )
 
-    packages = (tool_scope, placement, filesystem, secrets, network, subprocess, lifecycle, logs, review, testing, graph, suppressions, targets)
+    packages = (tool_scope, placement, filesystem, secrets, network, subprocess, lifecycle, logs, review, testing, graph, suppressions, targets, poisoning)
     rules = sorted((rule for package in packages for rule in package.RULES), key=lambda rule: rule.id)
     return tuple(rules)
 

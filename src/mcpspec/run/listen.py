@@ -23,6 +23,7 @@ from typing import Any
 
 from mcpspec.run.framing import PARSE_CAP, STREAM_CAP, dump
 from mcpspec.run.relay_lines import relay_messages
+from mcpspec.run.revisions import claimed, header_mismatch
 
 MAX_HEAD = 64 * 1024
 ENDPOINT_PATH = "/mcp"
@@ -165,7 +166,14 @@ class LocalEndpoint:
         if not isinstance(message, dict) or self.ended:
             await _reply(writer, 400)
             return
-        initialize = message.get("method") == "initialize"
+        method = message.get("method")
+        if isinstance(method, str) and claimed(method, message.get("params"))[0] == "modern":
+            mismatch = header_mismatch(headers, method, message.get("params"))
+            if mismatch is not None:  # 2026-07-28: the headers a proxy routes by must say what the body does
+                error = {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": mismatch.code, "message": mismatch.message}}
+                await _reply(writer, 400, json.dumps(error).encode(), "application/json")
+                return
+        initialize = method == "initialize"
         if initialize and self.session_id is not None:
             await _reply(writer, 409)  # one session per run
             return

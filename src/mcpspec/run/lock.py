@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from mcpspec.ir.plan import Plan
+from mcpspec.poisoning.context import Accept
+from mcpspec.poisoning.screening import Screening, screen
 from mcpspec.redact import redact
 from mcpspec.run.launch import LaunchError, RemotePlan, prepared_server
 from mcpspec.run.lockfile import ITEM_OF, KINDS, Kind, Lock, canonical, initialize_pin, load_lock, lock_path, lockable, write_lock
@@ -96,6 +98,7 @@ class LockOutcome:
     written: bool = False
     lock: Lock = field(default_factory=Lock)
     outdated: int | None = None  # the previous lock's version, when it was an older one
+    screening: Screening = field(default_factory=Screening)  # the tool-poisoning findings (mcpspec.poisoning)
 
     @property
     def differs(self) -> bool:
@@ -156,26 +159,39 @@ def compare(previous: Lock, server: str, offer: Offer, listed: Sequence[str]) ->
     )
 
 
-def lock_spec(spec: str | os.PathLike[str], plan: Plan, names: Sequence[str] = (), settings: Settings | None = None, timeout: float = DEFAULT_TIMEOUT, check: bool = False) -> LockOutcome:
+def lock_spec(
+    spec: str | os.PathLike[str],
+    plan: Plan,
+    names: Sequence[str] = (),
+    settings: Settings | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = False,
+    accepts: Sequence[Accept] = (),
+) -> LockOutcome:
     """Lock ``names`` (default: every lockable server) of the spec ``plan`` was loaded from.
 
     Raises LockError when the previous lock cannot be read and LockFailure naming the server that
-    could not be locked; either way nothing is written.
+    could not be locked; either way nothing is written. Nothing is written either when what a
+    server offers has a blocking tool-poisoning finding that ``accepts`` (or the previous lock,
+    for an unchanged item) does not accept.
     """
     path = lock_path(spec)
     previous = load_lock(path, outdated_ok=True) if path.exists() else Lock()
     lock = Lock({name: pins for name, pins in previous.servers.items() if name in plan.servers})
     dropped = tuple(sorted(set(previous.servers) - set(plan.servers)))
     changes = []
-    for name in chosen_servers(plan, names):
+    chosen = chosen_servers(plan, names)
+    for name in chosen:
         offer = offered(spec, name, settings, timeout)
         changes.append(compare(previous, name, offer, list(plan.servers[name].tools)))
         lock = lock.with_server(name, offer.items.get("tools", []), offer.initialize, **{kind: offer.items.get(kind, []) for kind in KINDS[1:]})
-    outcome = LockOutcome(path, plan, tuple(changes), dropped, lock=lock, outdated=previous.outdated)
-    if check or (path.exists() and path.read_text(encoding="utf-8") == lock.dumps()):
+    screening = screen(plan, previous, lock, chosen, accepts)
+    lock = screening.lock or lock
+    outcome = LockOutcome(path, plan, tuple(changes), dropped, lock=lock, outdated=previous.outdated, screening=screening)
+    if check or screening.blocking or (path.exists() and path.read_text(encoding="utf-8") == lock.dumps()):
         return outcome
     write_lock(path, lock)
-    return LockOutcome(path, plan, tuple(changes), dropped, written=True, lock=lock, outdated=previous.outdated)
+    return LockOutcome(path, plan, tuple(changes), dropped, written=True, lock=lock, outdated=previous.outdated, screening=screening)
 
 
 def offered(spec: str | os.PathLike[str], server: str, settings: Settings | None, timeout: float) -> Offer:
@@ -329,20 +345,32 @@ def summary(outcome: LockOutcome, lock_name: str, check: bool) -> str:
     lines += [f"{shown(name)}: no longer in the spec, its pins are dropped" for name in outcome.dropped]
     if check:
         verdict = f"{lock_name} differs from what the servers offer" if outcome.differs else f"{lock_name} matches what the servers offer"
+    elif outcome.screening.blocking:
+        verdict = f"wrote nothing: {len(outcome.screening.blocking)} tool-poisoning finding(s) block {lock_name} (see above)"
     else:
         verdict = f"wrote {lock_name}" if outcome.written else f"{lock_name} is up to date"
     return "\n".join([*lines, verdict]) + "\n"
 
 
-def warnings(outcome: LockOutcome) -> str:
-    """Tools a server offers that the spec does not list, and listed tools it does not offer (file:line:col)."""
+def server_places(outcome: LockOutcome) -> dict[str, str]:
+    """The file:line:col of each locked server's `tools:` in the spec."""
     plan = outcome.plan
-    lines = []
+    places = {}
     for item in outcome.servers:
         span = plan.source.anchor_span((*plan.servers[item.server].path, "tools"))
-        where = f"{plan.file}:{span.line}:{span.col}"
+        places[item.server] = f"{plan.file}:{span.line}:{span.col}"
+    return places
+
+
+def warnings(outcome: LockOutcome) -> str:
+    """Tools a server offers that the spec does not list, and listed tools it does not offer
+    (file:line:col), then the tool-poisoning findings."""
+    places = server_places(outcome)
+    lines = []
+    for item in outcome.servers:
+        where = places[item.server]
         if item.unlisted:
             lines.append(f"{where}: warning: server {shown(item.server)!r} offers tools the spec does not list: {', '.join(map(shown, item.unlisted))}")
         if item.not_offered:
             lines.append(f"{where}: warning: the spec lists tools server {shown(item.server)!r} does not offer: {', '.join(map(shown, item.not_offered))}")
-    return "".join(line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines) + outcome.screening.report(places)

@@ -15,6 +15,7 @@ are refused (by `mcpspec run` and lint) until `mcpspec lock` pins the servers ag
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -101,6 +102,7 @@ class ServerPins:
 
     initialize: Mapping[str, Any] | None = None
     items: Mapping[Kind, Mapping[str, Mapping[str, Any]]] = field(default_factory=dict)
+    accepted: tuple[str, ...] = ()  # tool-poisoning findings a reviewer accepted, as RULE:ITEM (docs/lock.md)
 
     def of(self, kind: Kind) -> Mapping[str, Mapping[str, Any]]:
         return self.items.get(kind, {})
@@ -110,6 +112,8 @@ class ServerPins:
         for kind in KINDS:
             pins = self.of(kind)
             out[kind] = {key: dict(pins[key]) for key in sorted(pins)}
+        if self.accepted:
+            out["accepted"] = sorted(self.accepted)
         return out
 
 
@@ -157,6 +161,16 @@ class Lock:
         items = {kind: dict(canonical(kind, item) for item in values) for kind, values in listed.items()}
         servers[server] = ServerPins(initialize_pin(initialize) if initialize is not None else None, items)
         return Lock(servers)
+
+    def with_accepted(self, server: str, accepted: Iterable[str]) -> Lock:
+        """A lock where ``server`` records these accepted poisoning findings (RULE:ITEM)."""
+        servers = dict(self.servers)
+        servers[server] = dataclasses.replace(servers[server], accepted=tuple(sorted(set(accepted))))
+        return Lock(servers)
+
+    def accepted(self, server: str) -> tuple[str, ...]:
+        entry = self.servers.get(server)
+        return entry.accepted if entry is not None else ()
 
     def dumps(self) -> str:
         data = {"version": LOCK_VERSION, "servers": {server: pins.as_json() for server, pins in sorted(self.servers.items())}}
@@ -229,8 +243,18 @@ def load_lock(path: str | os.PathLike[str], outdated_ok: bool = False) -> Lock:
 
 
 def _server(path: str | os.PathLike[str], server: str, entry: Any) -> ServerPins:
-    if not isinstance(entry, dict) or set(entry) != {"initialize", *KINDS}:
-        raise LockError(f"{path}: servers.{server}: expected exactly initialize, {', '.join(KINDS)}")
+    if not isinstance(entry, dict) or set(entry) - {"accepted"} != {"initialize", *KINDS}:
+        raise LockError(f"{path}: servers.{server}: expected exactly initialize, {', '.join(KINDS)} (and accepted, if any)")
+    accepted = entry.get("accepted", [])
+    if not isinstance(accepted, list) or not all(isinstance(item, str) and ":" in item for item in accepted):
+        raise LockError(f"{path}: servers.{server}.accepted: expected a list of RULE:ITEM strings")
+    from mcpspec.poisoning.context import parse_accept
+
+    for item in accepted:
+        try:
+            parse_accept(item, server)
+        except ValueError as exc:
+            raise LockError(f"{path}: servers.{server}.accepted: {exc}") from None
     initialize = entry["initialize"]
     if initialize is not None and (not isinstance(initialize, dict) or not set(initialize) <= set(INITIALIZE_FIELDS)):
         raise LockError(f"{path}: servers.{server}.initialize: expected null or an object of {', '.join(INITIALIZE_FIELDS)}")
@@ -240,7 +264,7 @@ def _server(path: str | os.PathLike[str], server: str, entry: Any) -> ServerPins
         if not isinstance(pins, dict) or not all(isinstance(pin, dict) for pin in pins.values()):
             raise LockError(f"{path}: servers.{server}.{kind}: expected an object of objects")
         items[kind] = {str(key): pin for key, pin in pins.items()}
-    return ServerPins(initialize, items)
+    return ServerPins(initialize, items, tuple(accepted))
 
 
 def write_lock(path: str | os.PathLike[str], lock: Lock) -> None:

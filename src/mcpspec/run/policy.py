@@ -9,7 +9,8 @@ from typing import Any
 from mcp.types import Tool
 
 from mcpspec.ir.plan import EffectiveSandbox
-from mcpspec.run.lockfile import ITEM_OF, Kind, Lock
+from mcpspec.poisoning.screening import Guard, detail, evidence
+from mcpspec.run.lockfile import ITEM_OF, KEY_OF, Kind, Lock, ToolCheck, canonical
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,9 +18,11 @@ class Hidden:
     """A tool the server offered that the client is not shown."""
 
     name: str
-    reason: str  # "unlisted", "new" (not in the lock), "changed" (differs from its pin) or "unoffered" (pinned, not offered)
+    reason: str  # "unlisted", "new" (not in the lock), "changed" (differs from its pin), "unoffered" (pinned, not offered) or "poisoned"
     detail: str
     kind: str = "tool"  # or "prompt", "resource", "resource template", "answer to" (initialize)
+    rules: tuple[str, ...] = ()  # "poisoned": the ids of the tool-poisoning rules that found it
+    evidence: tuple[str, ...] = ()  # "poisoned": each finding, for the audit log only (it quotes the server)
 
     @property
     def label(self) -> str:
@@ -45,9 +48,31 @@ class ToolPolicy:
     hidden_items: dict[Kind, set[str]] = field(default_factory=dict)  # prompts, resources...: hidden by their last listing
     shown_items: dict[Kind, set[str]] = field(default_factory=dict)  # shown by a listing read since the server's last list_changed
     epoch: int = 0
+    poison: Guard | None = None  # the tool-poisoning checks (mcpspec run always has them)
+    refused_poisoned: set[str] = field(default_factory=set)
 
     def listed(self, name: str) -> bool:
         return name in self.sandbox.tools or self.sandbox.unlisted_tools == "allow"
+
+    def poisoned(self, kind: Kind, item: Any) -> Hidden | None:
+        """The verdict on an item (a model or its JSON) with a blocking tool-poisoning finding; None without one."""
+        if self.poison is None:
+            return None
+        key, data = canonical(kind, item)
+        found = self.poison.blocking(kind, {KEY_OF[kind]: key, **data})
+        if not found:
+            return None
+        return Hidden(key, "poisoned", detail(found), ITEM_OF[kind], tuple(sorted({f.rule for f in found})), evidence(found))
+
+    def screen_initialize(self, result: dict[str, Any]) -> tuple[dict[str, Any], Hidden | None]:
+        """An initialize answer without ``instructions`` that have a blocking poisoning finding."""
+        if self.poison is None or not isinstance(result.get("instructions"), str):
+            return result, None
+        found = self.poison.blocking("initialize", {"instructions": result["instructions"]})
+        if not found:
+            return result, None
+        kept = {key: value for key, value in result.items() if key != "instructions"}
+        return kept, Hidden("instructions", "poisoned", detail(found), "answer to initialize:", tuple(sorted({f.rule for f in found})), evidence(found))
 
     def screen(self, tools: Iterable[Tool]) -> tuple[list[Tool], list[Hidden]]:
         """Split offered tools into those shown and those hidden (with why)."""
@@ -63,6 +88,8 @@ class ToolPolicy:
                 hidden.append(Hidden(tool.name, "new", "it is not in mcp-sandbox.lock"))
             elif check is not None and check.verdict == "changed":
                 hidden.append(Hidden(tool.name, "changed", f"it differs from its pin in mcp-sandbox.lock ({', '.join(check.changed)})"))
+            elif (verdict := self.poisoned("tools", tool)) is not None:
+                hidden.append(verdict)
             else:
                 shown.append(tool)
         return shown, hidden
@@ -70,32 +97,37 @@ class ToolPolicy:
     def screen_items(self, kind: Kind, items: list[Any]) -> tuple[list[Any], list[Hidden]]:
         """Split a listing of prompts, resources or resource templates (as JSON) into those shown and
         those hidden: with a lock, only what it pins, unchanged, is shown."""
-        if self.lock is None:
+        if self.lock is None and self.poison is None:
             return items, []
         hidden: list[Hidden] = []
         shown: list[Any] = []
         refused = self.hidden_items.setdefault(kind, set())
         current = self.shown_items.setdefault(kind, set())
-        for item, check in zip(items, self.lock.check(self.sandbox.name, items, kind), strict=True):
-            if check.verdict == "pinned":
+        checks = self.lock.check(self.sandbox.name, items, kind) if self.lock is not None else [ToolCheck(canonical(kind, item)[0], "pinned") for item in items]
+        for item, check in zip(items, checks, strict=True):
+            poisoned = self.poisoned(kind, item) if check.verdict == "pinned" else None
+            if check.verdict == "pinned" and poisoned is None:
                 shown.append(item)
                 refused.discard(check.name)
                 current.add(check.name)
                 continue
             refused.add(check.name)
             current.discard(check.name)
-            detail = "it is not in mcp-sandbox.lock" if check.verdict == "new" else f"it differs from its pin in mcp-sandbox.lock ({', '.join(check.changed)})"
-            hidden.append(Hidden(check.name, check.verdict, detail, ITEM_OF[kind]))
+            if poisoned is not None:
+                hidden.append(poisoned)
+                continue
+            why = "it is not in mcp-sandbox.lock" if check.verdict == "new" else f"it differs from its pin in mcp-sandbox.lock ({', '.join(check.changed)})"
+            hidden.append(Hidden(check.name, check.verdict, why, ITEM_OF[kind]))
         return shown, hidden
 
     def item_refusal(self, kind: Kind, key: str) -> str | None:
         """Why a request naming ``key`` (a prompt's name) is refused by the lock; None when it may go on."""
         if self.lock is None:
-            return None
+            return f"the {ITEM_OF[kind]} {key!r} has a tool-poisoning finding" if key in self.hidden_items.get(kind, set()) else None
         if key not in self.lock.pins(self.sandbox.name, kind):
             return f"the {ITEM_OF[kind]} {key!r} is not in mcp-sandbox.lock"
         if key in self.hidden_items.get(kind, set()):
-            return f"the {ITEM_OF[kind]} {key!r} differs from its pin in mcp-sandbox.lock"
+            return f"the {ITEM_OF[kind]} {key!r} differs from its pin in mcp-sandbox.lock or has a tool-poisoning finding"
         if key not in self.shown_items.get(kind, set()):  # what the server offers under this name now is unknown
             return f"the {ITEM_OF[kind]} {key!r} was not listed since the server last changed them, so it cannot be checked against mcp-sandbox.lock (list them first)"
         return None
@@ -126,18 +158,20 @@ class ToolPolicy:
     @property
     def needs_listing(self) -> bool:
         """Whether a call cannot be judged before the relay lists the server's tools itself."""
-        return self.lock is not None and self.offered is None
+        return (self.lock is not None or self.poison is not None) and self.offered is None
 
     def refusal(self, name: str) -> Hidden | None:
         """Why a call of ``name`` is refused by the allowlist or the pins; None when it may go on."""
         if not self.listed(name):
             return Hidden(name, "unlisted", "the spec does not list it")
-        if self.lock is None:
+        if self.lock is None and self.poison is None:
             return None
         offered = self.offered or {}
         verdict = offered.get(name)
         if verdict is not None:
             return verdict
+        if self.lock is None:  # only the poisoning checks: a tool the server does not list has no definition to judge
+            return None
         if name not in offered and name not in self.lock.pins(self.sandbox.name):
             return Hidden(name, "new", "it is not in mcp-sandbox.lock")
         if name not in offered:  # pinned, but what the server offers under this name now is unknown

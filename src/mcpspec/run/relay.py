@@ -160,6 +160,9 @@ def _call_result(text: str) -> dict[str, Any]:
     return result.model_dump(by_alias=True, exclude_none=True, exclude_unset=True, mode="json")
 
 
+LISTING_TIMEOUT = 60.0  # seconds the relay waits for a page of its own tools/list
+
+
 class Relay:
     """Relays one session; ``run`` returns when the client or the server has gone."""
 
@@ -557,13 +560,14 @@ class Relay:
         self.spawn(self.server.send(_wire(cancel)))
 
     def report_hidden(self, hidden: Hidden, on_call: bool) -> None:  # on_call: refused, not only hidden from a listing
-        if hidden.reason in ("new", "changed"):
-            self.policy.refused_pins.add(hidden.label)
+        if hidden.reason in ("new", "changed", "poisoned"):
+            (self.policy.refused_poisoned if hidden.reason == "poisoned" else self.policy.refused_pins).add(hidden.label)
             self.note(f"refused {hidden.kind} {hidden.name!r}: {hidden.detail}")
+        rules = {"rules": list(hidden.rules), "findings": list(hidden.evidence)} if hidden.rules else {}
         if hidden.kind == "tool":
-            self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail)
+            self.audit.write("tool_refused" if on_call else "tool_hidden", tool=hidden.name, reason=hidden.reason, detail=hidden.detail, **rules)
         else:
-            self.audit.write("pin_refused", item=hidden.label, reason=hidden.reason, detail=hidden.detail)
+            self.audit.write("pin_refused", item=hidden.label, reason=hidden.reason, detail=hidden.detail, **rules)
 
     # --- what else the lock pins ---
 
@@ -572,6 +576,7 @@ class Relay:
         server's ``_meta`` and capabilities the relay does not relay are dropped); PinRefused when the
         lock pins other instructions or serverInfo."""
         self.check_hello(result, "initialize")
+        result = self.without_poisoned_instructions(result)
         return {key: value for key, value in {**result, "capabilities": _relayed_capabilities(result)}.items() if key in INITIALIZE_KEYS}
 
     def screen_discover(self, result: dict[str, Any]) -> dict[str, Any]:
@@ -584,6 +589,7 @@ class Relay:
             **({"instructions": result["instructions"]} if isinstance(result.get("instructions"), str) else {}),
         }  # fmt: skip
         self.check_hello(view, "server/discover")
+        result = self.without_poisoned_instructions(result)
         return {**result, "capabilities": _relayed_capabilities(result)}
 
     def check_hello(self, result: dict[str, Any], method: str) -> None:
@@ -596,6 +602,13 @@ class Relay:
             detail = "it is not in mcp-sandbox.lock" if changed is None else f"its {', '.join(changed)} differ from mcp-sandbox.lock"
             self.report_hidden(Hidden("initialize", "changed", detail, "answer to"), on_call=True)
             raise PinRefused(f"the server's {method} answer is refused: {detail}")
+
+    def without_poisoned_instructions(self, result: dict[str, Any]) -> dict[str, Any]:
+        """``result`` without ``instructions`` that have a blocking tool-poisoning finding (the session goes on)."""
+        result, poisoned = self.policy.screen_initialize(result)
+        if poisoned is not None:
+            self.report_hidden(poisoned, on_call=False)
+        return result
 
     def screen_items(self, kind: Kind, result: dict[str, Any]) -> dict[str, Any]:
         """A prompts, resources or resource templates listing without what the lock does not pin."""
@@ -637,13 +650,14 @@ class Relay:
                     cursor, first, epoch = None, True, self.policy.epoch
                 pending = Pending(None, "tools/list", time.monotonic(), first_page=first)
                 pending.waiter = asyncio.get_running_loop().create_future()
-                await self.forward(pending, {"cursor": cursor} if cursor else None)
+                server_id = await self.forward(pending, {"cursor": cursor} if cursor else None)
                 try:
-                    result = await asyncio.wait_for(pending.waiter, 60)
+                    result = await asyncio.wait_for(pending.waiter, LISTING_TIMEOUT)
                     # Learnt only if no list_changed was read since it was asked for (even after its answer).
                     self.screen_listing(result, first, pending.epoch)
                 except (TimeoutError, ValidationError, ValueError) as exc:
-                    self.note(f"cannot list the server's tools to check them against the lock: {exc}")
+                    self.settle(server_id)  # a late answer then matches nothing
+                    self.note(f"cannot list the server's tools to check them against the lock: {exc or 'no answer in time'}")
                     self.policy.learn([], [], first, True, pending.epoch)  # what was not offered is refused
                     return
                 cursor = result.get("nextCursor")
@@ -692,6 +706,8 @@ class Relay:
             self.audit.write("message_refused", direction="server", reason="a reply to no request in flight")
             return
         if pending.waiter is not None:
+            if pending.waiter.done():  # its asker gave up waiting (timed out): a late answer is dropped
+                return
             if isinstance(message.get("result"), dict):
                 pending.waiter.set_result(message["result"])
             else:

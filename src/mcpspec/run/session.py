@@ -3,7 +3,7 @@ FILE --agent A`: every server of agent A so, behind one endpoint (run/endpoint.p
 
 Exit status: 0 the client ended the session; 1 the server could not be started (the spec does not
 build, the lock or the audit sink cannot be read); 2 usage (an unknown server, agent or run id); 3 the session refused a tool that is new
-or changed versus mcp-sandbox.lock (reported even when everything else went well); 4 the server
+or changed versus mcp-sandbox.lock, or has a tool-poisoning finding (reported even when everything else went well); 4 the server
 ended before the client did; 128+N stopped by signal N (SIGTERM, SIGHUP, SIGINT), the sandbox with it.
 """
 
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.poisoning.screening import Guard
 from mcpspec.run import argrules, watchdog
 from mcpspec.run.approvals import UNLISTED_MODE, ApprovalRequest, Approvals, approval_mode, tool_effects
 from mcpspec.run.audit import AuditError, AuditLog, Masker, secret_values
@@ -266,7 +267,7 @@ def _prepared(launcher: PreparedLauncher | RemotePlan, lock: Lock | None, option
     env = {**os.environ, "MCPSPEC_RUN_ID": run_id, **({"MCPSPEC_AGENT": agent} if agent else {})}
     if options.audit_key_env is not None:
         env.pop(options.audit_key_env, None)  # the key stays in this process
-    policy = ToolPolicy(sandbox, lock)
+    policy = ToolPolicy(sandbox, lock, poison=Guard.of(plan, sandbox.name, lock, agent or None))
     gate = _gate(plan, sandbox, approvals, agent, run_id)
     return _Server(launcher, sandbox, agent, masker, list(secrets), log, audit, context, spans, approvals, env, policy, gate)
 
@@ -303,7 +304,9 @@ async def _finished(server: _Server, code: int, started: float) -> int | None:
     if server.spans is not None:
         server.spans.close()
         server.context.write("otel_export", **server.spans.summary())
-    server.audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=sorted(server.policy.refused_pins))
+    poisoned = {"refused_poisoned": sorted(server.policy.refused_poisoned)} if server.policy.refused_poisoned else {}
+    refused_pins = sorted(server.policy.refused_pins)
+    server.audit.write("session_end", status=code, server_status=status, duration_s=round(time.monotonic() - started, 3), refused_pins=refused_pins, **poisoned)
     log = server.log
     if log is not None:
         log.close()
@@ -316,14 +319,19 @@ def _code(server: _Server, stopped_by: Sequence[int]) -> int:
     """The exit status one server's session ends with."""
     if stopped_by:
         return 128 + stopped_by[0]
-    if server.policy.refused_pins:
+    if server.policy.refused_pins or server.policy.refused_poisoned:
         return EXIT_PINS
     return EXIT_SERVER_ENDED if server.relay is not None and not server.relay.client_ended else EXIT_ENDED
 
 
 def _say_refused(server: _Server) -> None:
-    names = clean(", ".join(sorted(server.policy.refused_pins)), server.masker)  # the server named them
-    _say(f"{server.sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+    policy = server.policy
+    if policy.refused_pins:
+        names = clean(", ".join(sorted(policy.refused_pins)), server.masker)  # the server named them
+        _say(f"{server.sandbox.name}: refused what is new or changed versus the lock: {names} (exit status {EXIT_PINS})")
+    elif policy.refused_poisoned:
+        names = clean(", ".join(sorted(policy.refused_poisoned)), server.masker)
+        _say(f"{server.sandbox.name}: refused what has tool-poisoning findings: {names} (exit status {EXIT_PINS})")
 
 
 def _closed(endpoint: LocalEndpoint | None, client_out: asyncio.StreamWriter) -> None:
@@ -383,7 +391,7 @@ async def _serve(
         _closed(endpoint, client_out)
     if stopped_by:
         _say(f"{sandbox.name}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandbox was stopped with it")
-    elif policy.refused_pins:
+    elif policy.refused_pins or policy.refused_poisoned:
         _say_refused(server)
     elif not relay.client_ended:
         _say(f"{sandbox.name}: the server ended before the client did (launcher status {status})")
@@ -481,8 +489,7 @@ async def _serve_agent(agent: str, servers: list[_Server], lock: Lock | None, op
         _say(f"agent {agent}: stopped by signal {signal.Signals(stopped_by[0]).name}; the sandboxes were stopped with it")
         return 128 + stopped_by[0]
     for server in servers:
-        if server.policy.refused_pins:
-            _say_refused(server)
+        _say_refused(server)
     return EXIT_PINS if EXIT_PINS in codes else (EXIT_SERVER_ENDED if EXIT_SERVER_ENDED in codes else EXIT_ENDED)
 
 

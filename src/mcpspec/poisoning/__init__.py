@@ -1,0 +1,1 @@
+"""Offline tool-poisoning checks of what MCP servers offer (`mcpspec lock`, `mcpspec run`)."""
