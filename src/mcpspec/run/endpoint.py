@@ -165,6 +165,9 @@ class Endpoint:
                 await self.error(client_id, METHOD_NOT_FOUND, f"refused by mcpspec run: {method[:100]!r} is not served by an agent endpoint")
         except Gone as exc:
             await self.error(client_id, INTERNAL_ERROR, f"refused by mcpspec run: server {exc} ended before it answered")
+        except (KeyError, TypeError, ValueError) as exc:  # a reply of a shape no relay writes: the client is answered all the same
+            self.note(f"could not answer the client's {method[:100]}: {exc!r}")
+            await self.error(client_id, INTERNAL_ERROR, f"refused by mcpspec run: the agent's servers gave no usable answer to {method[:100]!r}")
 
     async def ask(self, member: Member, method: str, params: dict[str, Any] | None, client_id: RequestId | None = None) -> dict[str, Any]:
         """Send a request to one relay; its reply (result or error), or Gone."""
@@ -199,11 +202,11 @@ class Endpoint:
 
     async def hello(self, client_id: RequestId, method: str, params: dict[str, Any] | None) -> None:
         replies = await self.everyone(method, params)
-        failed = [(name, reply["error"]) for name, reply in replies.items() if not isinstance(reply.get("result"), dict)]
+        failed = [(name, reply.get("error")) for name, reply in replies.items() if not isinstance(reply.get("result"), dict)]
         if failed or not replies:
             name, error = failed[0] if failed else ("", {})
             code = error["code"] if isinstance(error, dict) and isinstance(error.get("code"), int) else INTERNAL_ERROR
-            text = error.get("message") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) and isinstance(error.get("message"), str) else "a malformed reply"
             await self.error(client_id, code, f"{name}: {text}" if failed else "refused by mcpspec run: every server of the agent has ended")
             return
         results = {name: reply["result"] for name, reply in replies.items()}
