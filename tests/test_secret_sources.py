@@ -232,21 +232,20 @@ exit 7
 """
 
 
-@pytest.mark.parametrize("given", [True, False])
-def test_the_compose_wrapper_writes_env_secrets_privately_and_removes_them(spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, given: bool) -> None:
+@pytest.mark.parametrize(("given", "variable"), [(True, "ONESPEC_TOKEN"), (False, "ONESPEC_TOKEN"), (True, "dir"), (True, "status")])
+def test_the_compose_wrapper_writes_env_secrets_privately_and_removes_them(spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, given: bool, variable: str) -> None:
     """mcpspec-compose.sh, run for real with a stand-in engine: the value lands byte for byte in a 0700 directory in memory,
     the engine does not inherit the variable, its status is the wrapper's, and nothing is left behind. An unset variable
     writes no file and says so (down, ps and logs still run)."""
-    text = spec.replace("compose: {provider: file, ref: ", "compose: {provider: env, ref: ONESPEC_TOKEN} #", 1)  # the token's only
+    text = spec.replace("compose: {provider: file, ref: ", f"compose: {{provider: env, ref: {variable}}} #", 1)  # the token's only
     wrapper = tmp_path / "mcpspec-compose.sh"
     wrapper.write_text(_build(text, "compose")["mcpspec-compose.sh"])
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
     (tmp_path / "runtime").mkdir()
-    if given:
-        monkeypatch.setenv("ONESPEC_TOKEN", VALUE + " \n")
-    else:
-        monkeypatch.delenv("ONESPEC_TOKEN")
-    done = subprocess.run(["/bin/sh", str(wrapper), "/bin/sh", "-c", ENGINE], capture_output=True, text=True, timeout=30, check=False)
+    monkeypatch.delenv("ONESPEC_TOKEN", raising=False)
+    if given:  # a variable named like one of a shell script's own (dir, status) must reach the file all the same
+        monkeypatch.setenv(variable, VALUE + " \n")
+    done = subprocess.run(["/bin/sh", str(wrapper), "/bin/sh", "-c", ENGINE.replace("ONESPEC_TOKEN", variable)], capture_output=True, text=True, timeout=30, check=False)
     said = dict(line.split("=", 1) for line in done.stdout.splitlines())
     assert done.returncode == 7 and said["modes"] == "700" and said["inherited"] == "unset", done
     assert Path(said["dir"]).parent == tmp_path / "runtime" and not list((tmp_path / "runtime").iterdir())
@@ -255,3 +254,11 @@ def test_the_compose_wrapper_writes_env_secrets_privately_and_removes_them(spec:
         assert VALUE not in done.stderr
     else:
         assert "file" not in said and "ONESPEC_TOKEN is not set" in done.stderr
+
+
+@pytest.mark.parametrize("variable", ["PATH", "IFS", "MCPSPEC_SECRETS_DIR", "mcpspec_dir"])
+def test_a_secret_read_from_a_variable_the_wrapper_relies_on_is_refused(spec: str, variable: str) -> None:
+    text = spec.replace("compose: {provider: file, ref: ", f"compose: {{provider: env, ref: {variable}}} #", 1)
+    build = build_plan(load_text(text, "mcp-sandbox.yaml"), "compose", options=OPTIONS.get("compose"))
+    said = [finding.message for finding in build.findings]
+    assert build.blocked and "mcpspec-compose.sh" not in build.files and any("cannot be written in the compose wrapper safely" in message for message in said), said

@@ -28,6 +28,9 @@ ENV_KEY = "x-mcpspec-environment"
 # The spec's own patterns (a secret's name, an env provider's ref): checked again, since both go into shell text.
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# Variables the wrapper's own shell relies on: a secret read from one of them would change what the wrapper does
+# (PATH finds the engine, IFS splits nothing here but is the shell's) or be clobbered by the wrapper's own.
+_RESERVED = re.compile(r"PATH|IFS|MCPSPEC_SECRETS_DIR|mcpspec_[A-Za-z0-9_]*")
 
 
 def from_environment(grant: SecretGrant) -> bool:
@@ -59,8 +62,8 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
     ]
     lines += [
         "umask 077",
-        'dir=$(mktemp -d "${XDG_RUNTIME_DIR:-/dev/shm}/mcpspec-secrets.XXXXXXXX")',
-        "trap 'rm -rf -- \"$dir\"' EXIT",
+        'mcpspec_dir=$(mktemp -d "${XDG_RUNTIME_DIR:-/dev/shm}/mcpspec-secrets.XXXXXXXX")',
+        "trap 'rm -rf -- \"$mcpspec_dir\"' EXIT",
         "trap 'exit 129' HUP",
         "trap 'exit 130' INT",
         "trap 'exit 143' TERM",
@@ -70,23 +73,23 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
         # that uses the secret does not start (the engine names the missing file).
         lines += [
             f'if [ -n "${{{grant.ref}+set}}" ]; then',
-            f'  printf %s "${grant.ref}" > "$dir/{grant.name}"',
-            f'  chmod 0444 "$dir/{grant.name}"',
+            f'  printf %s "${grant.ref}" > "$mcpspec_dir/{grant.name}"',
+            f'  chmod 0444 "$mcpspec_dir/{grant.name}"',
             "else",
             f'  echo "mcpspec-compose.sh: {grant.ref} is not set, so secret {grant.name} is not written: a service that uses it does not start" >&2',
             "fi",
         ]
     lines += [
         "unset " + " ".join(dict.fromkeys(grant.ref for grant in unique.values())),
-        'MCPSPEC_SECRETS_DIR=$dir',
+        'MCPSPEC_SECRETS_DIR=$mcpspec_dir',
         "export MCPSPEC_SECRETS_DIR",
-        "status=0",
-        '"$@" || status=$?',
-        'exit "$status"',
+        "mcpspec_status=0",
+        '"$@" || mcpspec_status=$?',
+        'exit "$mcpspec_status"',
     ]
     return "\n".join(lines) + "\n"
 
 
 def _check(grant: SecretGrant) -> None:
-    if not _NAME.fullmatch(grant.name) or not _VARIABLE.fullmatch(grant.ref):
+    if not _NAME.fullmatch(grant.name) or not _VARIABLE.fullmatch(grant.ref) or _RESERVED.fullmatch(grant.ref):
         raise Refused("secrets", (*grant.secret_path, "ref"), f"secret {grant.name!r}: {grant.ref!r} cannot be written in the compose wrapper safely")
