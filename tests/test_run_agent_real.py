@@ -235,7 +235,10 @@ def test_raw_ids_cancellations_and_responses_through_the_endpoint(request: pytes
     assert [r["error"]["code"] for r in replies[None]] == [-32600] and "already in use" in replies[None][0]["error"]["message"]
     ws = sandbox.base / "ws" / "tester" / "r2"
     assert (ws / "out_alpha" / "calls.log").read_text().splitlines() == ["echo", "identity"]  # never "dup"
-    assert (ws / "out_beta" / "calls.log").read_text().splitlines() == ["pause"]
+    # The cancellation may reach beta's relay while it still judges the call (a loaded machine): then the call never
+    # reaches beta at all; either way beta ran nothing else, and its audit says the call was cancelled.
+    beta_log = ws / "out_beta" / "calls.log"
+    assert (beta_log.read_text().splitlines() if beta_log.exists() else []) in ([], ["pause"])
     beta = [json.loads(line) for line in (sandbox.base / "audit-beta.jsonl").read_text(encoding="utf-8").splitlines()]
     assert [(line["tool"], line["status"]) for line in beta if line["event"] == "call" and line["run_id"] == "r2"] == [("pause", "cancelled")]
 
