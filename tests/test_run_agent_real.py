@@ -238,9 +238,12 @@ def test_raw_ids_cancellations_and_responses_through_the_endpoint(request: pytes
     # The cancellation may reach beta's relay while it still judges the call (a loaded machine): then the call never
     # reaches beta at all; either way beta ran nothing else, and its audit says the call was cancelled.
     beta_log = ws / "out_beta" / "calls.log"
-    assert (beta_log.read_text().splitlines() if beta_log.exists() else []) in ([], ["pause"])
+    beta_calls = beta_log.read_text().splitlines() if beta_log.exists() else []
+    assert beta_calls in ([], ["pause"])
     beta = [json.loads(line) for line in (sandbox.base / "audit-beta.jsonl").read_text(encoding="utf-8").splitlines()]
-    assert [(line["tool"], line["status"]) for line in beta if line["event"] == "call" and line["run_id"] == "r2"] == [("pause", "cancelled")]
+    calls = [(line["tool"], line["status"]) for line in beta if line["event"] == "call" and line["run_id"] == "r2"]
+    before_sent = [line for line in beta if line["event"] == "call_cancelled" and line["run_id"] == "r2"]
+    assert calls == [("pause", "cancelled")] or (not beta_calls and not calls and len(before_sent) == 1), beta
 
 
 def test_a_2026_07_28_client_gets_the_same_endpoint(request: pytest.FixtureRequest) -> None:
