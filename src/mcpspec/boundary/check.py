@@ -176,6 +176,15 @@ def _number(value: float | None) -> str:
     return "unlimited" if value is None else f"{value:g}"
 
 
+def _size(value: float | None) -> str:
+    if value is None:
+        return "unlimited"
+    for unit, size in (("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        if value >= size and value % size == 0:
+            return f"{int(value // size)}{unit}"
+    return f"{int(value)}B"
+
+
 _Shown = Callable[[float | None], str]
 _FIELDS: tuple[tuple[str, str, Callable[[EffectiveSandbox], float | None], _Shown], ...] = (
     ("BX004", "lifecycle.idle_timeout", lambda s: s.lifecycle.idle_timeout, _duration),
@@ -184,7 +193,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[EffectiveSandbox], float | None], _Show
     ("BX004", "limits.call_timeout", lambda s: s.limits.call_timeout, _duration),
     ("BX004", "process.max_runtime", lambda s: s.process.max_runtime, _duration),
     ("BX004", "process.background.max_runtime", lambda s: s.process.background.max_runtime if s.process.background.allowed else 0.0, _duration),
-    ("BX005", "runtime.memory", lambda s: s.resources.memory, _number),
+    ("BX005", "runtime.memory", lambda s: s.resources.memory, _size),
     ("BX005", "runtime.cpus", lambda s: s.resources.cpus, _number),
     ("BX005", "runtime.pids", lambda s: s.resources.pids, _number),
     ("BX005", "limits.requests_per_minute", lambda s: s.limits.requests_per_minute, _number),
