@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import REPO, run_cli
 
+from conftest import REPO, run_cli
 from mcpspec import api
 from mcpspec.boundary.check import check
 from mcpspec.boundary.render import text
