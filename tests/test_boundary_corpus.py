@@ -23,7 +23,7 @@ CASES = sorted(path.name for path in CORPUS.iterdir() if path.is_dir())
 def _printed(case: Path) -> str:
     spec = api.load(case / "spec.yaml", "spec.yaml")
     boundary = api.load(case / "boundary.yaml", "boundary.yaml")
-    return text(spec, "boundary.yaml", check(spec, boundary))
+    return text([(spec, check(spec, boundary))], "boundary.yaml")
 
 
 @pytest.mark.parametrize("name", CASES)
@@ -66,3 +66,7 @@ def test_the_config_names_the_boundary(tmp_path: Path) -> None:
     found = run_cli("check", "spec.yaml", cwd=tmp_path)
     assert found.returncode == 1 and "acme.example:443" in found.stdout
     assert os.path.basename(found.stdout.splitlines()[-1].split(" over ")[1].split(" in ")[0]) == "boundary.yaml"
+    # Several specs at once, as pre-commit passes them: one verdict line each, exit 1 if any exceeds.
+    (tmp_path / "inside.yaml").write_text((CORPUS / "wildcard-contained" / "spec.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    both = run_cli("check", "inside.yaml", "spec.yaml", cwd=tmp_path)
+    assert both.returncode == 1 and "inside.yaml stays within" in both.stdout and "spec.yaml: 1 excess over" in both.stdout

@@ -601,13 +601,13 @@ def diff(
 
 @app.command()
 def check(
-    file: Annotated[Path, typer.Argument(help="The spec file to check.", show_default=False)],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="The spec files to check.", show_default=False)],
     within: Annotated[Path | None, typer.Option("--within", "-w", metavar="BOUNDARY", help="The boundary: a spec file whose values are ceilings (default: the config's within).")] = None,
     output_format: Annotated[str, typer.Option("--format", "-f", help="text, json or sarif.")] = "text",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
-    """Prove a spec stays within an organisation's boundary: compare the resolved plans server by
+    """Prove specs stay within an organisation's boundary: compare the resolved plans server by
     server and print, for every excess, the spec value that allows it and one concrete request,
     mount or value the boundary does not allow (see docs/boundary.md).
 
@@ -621,22 +621,22 @@ def check(
 
     if output_format not in FORMATS:
         _usage(f"--format must be one of {', '.join(FORMATS)}")
-    boundary = within if within is not None else _settings(Flags(config), file).config.within
+    boundary = within if within is not None else _settings(Flags(config), files[0]).config.within
     if boundary is None:
         _usage("give the boundary: --within BOUNDARY.yaml, or `within:` in the config")
     try:
-        loaded = [api.load_or_errors(path, None) for path in (file, boundary)]
+        loaded = [api.load_or_errors(path, None) for path in (boundary, *files)]
     except _usage_errors() as exc:
         _usage(str(exc))
     broken = [lint for plan, lint in loaded if plan is None]
     if broken:
         sys.stderr.write(text.render(LintReport(broken)))
         raise typer.Exit(EXIT_USAGE)
-    spec, limits = loaded[0][0], loaded[1][0]
-    assert spec is not None and limits is not None
-    found = check_plans(spec, limits)
-    _emit(RENDERERS[output_format](spec, str(boundary), found), output, f"the {output_format} check")
-    raise typer.Exit(EXIT_FINDINGS if found else EXIT_CLEAN)
+    plans = [plan for plan, _ in loaded if plan is not None]
+    limits, specs = plans[0], plans[1:]
+    checked = [(spec, check_plans(spec, limits)) for spec in specs]
+    _emit(RENDERERS[output_format](checked, str(boundary)), output, f"the {output_format} check")
+    raise typer.Exit(EXIT_FINDINGS if any(found for _, found in checked) else EXIT_CLEAN)
 
 
 @app.command()

@@ -14,6 +14,7 @@ from mcpspec.report.model import FileLint, LintReport
 from mcpspec.rules.engine import Result
 
 FORMATS = ("text", "json", "sarif")
+Checked = Sequence[tuple[Plan, Sequence[Excess]]]  # each spec file and its excesses
 
 
 def results(plan: Plan, found: Sequence[Excess]) -> list[Result]:
@@ -21,23 +22,28 @@ def results(plan: Plan, found: Sequence[Excess]) -> list[Result]:
     return [Result(e.code, KINDS[e.code][0], "high", plan.file, plan.source.anchor_span(e.path), e.path, e.message) for e in found]
 
 
-def text(plan: Plan, boundary: str, found: Sequence[Excess]) -> str:
-    lines = [f"{r.file}:{r.span.line}:{r.span.col}: {r.code} {r.message}" for r in results(plan, found)]
-    servers = len({e.server for e in found})
-    verdict = f"{len(found)} excess{'es' if len(found) != 1 else ''} over {boundary} in {servers} server{'s' if servers != 1 else ''}" if found else f"{plan.file} stays within {boundary}"
-    return "\n".join([*lines, verdict]) + "\n"
+def text(checked: Checked, boundary: str) -> str:
+    lines: list[str] = []
+    for plan, found in checked:
+        lines += [f"{r.file}:{r.span.line}:{r.span.col}: {r.code} {r.message}" for r in results(plan, found)]
+        servers = len({e.server for e in found})
+        s = "s" if servers != 1 else ""
+        lines.append(f"{plan.file}: {len(found)} excess{'es' if len(found) != 1 else ''} over {boundary} in {servers} server{s}" if found else f"{plan.file} stays within {boundary}")
+    return "\n".join(lines) + "\n"
 
 
-def as_json(plan: Plan, boundary: str, found: Sequence[Excess]) -> str:
+def as_json(checked: Checked, boundary: str) -> str:
     rows = [
         {"code": r.code, "slug": r.slug, "server": e.server, "file": r.file, "line": r.span.line, "col": r.span.col, "path": format_path(r.path), "message": r.message}
+        for plan, found in checked
         for r, e in zip(results(plan, found), found, strict=True)
     ]
-    return json.dumps({"spec": plan.file, "boundary": boundary, "contained": not found, "excesses": rows}, indent=2, ensure_ascii=False) + "\n"
+    specs = [plan.file for plan, _ in checked]
+    return json.dumps({"specs": specs, "boundary": boundary, "contained": not rows, "excesses": rows}, indent=2, ensure_ascii=False) + "\n"
 
 
-def as_sarif(plan: Plan, boundary: str, found: Sequence[Excess]) -> str:
-    log = sarif.build(LintReport([FileLint(plan.file, results(plan, found))]))
+def as_sarif(checked: Checked, boundary: str) -> str:
+    log = sarif.build(LintReport([FileLint(plan.file, results(plan, found)) for plan, found in checked]))
     driver = log["runs"][0]["tool"]["driver"]
     driver["rules"] = [_descriptor(rule["id"], boundary) for rule in driver["rules"]]
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
@@ -55,4 +61,4 @@ def _descriptor(code: str, boundary: str) -> dict[str, Any]:
     }
 
 
-RENDERERS: dict[str, Callable[[Plan, str, Sequence[Excess]], str]] = {"text": text, "json": as_json, "sarif": as_sarif}
+RENDERERS: dict[str, Callable[[Checked, str], str]] = {"text": text, "json": as_json, "sarif": as_sarif}
