@@ -189,23 +189,35 @@ _Shown = Callable[[float | None], str]
 _FIELDS: tuple[tuple[str, str, Callable[[EffectiveSandbox], float | None], _Shown], ...] = (
     ("BX004", "lifecycle.idle_timeout", lambda s: s.lifecycle.idle_timeout, _duration),
     ("BX004", "lifecycle.max_lifetime", lambda s: s.lifecycle.max_lifetime, _duration),
-    ("BX004", "lifecycle.pause.max_paused", lambda s: s.lifecycle.pause.max_paused if s.lifecycle.pause.allowed else 0.0, _duration),
+    ("BX004", "lifecycle.pause.max_paused", lambda s: s.lifecycle.pause.max_paused, _duration),
     ("BX004", "limits.call_timeout", lambda s: s.limits.call_timeout, _duration),
     ("BX004", "process.max_runtime", lambda s: s.process.max_runtime, _duration),
-    ("BX004", "process.background.max_runtime", lambda s: s.process.background.max_runtime if s.process.background.allowed else 0.0, _duration),
+    ("BX004", "process.background.max_runtime", lambda s: s.process.background.max_runtime, _duration),
     ("BX005", "runtime.memory", lambda s: s.resources.memory, _size),
     ("BX005", "runtime.cpus", lambda s: s.resources.cpus, _number),
     ("BX005", "runtime.pids", lambda s: s.resources.pids, _number),
     ("BX005", "limits.requests_per_minute", lambda s: s.limits.requests_per_minute, _number),
-    ("BX006", "process.background.max_jobs", lambda s: s.process.background.max_jobs if s.process.background.allowed else 0.0, _number),
+    ("BX006", "process.background.max_jobs", lambda s: s.process.background.max_jobs, _number),
 )
+# A limit that matters only while its permission is given: compared when both files give it (a
+# permission the boundary withholds is an excess of its own, below).
+_PERMITS: dict[str, tuple[str, Callable[[EffectiveSandbox], bool]]] = {
+    "lifecycle.pause.max_paused": ("lifecycle.pause.allowed", lambda s: s.lifecycle.pause.allowed),
+    "process.background.max_runtime": ("process.background.allowed", lambda s: s.process.background.allowed),
+    "process.background.max_jobs": ("process.background.allowed", lambda s: s.process.background.allowed),
+}
 
 
 def _maxima(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[Excess]:
     mode, limit = sandbox.lifecycle.mode, ceiling.lifecycle.mode
     if _MODES[mode] > _MODES[limit]:
         yield Excess("BX004", sandbox.name, sandbox.origin("lifecycle.mode"), f"{sandbox.name} may live {mode}; the boundary allows at most {limit}")
+    if sandbox.lifecycle.pause.allowed and not ceiling.lifecycle.pause.allowed:
+        yield Excess("BX004", sandbox.name, sandbox.origin("lifecycle.pause.allowed"), f"{sandbox.name} has lifecycle.pause.allowed true; the boundary says false")
     for code, key, read, shown in _FIELDS:
+        permit = _PERMITS.get(key)
+        if permit is not None and not (permit[1](sandbox) and permit[1](ceiling)):
+            continue
         value, most = read(sandbox), read(ceiling)
         if not _at_most(value, most):
             yield Excess(code, sandbox.name, sandbox.origin(key), f"{sandbox.name} has {key} {shown(value)}; the boundary allows at most {shown(most)}")

@@ -224,7 +224,7 @@ def _fresh(parent: str, known: frozenset[str], other: frozenset[str]) -> str:
     number = 0
     while True:
         label = f"unlisted{number or ''}"
-        name = f"{label}.{parent}" if parent else f"{label}.example{number or ''}"
+        name = f"{label}.{parent}" if parent else f"{label}.{('invalid', 'test')[number % 2]}{number // 2 or ''}"
         top = name.split(".", 1)[1]
         if name not in known and name not in other and (parent or (top not in known and top not in other)):
             return name
