@@ -70,3 +70,26 @@ def test_the_config_names_the_boundary(tmp_path: Path) -> None:
     (tmp_path / "inside.yaml").write_text((CORPUS / "wildcard-contained" / "spec.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     both = run_cli("check", "inside.yaml", "spec.yaml", cwd=tmp_path)
     assert both.returncode == 1 and "inside.yaml stays within" in both.stdout and "spec.yaml: 1 excess over" in both.stdout
+
+
+def test_a_bad_boundary_or_config_is_named_at_its_line(tmp_path: Path) -> None:
+    case = CORPUS / "wildcard-apex"
+    bad = tmp_path / "boundary.yaml"
+    bad.write_text((case / "boundary.yaml").read_text(encoding="utf-8").replace("*.acme.example:443", "*.acme.example:99999"), encoding="utf-8")
+    found = run_cli("check", str(case / "spec.yaml"), "--within", str(bad))
+    assert found.returncode == 2 and f"{bad}:6:" in found.stderr and "Traceback" not in found.stderr
+    (tmp_path / ".mcpspec.yaml").write_text("within: 3\n", encoding="utf-8")
+    (tmp_path / "spec.yaml").write_text((case / "spec.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    config = run_cli("check", "spec.yaml", cwd=tmp_path)
+    assert config.returncode == 2 and ".mcpspec.yaml:1:" in config.stderr and "Traceback" not in config.stderr
+
+
+def test_the_sarif_log_is_valid_sarif() -> None:
+    import jsonschema
+
+    schema = json.loads((REPO / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+    case = CORPUS / "process-policy"
+    found = run_cli("check", str(case / "spec.yaml"), "-w", str(case / "boundary.yaml"), "-f", "sarif")
+    log = json.loads(found.stdout)
+    jsonschema.validate(log, schema)
+    assert {rule["id"] for rule in log["runs"][0]["tool"]["driver"]["rules"]} == {"BX006"}
