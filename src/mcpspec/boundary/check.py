@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from mcpspec.boundary import egress
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
+from mcpspec.rules.facts import approval_mode
 from mcpspec.spec.values import Destination
 
 ANY_SERVER = "any-server"
@@ -26,7 +27,9 @@ KINDS = {
     "BX004": ("lifecycle-excess", "a lifetime, timeout or mode above the boundary's maximum"),
     "BX005": ("resource-excess", "a resource limit above the boundary's maximum"),
     "BX006": ("process-excess", "a process, package or listener permission the boundary does not give"),
+    "BX007": ("approval-excess", "a tool call that runs with less approval than the boundary requires, or an unlisted tool the boundary refuses"),
 }
+_APPROVAL = {None: 0, "per-session": 1, "always": 2}
 _MODES = {"per-task": 0, "per-session": 1, "long-lived": 2}
 
 
@@ -56,6 +59,7 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
         found.extend(_secrets(sandbox, ceiling))
         found.extend(_maxima(sandbox, ceiling))
         found.extend(_process(sandbox, ceiling))
+        found.extend(_approvals(spec, sandbox, boundary, ceiling))
     return found
 
 
@@ -249,3 +253,26 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
             yield Excess("BX006", name, sandbox.origin("process.package_install.registries"), f"{name} may install from {extra[0]}; the boundary allows {', '.join(limit_install.registries) or 'no registry'}")
         if install.lockfile == "optional" and limit_install.lockfile == "required":
             yield Excess("BX006", name, sandbox.origin("process.package_install.lockfile"), f"{name} may install without a lockfile; the boundary requires one")
+
+
+# --- approvals ---
+
+
+def _approvals(spec: Plan, sandbox: EffectiveSandbox, boundary: Plan, ceiling: EffectiveSandbox) -> Iterator[Excess]:
+    """Approval minima: a call of a tool with an effect the boundary's ``approvals.require`` lists is
+    approved every time; a tool the boundary's ceiling names is approved at least as often as there."""
+    name = sandbox.name
+    if sandbox.unlisted_tools == "allow" and ceiling.unlisted_tools == "deny":
+        yield Excess("BX007", name, sandbox.origin("unlisted_tools"), f"{name} lets a client call tools the spec does not list; the boundary refuses them (unlisted_tools: deny)")
+    for tool_name, tool in sandbox.tools.items():
+        mode = approval_mode(spec, tool)
+        where = (*sandbox.path, "tools", tool_name, "approval" if tool.approval is not None else "effects")
+        required = [effect for effect in tool.effects if effect in boundary.approvals.require]
+        if required and mode != "always":
+            asked = "once per session" if mode == "per-session" else "without approval"
+            yield Excess("BX007", name, where, f"{name} may run {tool_name} ({required[0]}) {asked}; the boundary requires approval of every {required[0]} call")
+            continue
+        own = ceiling.tools.get(tool_name)
+        least = approval_mode(boundary, own) if own is not None else None
+        if _APPROVAL[mode] < _APPROVAL[least]:
+            yield Excess("BX007", name, where, f"{name} may run {tool_name} with approval {mode or 'never'}; the boundary requires {least}")
