@@ -164,6 +164,14 @@ class Policy:
     pieces: dict[int, Pieces]
     known: frozenset[str]  # every domain written, and each of its parents
     under: dict[str, tuple[str, ...]]  # a domain -> the written domains strictly below it
+    memo: dict[str, Ports] = field(default_factory=dict, compare=False)  # a boundary is asked again and again
+
+    def allowed(self, name: str) -> Ports:
+        """The ports the policy lets ``name`` through on (remembered)."""
+        found = self.memo.get(name)
+        if found is None:
+            found = self.memo[name] = self.names.allowed(name)
+        return found
 
 
 def policy(default: str, allow: Sequence[Destination], deny: Sequence[Destination]) -> Policy:
@@ -210,7 +218,13 @@ class Leak:
 def leaks(spec: Policy, boundary: Policy) -> list[Leak]:
     """One witness per spec entry (or default) that lets through something the boundary does not."""
     found: dict[int, Leak] = {}
-    for leak in _name_leaks(spec, boundary):
+    if spec.names.default_allow:
+        # Names no spec entry allows are let through by the default: one witness is enough.
+        for leak in _name_leaks(spec, boundary, _open_candidates(spec, boundary)):
+            found.setdefault(id(leak.entry), leak)
+            if leak.entry is None:
+                break
+    for leak in _name_leaks(spec, boundary, _entry_candidates(spec, boundary)):
         found.setdefault(id(leak.entry), leak)
     for family in (4, 6):
         for leak in _address_leaks(family, spec, boundary):
@@ -231,15 +245,16 @@ def _fresh(parent: str, known: frozenset[str], other: frozenset[str]) -> str:
         number += 1
 
 
-def _candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
-    """One name of every class the spec's allowed set meets that the two policies tell apart."""
-    if spec.names.default_allow:
-        roots: list[str] = [*spec.known, *boundary.known]
-        yield _fresh("", spec.known, boundary.known)
-        for domain in roots:
-            yield domain
-            yield _fresh(domain, spec.known, boundary.known)
-        return
+def _open_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
+    """For a spec whose default is allow: one name of every class either policy tells apart."""
+    yield _fresh("", spec.known, boundary.known)
+    for domain in (*spec.known, *boundary.known):
+        yield domain
+        yield _fresh(domain, spec.known, boundary.known)
+
+
+def _entry_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
+    """One name of every class inside the spec's allow entries that the two policies tell apart."""
     yield from spec.names.exact
     for domain in spec.names.wild:
         yield _fresh(domain, spec.known, boundary.known)
@@ -248,16 +263,16 @@ def _candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
             yield _fresh(below, spec.known, boundary.known)
 
 
-def _name_leaks(spec: Policy, boundary: Policy) -> Iterator[Leak]:
+def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> Iterator[Leak]:
     seen: set[str] = set()
-    for name in _candidates(spec, boundary):
+    for name in candidates:
         if name in seen:
             continue
         seen.add(name)
         allowed = spec.names.allowed(name)
         if not allowed:
             continue
-        excess = ports.minus(allowed, boundary.names.allowed(name))
+        excess = ports.minus(allowed, boundary.allowed(name))
         if excess:
             port = excess[0][0]
             yield Leak(name, port, spec.names.entry_for(name, port))
