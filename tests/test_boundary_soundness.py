@@ -10,6 +10,7 @@ request the spec allows and the boundary refuses.
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 
 from hypothesis import given, settings
@@ -171,3 +172,33 @@ def test_ports_are_compared_as_sets() -> None:
     assert _leaks(("deny", ["*.acme.example:*"], []), ("deny", ["*.acme.example:443"], [])) == ["unlisted.acme.example:1"]
     assert _leaks(("allow", [], ["10.0.0.0/8"]), ("allow", [], ["10.0.0.0/8:443"])) == []
     assert _leaks(("allow", [], ["10.0.0.0/8:443"]), ("allow", [], ["10.0.0.0/8"])) == ["10.0.0.0:1"]
+
+
+def _yaml(policy: Written, in_defaults: bool, server: str) -> str:
+    egress = f"{{default: {policy.default}, allow: {json.dumps([e.text for e in policy.allow])}, deny: {json.dumps([e.text for e in policy.deny])}}}"
+    if in_defaults:
+        return f"version: 1\nproject: p\ndefaults:\n  egress: {egress}\nservers:\n  {server}:\n    command: [x]\n"
+    return f"version: 1\nproject: p\nservers:\n  {server}:\n    command: [x]\n    egress: {egress}\n"
+
+
+@settings(max_examples=150, deadline=None)
+@given(policies, policies, st.booleans(), st.booleans())
+def test_through_whole_specs_every_excess_points_at_the_entry_that_allows_its_witness(spec: Written, boundary: Written, spec_defaults: bool, boundary_defaults: bool) -> None:
+    """The same check through resolved plans, the policies written in `defaults` or on the server:
+    each BX001 witness is a real counterexample, and its line is the entry (or default) that allows it."""
+    from mcpspec.api import load_text
+    from mcpspec.boundary.check import check
+
+    text = _yaml(spec, spec_defaults, "fetch")
+    plan, limits = load_text(text, "spec.yaml"), load_text(_yaml(boundary, boundary_defaults, "any-server"), "boundary.yaml")
+    lines = text.splitlines()
+    for excess in check(plan, limits):
+        assert excess.code == "BX001", excess.message
+        request = excess.message.split(" may reach ", 1)[1].split(" ", 1)[0]
+        host, port = request.rsplit(":", 1)
+        host = host.strip("[]")
+        assert oracle(spec, host, int(port)) and not oracle(boundary, host, int(port)), excess.message
+        span = plan.source.anchor_span(excess.path)
+        written = lines[span.line - 1][span.col - 1 : span.end_col - 1].strip("\"")
+        via = excess.message.split("(", 1)[1].split(")", 1)[0]
+        assert written == ("allow" if via == "egress.default: allow" else via.removeprefix("through ")), (written, excess.message)
