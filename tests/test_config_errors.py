@@ -51,7 +51,7 @@ def test_pyproject_problems_are_positioned_in_the_tool_table(tmp_path: Path) -> 
     text = '[project]\nname = "x"\nselectt = 1\n\n[tool.mcpspec]\nselectt = ["FS"]\nseverity = {FS004 = "hgh"}\n'
     assert problems(config, text) == [
         f"{config}:6:1: unknown key 'selectt'; did you mean 'select'? (keys: select, ignore, severity, fail-on, per-file-ignores, baseline, "
-        "no-inline-suppressions, docs-url, approver, approver-timeout)",
+        "no-inline-suppressions, docs-url, approver, approver-timeout, within)",
         f"{config}:7:13: severity.FS004: 'hgh' is not one of critical, high, medium, low, info; did you mean 'high'?",
     ]
     text = '[tool.mcpspec]\nignore = ["SE001",\n  "FS0044"]\n\n[tool.mcpspec.per-file-ignores]\n"*.yaml" = ["NW01"]\n'

@@ -59,7 +59,7 @@ def _usage(message: str) -> NoReturn:
 
 # Commands that read, compute and exit (through os._exit): the cyclic collector's passes over a
 # 10,000-server Plan cost more than the garbage they could free. Long-running commands keep it.
-_BATCH_COMMANDS = frozenset({"lint", "graph", "build", "plan", "diff", "report"})
+_BATCH_COMMANDS = frozenset({"lint", "graph", "build", "plan", "diff", "report", "check"})
 
 
 @app.callback()
@@ -597,6 +597,46 @@ def diff(
     else:
         _emit(RENDERERS[output_format](found), output, f"the {output_format} diff")
     raise typer.Exit(EXIT_FINDINGS if fail_on_growth and found.grew else EXIT_CLEAN)
+
+
+@app.command()
+def check(
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="The spec files to check.", show_default=False)],
+    within: Annotated[Path | None, typer.Option("--within", "-w", metavar="BOUNDARY", help="The boundary: a spec file whose values are ceilings (default: the config's within).")] = None,
+    output_format: Annotated[str, typer.Option("--format", "-f", help="text, json or sarif.")] = "text",
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
+    config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
+) -> None:
+    """Prove specs stay within an organisation's boundary: compare the resolved plans server by
+    server and print, for every excess, the spec value that allows it and one concrete request,
+    mount or value the boundary does not allow (see docs/boundary.md).
+
+    Exit status: 0 contained, 1 an excess, 2 a file that cannot be read or is not a valid spec."""
+    from mcpspec import api
+    from mcpspec.boundary.check import check as check_plans
+    from mcpspec.boundary.render import FORMATS, RENDERERS
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
+    from mcpspec.settings import Flags
+
+    if output_format not in FORMATS:
+        _usage(f"--format must be one of {', '.join(FORMATS)}")
+    boundary = within if within is not None else _settings(Flags(config), files[0]).config.within
+    if boundary is None:
+        _usage("give the boundary: --within BOUNDARY.yaml, or `within:` in the config")
+    try:
+        loaded = [api.load_or_errors(path, None) for path in (boundary, *files)]
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    broken = [lint for plan, lint in loaded if plan is None]
+    if broken:
+        sys.stderr.write(text.render(LintReport(broken)))
+        raise typer.Exit(EXIT_USAGE)
+    plans = [plan for plan, _ in loaded if plan is not None]
+    limits, specs = plans[0], plans[1:]
+    checked = [(spec, check_plans(spec, limits)) for spec in specs]
+    _emit(RENDERERS[output_format](checked, str(boundary)), output, f"the {output_format} check")
+    raise typer.Exit(EXIT_FINDINGS if any(found for _, found in checked) else EXIT_CLEAN)
 
 
 @app.command()

@@ -48,6 +48,7 @@ class _ConfigModel(BaseModel):
     docs_url: str | None = None
     approver: str | None = Field(None, min_length=1)
     approver_timeout: float | None = Field(None, gt=0)
+    within: str | None = Field(None, min_length=1)
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,7 @@ class LintConfig:
     docs_url: str | None = None
     approver: list[str] | None = None
     approver_timeout: float | None = None
+    within: Path | None = None  # the boundary `mcpspec check` holds specs to
 
     def ignored_for(self, file: str) -> list[str]:
         """Rules per-file-ignores turns off for ``file`` (globs match the path as given, the path
@@ -164,6 +166,7 @@ def load_config(path: Path | None) -> LintConfig:
         docs_url=check_docs_url(model.docs_url, at("docs_url")) if model.docs_url is not None else None,
         approver=approver,
         approver_timeout=model.approver_timeout,
+        within=(path.parent / model.within) if model.within is not None else None,
     )
 
 

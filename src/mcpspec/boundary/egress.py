@@ -1,0 +1,309 @@
+"""Egress containment: every (host, port) a spec's policy lets through, the boundary's lets through too.
+
+A policy's allowed set is ``base \\ deny``, where ``base`` is every destination when the default
+is allow and the union of the allow entries otherwise. Names and addresses are separate spaces
+(a name entry matches that name, whatever it resolves to; a CIDR entry matches addresses).
+An IPv6 entry inside ``::ffff:0:0/96`` stands for the IPv4 addresses it maps, and one that
+holds the whole block covers every IPv4 address too (the proxy checks a mapped address as
+IPv4, see :mod:`mcpspec.addresses`).
+
+The check is exact: names are split into the finitely many classes that the entries of both
+policies can tell apart (each name written, and for each, its subdomains that no deeper
+written name covers), addresses into the elementary intervals between the ends of every
+network, and each class's allowed ports compared as interval sets. A class whose ports
+differ yields one concrete witness.
+"""
+
+from __future__ import annotations
+
+import bisect
+import ipaddress
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from mcpspec.boundary import ports
+from mcpspec.boundary.ports import Ports
+from mcpspec.spec.values import Destination
+
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+_MAPPED_LO = int(_MAPPED.network_address)
+_MAPPED_HI = int(_MAPPED.broadcast_address)
+_TOP = {4: 2**32 - 1, 6: 2**128 - 1}
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One address range of one family, [low, high], with the entry it came from."""
+
+    family: int
+    low: int
+    high: int
+    ports: Ports
+    deny: bool
+    entry: Destination | None
+
+
+def address_spans(entry: Destination, deny: bool) -> list[Span]:
+    """The address ranges a CIDR entry stands for, IPv4-mapped IPv6 read as IPv4."""
+    network = entry.network
+    entry_ports = ports.of(entry.port)
+    if isinstance(network, ipaddress.IPv6Network):
+        if network.subnet_of(_MAPPED):
+            low = int(network.network_address) - _MAPPED_LO
+            high = int(network.broadcast_address) - _MAPPED_LO
+            return [Span(4, low, high, entry_ports, deny, entry)]
+        spans = [Span(6, int(network.network_address), int(network.broadcast_address), entry_ports, deny, entry)]
+        if network.supernet_of(_MAPPED):
+            spans.append(Span(4, 0, _TOP[4], entry_ports, deny, entry))
+        return spans
+    return [Span(4, int(network.network_address), int(network.broadcast_address), entry_ports, deny, entry)]
+
+
+@dataclass(frozen=True, slots=True)
+class Pieces:
+    """One family's address space cut into elementary intervals, each with its allowed ports."""
+
+    starts: list[int]
+    allowed: list[Ports]
+
+    def at(self, address: int) -> Ports:
+        return self.allowed[bisect.bisect_right(self.starts, address) - 1]
+
+
+def pieces(family: int, spans: Sequence[Span], default_allow: bool) -> Pieces:
+    """Sweep the spans: between two consecutive ends, the same entries apply."""
+    cuts = {0}
+    if family == 6:
+        cuts.update((_MAPPED_LO, _MAPPED_HI + 1))
+    for span in spans:
+        cuts.add(span.low)
+        if span.high < _TOP[family]:
+            cuts.add(span.high + 1)
+    starts = sorted(cuts)
+    opening: dict[int, list[Span]] = {}
+    closing: dict[int, list[Span]] = {}
+    for span in spans:
+        opening.setdefault(span.low, []).append(span)
+        closing.setdefault(span.high + 1, []).append(span)
+    active: dict[int, Span] = {}
+    allowed: list[Ports] = []
+    for start in starts:
+        for span in closing.get(start, ()):
+            del active[id(span)]
+        for span in opening.get(start, ()):
+            active[id(span)] = span
+        base = ports.ALL if default_allow else ports.union(s.ports for s in active.values() if not s.deny)
+        denied = ports.union(s.ports for s in active.values() if s.deny)
+        allowed.append(ports.minus(base, denied) if denied else base)
+    return Pieces(starts, allowed)
+
+
+@dataclass(slots=True)
+class NamePolicy:
+    """The name entries of one policy, by the domain they name."""
+
+    default_allow: bool
+    exact: dict[str, list[tuple[Ports, Destination]]] = field(default_factory=dict)
+    wild: dict[str, list[tuple[Ports, Destination]]] = field(default_factory=dict)
+    deny_exact: dict[str, list[Ports]] = field(default_factory=dict)
+    deny_wild: dict[str, list[Ports]] = field(default_factory=dict)
+
+    def add(self, entry: Destination, deny: bool) -> None:
+        entry_ports = ports.of(entry.port)
+        if entry.kind == "wildcard":
+            domain = entry.host[2:]
+            if deny:
+                self.deny_wild.setdefault(domain, []).append(entry_ports)
+            else:
+                self.wild.setdefault(domain, []).append((entry_ports, entry))
+        elif deny:
+            self.deny_exact.setdefault(entry.host, []).append(entry_ports)
+        else:
+            self.exact.setdefault(entry.host, []).append((entry_ports, entry))
+
+    def domains(self) -> Iterator[str]:
+        yield from self.exact
+        yield from self.wild
+        yield from self.deny_exact
+        yield from self.deny_wild
+
+    def allowed(self, name: str) -> Ports:
+        above = list(ancestors(name))
+        if self.default_allow:
+            base = ports.ALL
+        else:
+            base = ports.union([p for p, _ in self.exact.get(name, ())] + [p for a in above for p, _ in self.wild.get(a, ())])
+            if not base:
+                return base
+        denied = ports.union([*self.deny_exact.get(name, ()), *(p for a in above for p in self.deny_wild.get(a, ()))])
+        return ports.minus(base, denied) if denied else base
+
+    def entry_for(self, name: str, port: int) -> Destination | None:
+        """The allow entry that lets ``name:port`` through (None: the default does)."""
+        pairs: list[tuple[Ports, Destination]] = [*self.exact.get(name, ()), *(pair for a in ancestors(name) for pair in self.wild.get(a, ()))]
+        for entry_ports, entry in pairs:
+            if any(low <= port <= high for low, high in entry_ports):
+                return entry
+        return None
+
+
+def ancestors(name: str) -> Iterator[str]:
+    """The strict parent domains of ``name``: a.b.c -> b.c, c."""
+    rest = name
+    while "." in rest:
+        rest = rest.split(".", 1)[1]
+        yield rest
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """One egress policy, ready to compare: its names, and its address pieces per family."""
+
+    names: NamePolicy
+    spans: dict[int, list[Span]]
+    pieces: dict[int, Pieces]
+    known: frozenset[str]  # every domain written, and each of its parents
+    under: dict[str, tuple[str, ...]]  # a domain -> the written domains strictly below it
+    memo: dict[str, Ports] = field(default_factory=dict, compare=False)  # a boundary is asked again and again
+
+    def allowed(self, name: str) -> Ports:
+        """The ports the policy lets ``name`` through on (remembered)."""
+        found = self.memo.get(name)
+        if found is None:
+            found = self.memo[name] = self.names.allowed(name)
+        return found
+
+
+def policy(default: str, allow: Sequence[Destination], deny: Sequence[Destination]) -> Policy:
+    default_allow = default == "allow"
+    names = NamePolicy(default_allow)
+    spans: dict[int, list[Span]] = {4: [], 6: []}
+    for entries, is_deny in ((allow, False), (deny, True)):
+        for entry in entries:
+            if entry.kind == "cidr":
+                for span in address_spans(entry, is_deny):
+                    spans[span.family].append(span)
+            else:
+                names.add(entry, is_deny)
+    written = set(names.domains())
+    known = set(written)
+    under: dict[str, list[str]] = {}
+    for domain in written:
+        for parent in ancestors(domain):
+            known.add(parent)
+            under.setdefault(parent, []).append(domain)
+    return Policy(
+        names,
+        spans,
+        {family: pieces(family, spans[family], default_allow) for family in (4, 6)},
+        frozenset(known),
+        {key: tuple(value) for key, value in under.items()},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Leak:
+    """One destination the spec allows and the boundary does not, and the spec entry that allows it
+    (None: the spec's ``default: allow``)."""
+
+    host: str
+    port: int
+    entry: Destination | None
+
+    @property
+    def request(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def leaks(spec: Policy, boundary: Policy) -> list[Leak]:
+    """One witness per spec entry (or default) that lets through something the boundary does not."""
+    found: dict[int, Leak] = {}
+    if spec.names.default_allow:
+        # Names no spec entry allows are let through by the default: one witness is enough.
+        for leak in _name_leaks(spec, boundary, _open_candidates(spec, boundary)):
+            found.setdefault(id(leak.entry), leak)
+            if leak.entry is None:
+                break
+    for leak in _name_leaks(spec, boundary, _entry_candidates(spec, boundary)):
+        found.setdefault(id(leak.entry), leak)
+    for family in (4, 6):
+        for leak in _address_leaks(family, spec, boundary):
+            found.setdefault(id(leak.entry), leak)
+    return list(found.values())
+
+
+def _fresh(parent: str, known: frozenset[str], other: frozenset[str]) -> str:
+    """A name directly below ``parent`` that neither policy writes nor holds a written name below;
+    for ``""``, a name none of whose parents either policy writes."""
+    number = 0
+    while True:
+        label = f"unlisted{number or ''}"
+        name = f"{label}.{parent}" if parent else f"{label}.{('invalid', 'test')[number % 2]}{number // 2 or ''}"
+        top = name.split(".", 1)[1]
+        if name not in known and name not in other and (parent or (top not in known and top not in other)):
+            return name
+        number += 1
+
+
+def _open_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
+    """For a spec whose default is allow: one name of every class either policy tells apart."""
+    yield _fresh("", spec.known, boundary.known)
+    for domain in (*spec.known, *boundary.known):
+        yield domain
+        yield _fresh(domain, spec.known, boundary.known)
+
+
+def _entry_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
+    """One name of every class inside the spec's allow entries that the two policies tell apart."""
+    yield from spec.names.exact
+    for domain in spec.names.wild:
+        yield _fresh(domain, spec.known, boundary.known)
+        for below in (*spec.under.get(domain, ()), *boundary.under.get(domain, ())):
+            yield below
+            yield _fresh(below, spec.known, boundary.known)
+
+
+def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> Iterator[Leak]:
+    seen: set[str] = set()
+    for name in candidates:
+        if name in seen:
+            continue
+        seen.add(name)
+        allowed = spec.names.allowed(name)
+        if not allowed:
+            continue
+        excess = ports.minus(allowed, boundary.allowed(name))
+        if excess:
+            port = excess[0][0]
+            yield Leak(name, port, spec.names.entry_for(name, port))
+
+
+def _address_leaks(family: int, spec: Policy, boundary: Policy) -> Iterator[Leak]:
+    mine, theirs = spec.pieces[family], boundary.pieces[family]
+    ends = [*mine.starts[1:], _TOP[family] + 1]
+    for start, end, allowed in zip(mine.starts, ends, mine.allowed, strict=True):
+        if not allowed or (family == 6 and _MAPPED_LO <= start <= _MAPPED_HI):
+            continue
+        index = bisect.bisect_right(theirs.starts, start) - 1
+        position = start
+        while position < end:
+            excess = ports.minus(allowed, theirs.allowed[index])
+            if excess:
+                port = excess[0][0]
+                yield Leak(_address(family, position), port, _span_entry(spec.spans[family], position, port))
+                break
+            index += 1
+            if index >= len(theirs.starts):
+                break
+            position = theirs.starts[index]
+
+
+def _address(family: int, value: int) -> str:
+    return str(ipaddress.IPv4Address(value) if family == 4 else ipaddress.IPv6Address(value))
+
+
+def _span_entry(spans: Sequence[Span], address: int, port: int) -> Destination | None:
+    for span in spans:
+        if not span.deny and span.low <= address <= span.high and any(low <= port <= high for low, high in span.ports):
+            return span.entry
+    return None
