@@ -233,3 +233,24 @@ def test_a_hash_in_a_long_quoted_value_is_not_taken_for_a_comment_by_the_layout(
     spec, _, _ = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {name: {"command": "node", "args": ["s.js", "--label", label]}}}))
     server = next(iter(spec["servers"].values()))
     assert server["description"] == f"Imported from the claude-desktop server {name!r}." and server["command"][-1] == label
+
+
+HIDDEN_RUNS = {
+    "global-value": ["nerdctl", "--namespace", "k8s.io", "run", "--privileged", "ghcr.io/acme/tool"],
+    "mount-case": ["docker", "run", "--mount", "Type=bind,Source=/var/run/docker.sock,Target=/s", "ghcr.io/acme/tool"],
+    "mount-csv": ["docker", "run", "--mount", 'type=bind,"source=/",target=/host', "ghcr.io/acme/tool"],
+    "ns-path": ["podman", "run", "--network", "ns:/proc/1/ns/net", "ghcr.io/acme/tool"],
+    "device-rule": ["docker", "run", "--device-cgroup-rule", "a *:* rwm", "ghcr.io/acme/tool"],
+    "unmask": ["podman", "run", "--security-opt", "unmask=ALL", "ghcr.io/acme/tool"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN_RUNS))
+def test_a_dangerous_flag_behind_an_unlisted_global_option_or_mount_syntax_is_still_a_finding(tmp_path: Path, name: str) -> None:
+    """A global option's value the reader did not know, a --mount read as case-sensitive keys split on
+    commas, a namespace joined by path, a device rule or an unmask hid the flag from import and SP010."""
+    command, *args = HIDDEN_RUNS[name]
+    spec, findings, out = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {"s": {"command": command, "args": args}}}))
+    assert spec["servers"]["s"]["command"] == HIDDEN_RUNS[name]
+    assert [line for line in findings if "IM011 [high] container-escape-flag" in line], findings
+    assert len(_lint_codes(out).get("SP010", [])) == 1

@@ -8,6 +8,7 @@ the same flags the same way: ``--flag value``, ``--flag=value``, short flags (``
 
 from __future__ import annotations
 
+import csv
 import posixpath
 import re
 from collections.abc import Sequence
@@ -59,8 +60,13 @@ def parse(command: Sequence[str]) -> DockerRun | None:
         return None
     engine = _program(command[first])
     index = first + 1
-    while index < len(command) and command[index].startswith("-"):
-        index += 2 if command[index] in _GLOBAL_VALUE else 1
+    while index < len(command) and command[index] not in ("run", "container"):
+        if command[index].startswith("-"):
+            index += 2 if command[index] in _GLOBAL_VALUE else 1
+        elif command[index - 1].startswith("-") and "=" not in command[index - 1] and index - 1 > first:
+            index += 1  # the value of a global option not listed above (nerdctl --namespace k8s.io)
+        else:
+            break
     if index < len(command) and command[index] == "container":
         index += 1
     if index >= len(command) or command[index] != "run":
@@ -144,13 +150,19 @@ def host_source(option: Option) -> str | None:
         return None
     if option.name == "volume":
         source = option.value.split(":", 1)[0] if not re.match(r"^[A-Za-z]:\\", option.value) else option.value[:2] + option.value[2:].split(":", 1)[0]
-        return source if source.startswith(("/", "~", "$", "%", ".")) or re.match(r"^[A-Za-z]:", source) else None  # else a named volume
+        return source if _looks_like_path(source) else None  # else a named volume
     if option.name == "mount":
-        fields = dict(part.partition("=")[::2] for part in option.value.split(","))
-        if fields.get("type", "volume") != "bind":
+        # The engines read the value as one CSV record and its keys and type in any case.
+        fields = {key.strip().lower(): value for key, _, value in (part.partition("=") for row in csv.reader([option.value]) for part in row)}
+        bound = fields.get("source") or fields.get("src")
+        if bound is None or (fields.get("type", "volume").lower() not in ("bind", "glob") and not _looks_like_path(bound)):
             return None
-        return fields.get("source") or fields.get("src")
+        return bound
     return None
+
+
+def _looks_like_path(source: str) -> bool:
+    return source.startswith(("/", "~", "$", "%", ".")) or re.match(r"^[A-Za-z]:", source) is not None
 
 
 def why_dangerous(option: Option) -> str | None:
@@ -180,7 +192,13 @@ def why_dangerous(option: Option) -> str | None:
         return "it hands a host device to the container"
     if name in _NAMESPACES and value is not None and (value.lower() == "host" or (name in ("network", "net", "pid", "ipc") and value.lower().startswith("container:"))):
         return f"it shares {_NAMESPACES[name]} with the container"
-    if name == "security-opt" and value is not None and re.match(r"^(seccomp|apparmor)[=:]unconfined$|^label[=:]disable$|^systempaths[=:]unconfined$", value):
+    if name in _NAMESPACES and value is not None and value.lower().startswith("ns:"):
+        return f"it puts the container in the namespace at {value[3:]} (the host's own, for /proc/1/ns/...)"
+    if name == "device-cgroup-rule":
+        return "it lets the container open host devices by number (with mknod, every disk of the host)"
+    if name == "security-opt" and value is not None and re.match(
+        r"^(seccomp|apparmor)[=:]unconfined$|^label[=:](disable|type:(spc_t|unconfined_t))$|^systempaths[=:]unconfined$|^unmask[=:]", value
+    ):
         return "it turns off a kernel confinement of the container"
     if name == "volumes-from" and value is not None:
         return "it mounts every volume of another container"
