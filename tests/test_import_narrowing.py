@@ -4,13 +4,14 @@ run flags, client variables, archived servers, and the written file itself (issu
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, require_tool
 
 
 def _import(tmp_path: Path, name: str, text: str, client: str = "auto") -> tuple[dict[str, Any], list[str], Path]:
@@ -254,3 +255,18 @@ def test_a_dangerous_flag_behind_an_unlisted_global_option_or_mount_syntax_is_st
     assert spec["servers"]["s"]["command"] == HIDDEN_RUNS[name]
     assert [line for line in findings if "IM011 [high] container-escape-flag" in line], findings
     assert len(_lint_codes(out).get("SP010", [])) == 1
+
+
+def test_a_url_whose_authority_holds_a_backslash_grants_no_host(tmp_path: Path) -> None:
+    """node (WHATWG) reads https://good.example\\@evil.example as good.example, Python's urlsplit as
+    evil.example: import took the second and allowed evil.example, a host a node server never asked for."""
+    url = "https://good.example\\@evil.example/"
+    node = subprocess.run([require_tool("node"), "-e", "console.log(new URL(process.argv[1]).hostname)", url], capture_output=True, text=True, timeout=30, check=True)
+    from urllib.parse import urlsplit
+
+    assert node.stdout.strip() == "good.example" and urlsplit(url).hostname == "evil.example", "the parsers disagree"
+    config = {"mcpServers": {"f": {"command": "node", "args": ["srv.js", "--url=" + url], "env": {"BASE_URL": url}}}}
+    spec, _, out = _import(tmp_path, "claude_desktop_config.json", json.dumps(config))
+    allow = spec["servers"]["f"].get("egress", {}).get("allow", [])
+    assert not any("example" in entry for entry in allow), allow
+    assert "evil.example" in _comments(out), "the URL is named in a comment for the user to decide"

@@ -67,6 +67,11 @@ def destinations(values: Iterable[str]) -> Destinations:
         for scheme, netloc in _URL.findall(value):
             if "${" in netloc or netloc.startswith("$"):
                 continue  # an interpolation: the host is not known here
+            if "\\" in netloc:
+                # WHATWG parsers (node, browsers) read a backslash as "/", RFC 3986 ones as part of the
+                # authority: https://good.example\@evil.example is good.example to one, evil.example to the other.
+                found.cannot(f"{scheme}://{netloc}")
+                continue
             host_port = netloc.rsplit("@", 1)[-1]
             for one in host_port.split(","):  # postgresql://a:5432,b:5432/db
                 _add_netloc(found, scheme.lower(), one)
