@@ -270,3 +270,22 @@ def test_a_url_whose_authority_holds_a_backslash_grants_no_host(tmp_path: Path) 
     allow = spec["servers"]["f"].get("egress", {}).get("allow", [])
     assert not any("example" in entry for entry in allow), allow
     assert "evil.example" in _comments(out), "the URL is named in a comment for the user to decide"
+
+
+VSCODE_MOUNTS = {
+    "colon-in-variable": "${env:HOME}/.ssh:/k",
+    "whole-home": "${env:HOME}:/h",
+    "profile": "${env:USERPROFILE}/.aws:/k",
+    "climb": "${workspaceFolder}/../../../..:/h",
+}
+
+
+@pytest.mark.parametrize("name", sorted(VSCODE_MOUNTS))
+def test_a_mount_written_with_a_variable_the_client_fills_in_is_still_a_finding(tmp_path: Path, name: str) -> None:
+    """VS Code fills in ${env:HOME} (its colon was read as -v's separator, so the source was '${env') and
+    ${workspaceFolder}/../.. reaches above the workspace: each hid a host mount from import and SP010."""
+    args = ["run", "-i", "-v", VSCODE_MOUNTS[name], "ghcr.io/acme/tool"]
+    spec, findings, out = _import(tmp_path, "mcp.json", json.dumps({"servers": {"s": {"command": "docker", "args": args}}}), "vscode")
+    assert spec["servers"]["s"]["command"][:4] == ["docker", *args[:3]]  # ${workspaceFolder} becomes the sandbox's workspace path
+    assert [line for line in findings if "IM011 [high] container-escape-flag" in line], findings
+    assert len(_lint_codes(out).get("SP010", [])) == 1

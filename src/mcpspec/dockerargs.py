@@ -137,7 +137,9 @@ def _short(command: Sequence[str], index: int, options: list[Option]) -> int:
 # --- what hands the container a piece of the host ---
 
 _SOCKET = re.compile(r"(^|/)(docker|podman|containerd|crio|cri-dockerd|buildkitd)\.sock$|^/run/(docker|podman|containerd|crio)(/|$)|^/var/run/(docker|podman|containerd|crio)(/|$)")
-_HOME = r"(~|\$HOME|\$\{HOME\}|\$\{userHome\}|%USERPROFILE%|/root|/home/[^/]+|/Users/[^/]+)"
+_HOME = r"(~|\$HOME|\$\{HOME\}|\$\{userHome\}|\$\{env:(HOME|USERPROFILE)\}|%USERPROFILE%|/root|/home/[^/]+|/Users/[^/]+)"
+# A variable the client expands (${workspaceFolder}, $PWD, ~) followed by "..": above it, any directory of the host.
+_CLIMBS = re.compile(r"^[~$%].*(^|[/\\])\.\.([/\\]|$)")
 _CREDENTIALS = re.compile(_HOME + r"/(\.aws|\.ssh|\.kube|\.config/gcloud|\.azure|\.docker|\.gnupg|\.config/gh|\.netrc|\.git-credentials|\.npmrc|\.pypirc)(/|$)")
 _WHOLE_HOME = re.compile(r"^" + _HOME + r"/?$|^/home/?$|^/Users/?$")
 _SYSTEM = re.compile(r"^/(etc|proc|sys|dev|boot|run|var/run|var/lib/docker|var/lib/containers|var/lib/kubelet)(/|$)|^/$|^[A-Za-z]:\\?$")
@@ -149,7 +151,7 @@ def host_source(option: Option) -> str | None:
     if option.value is None:
         return None
     if option.name == "volume":
-        source = option.value.split(":", 1)[0] if not re.match(r"^[A-Za-z]:\\", option.value) else option.value[:2] + option.value[2:].split(":", 1)[0]
+        source = _before_colon(option.value) if not re.match(r"^[A-Za-z]:\\", option.value) else option.value[:2] + _before_colon(option.value[2:])
         return source if _looks_like_path(source) else None  # else a named volume
     if option.name == "mount":
         # The engines read the value as one CSV record and its keys and type in any case.
@@ -159,6 +161,19 @@ def host_source(option: Option) -> str | None:
             return None
         return bound
     return None
+
+
+def _before_colon(value: str) -> str:
+    """``value`` up to its first ":" outside a ``${...}`` the client fills in (``${env:HOME}/.ssh:/k`` -> ``${env:HOME}/.ssh``)."""
+    depth = 0
+    for index, char in enumerate(value):
+        if value.startswith("${", index):
+            depth += 1
+        elif char == "}" and depth:
+            depth -= 1
+        elif char == ":" and not depth:
+            return value[:index]
+    return value
 
 
 def _looks_like_path(source: str) -> bool:
@@ -181,6 +196,8 @@ def why_dangerous(option: Option) -> str | None:
             return f"it mounts a whole home directory ({shown}) of the host"
         if _SYSTEM.search(path):
             return f"it mounts the host's {shown}"
+        if _CLIMBS.search(path):
+            return f"it mounts {shown}: '..' past a path the client fills in may reach any directory of the host, / included"
         return None
     if value is not None and value.lower() in ("false", "0", "no"):
         return None  # --privileged=false

@@ -8,7 +8,8 @@ whole home directory (`-v`, `--volume`, `--mount type=bind` or `type=glob`); `--
 `--cap-add`; `--device`; `--device-cgroup-rule`; `--network host`, `--pid host`, `--ipc host`,
 `--userns host`, `--uts host`, or a namespace joined by path (`--network ns:/proc/1/ns/net`);
 `--security-opt seccomp=unconfined`, `apparmor=unconfined`, `label=type:spc_t` or `unmask=...`;
-`--volumes-from`. Flags are read as the engine reads them, written apart or with `=`, short or
+`--volumes-from`; a mount whose source climbs with `..` past a path the client fills in
+(`${workspaceFolder}/../..`). `${env:HOME}` and `${userHome}` count as home. Flags are read as the engine reads them, written apart or with `=`, short or
 long, up to the image name, past the engine's own options whatever they are (`nerdctl --namespace
 k8s.io run`); a `--mount` value as one CSV record whose keys and type are in any case.
 
