@@ -20,7 +20,13 @@ _LAUNCHERS = frozenset({"sudo", "doas", "env", "exec", "nohup", "command", "nice
 
 # Options of `docker run` / `podman run` that take a value (written apart or after `=`).
 _VALUE_LONG = frozenset(
-    ["add-host", "annotation", "arch", "attach", "authfile", "blkio-weight", "blkio-weight-device", "cap-add", "cap-drop", "cgroup-conf", "cgroup-parent", "cgroupns", "cgroups", "cidfile", "chrootdirs", "conmon-pidfile", "cpu-count", "cpu-percent", "cpu-period", "cpu-quota", "cpu-rt-period", "cpu-rt-runtime", "cpu-shares", "cpus", "cpuset-cpus", "cpuset-mems", "creds", "decryption-key", "detach-keys", "device", "device-cgroup-rule", "device-read-bps", "device-read-iops", "device-write-bps", "device-write-iops", "dns", "dns-opt", "dns-option", "dns-search", "domainname", "entrypoint", "env", "env-file", "env-merge", "expose", "gidmap", "gpus", "group-add", "group-entry", "health-cmd", "health-interval", "health-on-failure", "health-retries", "health-start-interval", "health-start-period", "health-startup-cmd", "health-startup-interval", "health-startup-retries", "health-startup-success", "health-startup-timeout", "health-timeout", "hostname", "hostuser", "init-path", "io-maxbandwidth", "io-maxiops", "ip", "ip6", "ipc", "isolation", "kernel-memory", "label", "label-file", "link", "link-local-ip", "log-driver", "log-opt", "mac-address", "memory", "memory-reservation", "memory-swap", "memory-swappiness", "mount", "name", "net", "net-alias", "network", "network-alias", "oom-score-adj", "os", "passwd-entry", "personality", "pid", "pidfile", "pids-limit", "platform", "pod", "pod-id-file", "preserve-fds", "preserve-fd", "publish", "pull", "rdt-class", "requires", "restart", "retry", "retry-delay", "runtime", "seccomp-policy", "sdnotify", "secret", "security-opt", "shm-size", "shm-size-systemd", "stop-signal", "stop-timeout", "storage-opt", "subgidname", "subuidname", "sysctl", "timeout", "tmpfs", "tz", "uidmap", "ulimit", "umask", "unsetenv", "user", "userns", "uts", "variant", "volume", "volume-driver", "volumes-from", "workdir"]
+    ["add-host", "annotation", "arch", "attach", "authfile", "blkio-weight", "blkio-weight-device", "cap-add", "cap-drop", "cgroup-conf", "cgroup-parent", "cgroupns", "cgroups", "cidfile", "chrootdirs", "conmon-pidfile", "cpu-count", "cpu-percent", "cpu-period", "cpu-quota", "cpu-rt-period", "cpu-rt-runtime", "cpu-shares", "cpus", "cpuset-cpus", "cpuset-mems", "creds", "decryption-key", "detach-keys", "device", "device-cgroup-rule", "device-read-bps", "device-read-iops", "device-write-bps", "device-write-iops", "dns", "dns-opt", "dns-option", "dns-search", "domainname", "entrypoint", "env", "env-file", "env-merge", "expose", "gidmap", "gpus", "group-add", "group-entry", "health-cmd", "health-interval", "health-log-destination", "health-max-log-count", "health-max-log-size", "health-on-failure", "health-retries", "health-start-interval", "health-start-period", "health-startup-cmd", "health-startup-interval", "health-startup-retries", "health-startup-success", "health-startup-timeout", "health-timeout", "hostname", "hostuser", "image-volume", "init-path", "io-maxbandwidth", "io-maxiops", "ip", "ip6", "ipc", "isolation", "kernel-memory", "label", "label-file", "link", "link-local-ip", "log-driver", "log-opt", "mac-address", "memory", "memory-reservation", "memory-swap", "memory-swappiness", "mount", "name", "net", "net-alias", "network", "network-alias", "oom-score-adj", "os", "passwd-entry", "personality", "pid", "pidfile", "pids-limit", "platform", "pod", "pod-id-file", "preserve-fds", "preserve-fd", "publish", "pull", "rdt-class", "requires", "restart", "retry", "retry-delay", "runtime", "seccomp-policy", "sdnotify", "secret", "security-opt", "shm-size", "shm-size-systemd", "stop-signal", "stop-timeout", "storage-opt", "subgidname", "subuidname", "sysctl", "systemd", "timeout", "tmpfs", "tz", "uidmap", "ulimit", "umask", "unsetenv", "user", "userns", "uts", "variant", "volume", "volume-driver", "volumes-from", "workdir"]
+)
+# Options of `docker run` / `podman run` that take no value (`--privileged=false` sets one with "=").
+_SWITCH_LONG = frozenset(
+    ["detach", "interactive", "tty", "rm", "read-only", "read-only-tmpfs", "privileged", "init", "no-healthcheck", "oom-kill-disable",
+     "publish-all", "sig-proxy", "help", "quiet", "disable-content-trust", "use-api-socket", "replace", "rmi", "no-hosts", "http-proxy",
+     "env-host", "tls-verify", "passwd", "rootfs", "no-hostname"]
 )
 _VALUE_SHORT = frozenset("acehlmpuvw")  # attach, cpu-shares, env, hostname, label, memory, publish, user, volume, workdir
 _SHORT_NAMES = {"v": "volume", "e": "env", "p": "publish", "w": "workdir", "u": "user", "h": "hostname", "l": "label", "m": "memory", "c": "cpu-shares", "a": "attach"}
@@ -51,8 +57,11 @@ class DockerRun:
         return command[self.image_index] if self.image_index is not None else None
 
 
-def parse(command: Sequence[str]) -> DockerRun | None:
-    """``command`` read as ``ENGINE [global options] [container] run [options] IMAGE [ARGS]``, or None when it is not one."""
+def parse(command: Sequence[str], unknown_takes_value: bool = False) -> DockerRun | None:
+    """``command`` read as ``ENGINE [global options] [container] run [options] IMAGE [ARGS]``, or None when it is not one.
+
+    With ``unknown_takes_value``, a long option neither listed as taking a value nor as a switch takes the next word
+    (an engine's newer option, ``--health-max-log-count 5``, is otherwise read as a switch and its value as the image)."""
     if not command:
         return None
     first = _past_launchers(command)
@@ -84,7 +93,7 @@ def parse(command: Sequence[str]) -> DockerRun | None:
             name, equals, value = word[2:].partition("=")
             if equals:
                 options.append(Option(name, value, index, index))
-            elif name in _VALUE_LONG and index + 1 < len(command):
+            elif (name in _VALUE_LONG or (unknown_takes_value and name not in _SWITCH_LONG)) and index + 1 < len(command):
                 options.append(Option(name, command[index + 1], index, index + 1))
                 index += 1
             else:
@@ -224,10 +233,10 @@ def why_dangerous(option: Option) -> str | None:
 
 def dangerous(command: Sequence[str]) -> list[tuple[Option, str]]:
     """Every option of a ``docker run`` ``command`` that hands the container a piece of the host, with why."""
-    run = parse(command)
-    if run is None:
-        return []
-    found = [(option, why_dangerous(option)) for option in run.options]
+    runs = [run for run in (parse(command), parse(command, unknown_takes_value=True)) if run is not None]
+    # Both readings of an option this reader does not know: a flag after it is found whichever the engine meant.
+    options = {option.index: option for run in reversed(runs) for option in run.options}
+    found = [(option, why_dangerous(option)) for _, option in sorted(options.items())]
     return [(option, why) for option, why in found if why is not None]
 
 

@@ -10,7 +10,9 @@ whole home directory (`-v`, `--volume`, `--mount type=bind` or `type=glob`); `--
 `--security-opt seccomp=unconfined`, `apparmor=unconfined`, `label=type:spc_t` or `unmask=...`;
 `--volumes-from`; a mount whose source climbs with `..` past a path the client fills in
 (`${workspaceFolder}/../..`). `${env:HOME}` and `${userHome}` count as home. Flags are read as the engine reads them, written apart or with `=`, short or
-long, up to the image name, past the engine's own options whatever they are (`nerdctl --namespace
+long, up to the image name (an option this rule does not know is read both ways: as a switch, and
+as taking the next word, so a later release's option cannot hide the flags after it), past the
+engine's own options whatever they are (`nerdctl --namespace
 k8s.io run`); a `--mount` value as one CSV record whose keys and type are in any case.
 
 ## Why is this risky
