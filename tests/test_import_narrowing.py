@@ -289,3 +289,16 @@ def test_a_mount_written_with_a_variable_the_client_fills_in_is_still_a_finding(
     assert spec["servers"]["s"]["command"][:4] == ["docker", *args[:3]]  # ${workspaceFolder} becomes the sandbox's workspace path
     assert [line for line in findings if "IM011 [high] container-escape-flag" in line], findings
     assert len(_lint_codes(out).get("SP010", [])) == 1
+
+
+@pytest.mark.parametrize("url", ["http://[::ffff:127.0.0.1]:8080/", "http://[::ffff:7f00:1]/", "http://[::ffff:0.0.0.0]/", "http://[::ffff:169.254.169.254]/"])
+def test_this_machine_or_metadata_written_as_an_ipv4_mapped_address_is_never_allowed(tmp_path: Path, url: str) -> None:
+    """[::ffff:127.0.0.1] is 127.0.0.1 to a dual-stack socket (the proxy's): import allowed it while it refused 127.0.0.1."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))  # the premise, on loopback: a v6 socket to the mapped address reaches it
+    with listener, socket.create_connection(("::ffff:127.0.0.1", listener.getsockname()[1]), timeout=5):
+        listener.accept()[0].close()
+    spec, _, out = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {"s": {"command": "node", "args": ["srv.js"], "env": {"URL": url}}}}))
+    assert spec["servers"]["s"].get("egress", {}).get("allow", []) == []
+    assert "ffff" in _comments(out), "named as not allowed"

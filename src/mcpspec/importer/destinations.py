@@ -57,6 +57,8 @@ def _local(host: str) -> bool:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # [::ffff:127.0.0.1] is 127.0.0.1 to a dual-stack socket
     return address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast
 
 
