@@ -254,3 +254,32 @@ def test_a_percent_sign_reaches_the_directory_literally_not_as_a_specifier(tmp_p
     conf.write_text(files[name], encoding="utf-8")
     _apply(conf, tmp_path / "root")
     assert sorted(os.listdir(tmp_path / "root" / "var" / "log")) == ["%a%H"]
+
+
+OS_LINES = "d /run/lock 0755 root root -\nd /run/user 0755 root root -\nd /var/log 0755 root root -\n"
+
+
+@pytest.mark.parametrize("sink", ["/run/lock/audit.jsonl", "/run/user/audit.jsonl", "/var/log/audit.jsonl", "/sys/fs/cgroup/mcpspec-evil/audit.jsonl"])
+@pytest.mark.parametrize("target", ["bwrap", "systemd"])
+def test_the_tmpfiles_file_installed_at_boot_never_takes_the_place_of_the_oss_own_lines(tmp_path: Path, sink: str, target: str) -> None:
+    """Installed in /etc/tmpfiles.d as the header says, a line for a directory the OS's own
+    tmpfiles.d file also names wins when its file name sorts first (acme before legacy): a sink in
+    /run/lock made /run/lock root's 0700 at every boot, and one in /sys/fs/cgroup made a cgroup.
+    The boot is run for real (systemd-tmpfiles --create --root, every config directory read)."""
+    _root_only()
+    spec = tmp_path / "acme.yaml"
+    spec.write_text(HOSTILE.format(sink=sink).replace("project: hostile", "project: acme"), encoding="utf-8")
+    outcome = build_file(spec, target)
+    assert outcome.build is not None and not outcome.stopped, outcome.lint.results
+    name, lines = _tmpfiles(dict(outcome.build.files))
+    top = tmp_path / "root"
+    (top / "usr/lib/tmpfiles.d").mkdir(parents=True)
+    (top / "usr/lib/tmpfiles.d/legacy.conf").write_text(OS_LINES, encoding="utf-8")
+    (top / "etc/tmpfiles.d").mkdir(parents=True)
+    (top / "etc/tmpfiles.d" / name).write_text(outcome.build.files[name], encoding="utf-8")
+    done = subprocess.run([require_tool("systemd-tmpfiles"), "--create", f"--root={top}"], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    for directory in ("run/lock", "run/user", "var/log"):
+        assert stat.S_IMODE((top / directory).stat().st_mode) == 0o755, directory
+    assert not (top / "sys").exists()
+    assert name == "acme.tmpfiles.conf" and lines == []

@@ -4,13 +4,14 @@ run flags, client variables, archived servers, and the written file itself (issu
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, require_tool
 
 
 def _import(tmp_path: Path, name: str, text: str, client: str = "auto") -> tuple[dict[str, Any], list[str], Path]:
@@ -233,3 +234,71 @@ def test_a_hash_in_a_long_quoted_value_is_not_taken_for_a_comment_by_the_layout(
     spec, _, _ = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {name: {"command": "node", "args": ["s.js", "--label", label]}}}))
     server = next(iter(spec["servers"].values()))
     assert server["description"] == f"Imported from the claude-desktop server {name!r}." and server["command"][-1] == label
+
+
+HIDDEN_RUNS = {
+    "global-value": ["nerdctl", "--namespace", "k8s.io", "run", "--privileged", "ghcr.io/acme/tool"],
+    "mount-case": ["docker", "run", "--mount", "Type=bind,Source=/var/run/docker.sock,Target=/s", "ghcr.io/acme/tool"],
+    "mount-csv": ["docker", "run", "--mount", 'type=bind,"source=/",target=/host', "ghcr.io/acme/tool"],
+    "ns-path": ["podman", "run", "--network", "ns:/proc/1/ns/net", "ghcr.io/acme/tool"],
+    "device-rule": ["docker", "run", "--device-cgroup-rule", "a *:* rwm", "ghcr.io/acme/tool"],
+    "unmask": ["podman", "run", "--security-opt", "unmask=ALL", "ghcr.io/acme/tool"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(HIDDEN_RUNS))
+def test_a_dangerous_flag_behind_an_unlisted_global_option_or_mount_syntax_is_still_a_finding(tmp_path: Path, name: str) -> None:
+    """A global option's value the reader did not know, a --mount read as case-sensitive keys split on
+    commas, a namespace joined by path, a device rule or an unmask hid the flag from import and SP010."""
+    command, *args = HIDDEN_RUNS[name]
+    spec, findings, out = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {"s": {"command": command, "args": args}}}))
+    assert spec["servers"]["s"]["command"] == HIDDEN_RUNS[name]
+    assert [line for line in findings if "IM011 [high] container-escape-flag" in line], findings
+    assert len(_lint_codes(out).get("SP010", [])) == 1
+
+
+def test_a_url_whose_authority_holds_a_backslash_grants_no_host(tmp_path: Path) -> None:
+    """node (WHATWG) reads https://good.example\\@evil.example as good.example, Python's urlsplit as
+    evil.example: import took the second and allowed evil.example, a host a node server never asked for."""
+    url = "https://good.example\\@evil.example/"
+    node = subprocess.run([require_tool("node"), "-e", "console.log(new URL(process.argv[1]).hostname)", url], capture_output=True, text=True, timeout=30, check=True)
+    from urllib.parse import urlsplit
+
+    assert node.stdout.strip() == "good.example" and urlsplit(url).hostname == "evil.example", "the parsers disagree"
+    config = {"mcpServers": {"f": {"command": "node", "args": ["srv.js", "--url=" + url], "env": {"BASE_URL": url}}}}
+    spec, _, out = _import(tmp_path, "claude_desktop_config.json", json.dumps(config))
+    allow = spec["servers"]["f"].get("egress", {}).get("allow", [])
+    assert not any("example" in entry for entry in allow), allow
+    assert "evil.example" in _comments(out), "the URL is named in a comment for the user to decide"
+
+
+VSCODE_MOUNTS = {
+    "colon-in-variable": "${env:HOME}/.ssh:/k",
+    "whole-home": "${env:HOME}:/h",
+    "profile": "${env:USERPROFILE}/.aws:/k",
+    "climb": "${workspaceFolder}/../../../..:/h",
+}
+
+
+@pytest.mark.parametrize("name", sorted(VSCODE_MOUNTS))
+def test_a_mount_written_with_a_variable_the_client_fills_in_is_still_a_finding(tmp_path: Path, name: str) -> None:
+    """VS Code fills in ${env:HOME} (its colon was read as -v's separator, so the source was '${env') and
+    ${workspaceFolder}/../.. reaches above the workspace: each hid a host mount from import and SP010."""
+    args = ["run", "-i", "-v", VSCODE_MOUNTS[name], "ghcr.io/acme/tool"]
+    spec, findings, out = _import(tmp_path, "mcp.json", json.dumps({"servers": {"s": {"command": "docker", "args": args}}}), "vscode")
+    assert spec["servers"]["s"]["command"][:4] == ["docker", *args[:3]]  # ${workspaceFolder} becomes the sandbox's workspace path
+    assert [line for line in findings if "IM011 [high] container-escape-flag" in line], findings
+    assert len(_lint_codes(out).get("SP010", [])) == 1
+
+
+@pytest.mark.parametrize("url", ["http://[::ffff:127.0.0.1]:8080/", "http://[::ffff:7f00:1]/", "http://[::ffff:0.0.0.0]/", "http://[::ffff:169.254.169.254]/"])
+def test_this_machine_or_metadata_written_as_an_ipv4_mapped_address_is_never_allowed(tmp_path: Path, url: str) -> None:
+    """[::ffff:127.0.0.1] is 127.0.0.1 to a dual-stack socket (the proxy's): import allowed it while it refused 127.0.0.1."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))  # the premise, on loopback: a v6 socket to the mapped address reaches it
+    with listener, socket.create_connection(("::ffff:127.0.0.1", listener.getsockname()[1]), timeout=5):
+        listener.accept()[0].close()
+    spec, _, out = _import(tmp_path, "claude_desktop_config.json", json.dumps({"mcpServers": {"s": {"command": "node", "args": ["srv.js"], "env": {"URL": url}}}}))
+    assert spec["servers"]["s"].get("egress", {}).get("allow", []) == []
+    assert "ffff" in _comments(out), "named as not allowed"

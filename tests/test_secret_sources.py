@@ -262,3 +262,83 @@ def test_a_secret_read_from_a_variable_the_wrapper_relies_on_is_refused(spec: st
     build = build_plan(load_text(text, "mcp-sandbox.yaml"), "compose", options=OPTIONS.get("compose"))
     said = [finding.message for finding in build.findings]
     assert build.blocked and "mcpspec-compose.sh" not in build.files and any("cannot be written in the compose wrapper safely" in message for message in said), said
+
+
+def _env_wrapper(spec: str, tmp_path: Path) -> Path:
+    text = spec.replace("compose: {provider: file, ref: ", "compose: {provider: env, ref: ONESPEC_TOKEN} #", 1)
+    wrapper = tmp_path / "mcpspec-compose.sh"
+    wrapper.write_text(_build(text, "compose")["mcpspec-compose.sh"])
+    return wrapper
+
+
+def _base(tmp_path: Path, kind: str) -> Path:
+    import os
+
+    base = tmp_path / kind
+    if kind == "link":
+        (tmp_path / "real").mkdir(mode=0o700)
+        base.symlink_to(tmp_path / "real")
+        return base
+    base.mkdir()
+    os.chmod(base, {"shared": 0o777, "sticky": 0o1777, "theirs": 0o700, "mine": 0o700}[kind])
+    if kind == "theirs":
+        os.chown(base, 65534, 65534)
+    return base
+
+
+@pytest.mark.parametrize("kind", ["shared", "link", "theirs", "relative"])
+def test_the_compose_wrapper_refuses_a_runtime_directory_another_user_could_swap_its_secrets_directory_in(
+    spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
+) -> None:
+    """A non-sticky directory others may write (or one of theirs, or a link) lets another user rename the new
+    0700 directory away and put one of theirs in its place before the first write: the secret lands in theirs.
+    The wrapper refuses such an XDG_RUNTIME_DIR before it writes anything or runs the command."""
+    import os
+
+    wrapper = _env_wrapper(spec, tmp_path)
+    base = Path("relative-runtime") if kind == "relative" else _base(tmp_path, kind)
+    if kind == "shared":  # the premise: another user can rename what this user makes there
+        (base / "victim").mkdir(mode=0o700)
+        runuser = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mv", "victim", "moved"],
+                                 cwd=base, capture_output=True, text=True, timeout=30, check=False)  # cwd: the pytest dirs above are root's 0700
+        assert runuser.returncode == 0 and (base / "moved").is_dir(), runuser.stderr
+    before = sorted(os.listdir(base)) if kind != "relative" else []
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(base))
+    monkeypatch.setenv("ONESPEC_TOKEN", VALUE)
+    done = subprocess.run(["/bin/sh", str(wrapper), "/bin/sh", "-c", "echo ran"], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 1 and "ran" not in done.stdout and "set XDG_RUNTIME_DIR to one" in done.stderr, done
+    assert (sorted(os.listdir(base)) if kind != "relative" else []) == before and not (tmp_path / "relative-runtime").exists()
+    assert not list((tmp_path / "real").iterdir()) if kind == "link" else True
+
+
+@pytest.mark.parametrize("kind", ["sticky", "mine"])
+def test_the_compose_wrapper_takes_a_sticky_or_private_runtime_directory(spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str) -> None:
+    wrapper = _env_wrapper(spec, tmp_path)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(_base(tmp_path, kind)))
+    monkeypatch.setenv("ONESPEC_TOKEN", VALUE)
+    done = subprocess.run(["/bin/sh", str(wrapper), "/bin/sh", "-c", 'cat "$MCPSPEC_SECRETS_DIR/token"'], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0 and done.stdout == VALUE, done
+    assert not list((tmp_path / kind).iterdir())
+
+
+@pytest.mark.parametrize(("name", "number"), [("HUP", 1), ("QUIT", 3), ("USR1", 10), ("USR2", 12), ("PIPE", 13), ("ALRM", 14), ("TERM", 15)])
+def test_the_compose_wrapper_removes_the_secrets_whatever_signal_ends_it(spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, number: int) -> None:
+    """A signal whose default action ends the shell (USR1, ALRM, QUIT, PIPE...) killed the wrapper with the secrets'
+    directory left in memory; now every one exits through the EXIT trap once the command ends."""
+    import signal
+
+    wrapper = _env_wrapper(spec, tmp_path)
+    (tmp_path / "runtime").mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("ONESPEC_TOKEN", VALUE)
+    engine = 'echo "$MCPSPEC_SECRETS_DIR"; read line; echo done'  # runs until its input ends
+    with subprocess.Popen(["/bin/sh", str(wrapper), "/bin/sh", "-c", engine], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None and proc.stdin is not None
+        directory = Path(proc.stdout.readline().strip())
+        assert (directory / "token").read_text() == VALUE
+        proc.send_signal(getattr(signal, f"SIG{name}"))
+        proc.stdin.close()  # the command ends
+        status = proc.wait(timeout=30)
+    assert not directory.exists(), f"SIG{name} left {directory}"
+    assert status == 128 + number

@@ -57,6 +57,8 @@ def _local(host: str) -> bool:
         address = ipaddress.ip_address(host)
     except ValueError:
         return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped  # [::ffff:127.0.0.1] is 127.0.0.1 to a dual-stack socket
     return address.is_loopback or address.is_unspecified or address.is_link_local or address.is_multicast
 
 
@@ -67,6 +69,11 @@ def destinations(values: Iterable[str]) -> Destinations:
         for scheme, netloc in _URL.findall(value):
             if "${" in netloc or netloc.startswith("$"):
                 continue  # an interpolation: the host is not known here
+            if "\\" in netloc:
+                # WHATWG parsers (node, browsers) read a backslash as "/", RFC 3986 ones as part of the
+                # authority: https://good.example\@evil.example is good.example to one, evil.example to the other.
+                found.cannot(f"{scheme}://{netloc}")
+                continue
             host_port = netloc.rsplit("@", 1)[-1]
             for one in host_port.split(","):  # postgresql://a:5432,b:5432/db
                 _add_netloc(found, scheme.lower(), one)

@@ -25,6 +25,12 @@ WORKSPACE_ROOT_MODE = 0o711  # what the launcher makes itself: bwrap, as the san
 # What a tmpfiles.d path carries as written in every systemd version: systemd 252 drops a backslash
 # before any character instead of reading a C escape, so nothing is escaped but "%" (a specifier).
 _SAFE_PATH = re.compile(r"/[A-Za-z0-9/._+,:=@%-]*\Z")
+# Kernel filesystems (a directory made there is a kernel object: a cgroup, a configfs item) and the
+# directories the OS's own tmpfiles.d lines make at every boot. Installed in /etc/tmpfiles.d, a line
+# for a path another file also names wins when its file name sorts first ("acme" before "legacy"),
+# so `d /run/lock :0700` would make /run/lock root's 0700 at every boot in place of the OS's 0755.
+_NOT_OURS = ("/proc", "/sys", "/dev", "/run", "/var/run")
+_LEAST_DEPTH = 3  # /var/log, /srv/mcp, /opt/x: a system directory or one a package may own
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,16 @@ def tmpfiles_path(path: str) -> str:
     if any(part in ("", ".", "..") for part in parts):
         raise ValueError("systemd-tmpfiles takes only a normalized path (no empty, '.' or '..' component)")
     return path.replace("%", "%%")
+
+
+def not_ours(path: str) -> str | None:
+    """Why the file must not name ``path`` (a directory the kernel or the OS makes), or None."""
+    for top in _NOT_OURS:
+        if path == top or path.startswith(top + "/"):
+            return f"under {top}, which the kernel or the OS's own tmpfiles.d lines make"
+    if path.count("/") < _LEAST_DEPTH:
+        return f"fewer than {_LEAST_DEPTH} levels deep: a system directory, or one the OS's own tmpfiles.d lines may name"
+    return None
 
 
 def _parent(path: str) -> str:
@@ -103,6 +119,9 @@ def tmpfiles_lines(item: HostDir) -> list[str]:
     """A comment saying why, and the create-only line; or, for a path tmpfiles.d cannot carry, what to make by hand."""
     try:
         path = tmpfiles_path(item.path)
+        reason = not_ours(item.path)
+        if reason is not None:
+            raise ValueError(reason)
     except ValueError as exc:
         return [comment_line(f"Left out ({item.why}): {item.path} ({exc}). Make it by hand if it is missing: "
                              f"a directory of {OWNER}'s, mode {item.mode:04o}.")]

@@ -4,10 +4,16 @@ Flags a server whose launch command runs a container engine (`docker run`, `podm
 `nerdctl run`) with an option that hands the container a piece of the host: a bind mount of the
 engine's socket (`/var/run/docker.sock`, `podman.sock`...), of a credential directory (`~/.aws`,
 `~/.ssh`, `~/.kube`, `~/.config/gcloud`...), of `/`, `/etc` or another system directory, or of a
-whole home directory (`-v`, `--volume`, `--mount type=bind`); `--privileged`; `--cap-add`;
-`--device`; `--network host`, `--pid host`, `--ipc host`, `--userns host`, `--uts host`;
-`--security-opt seccomp=unconfined` or `apparmor=unconfined`; `--volumes-from`. Flags are read as
-the engine reads them, written apart or with `=`, short or long, up to the image name.
+whole home directory (`-v`, `--volume`, `--mount type=bind` or `type=glob`); `--privileged`;
+`--cap-add`; `--device`; `--device-cgroup-rule`; `--network host`, `--pid host`, `--ipc host`,
+`--userns host`, `--uts host`, or a namespace joined by path (`--network ns:/proc/1/ns/net`);
+`--security-opt seccomp=unconfined`, `apparmor=unconfined`, `label=type:spc_t` or `unmask=...`;
+`--volumes-from`; a mount whose source climbs with `..` past a path the client fills in
+(`${workspaceFolder}/../..`). `${env:HOME}` and `${userHome}` count as home. Flags are read as the engine reads them, written apart or with `=`, short or
+long, up to the image name (an option this rule does not know is read both ways: as a switch, and
+as taking the next word, so a later release's option cannot hide the flags after it), past the
+engine's own options whatever they are (`nerdctl --namespace
+k8s.io run`); a `--mount` value as one CSV record whose keys and type are in any case.
 
 ## Why is this risky
 These options are how a client config usually starts a server "in Docker", and each undoes the

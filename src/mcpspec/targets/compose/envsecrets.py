@@ -31,6 +31,9 @@ _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # Variables the wrapper's own shell relies on: a secret read from one of them would change what the wrapper does
 # (PATH finds the engine, IFS splits nothing here but is the shell's) or be clobbered by the wrapper's own.
 _RESERVED = re.compile(r"PATH|IFS|MCPSPEC_SECRETS_DIR|mcpspec_[A-Za-z0-9_]*")
+# The signals whose default action ends a shell (SIGKILL and SIGSTOP cannot be caught), with their Linux numbers.
+_SIGNALS = (("HUP", 1), ("INT", 2), ("QUIT", 3), ("USR1", 10), ("USR2", 12), ("PIPE", 13), ("ALRM", 14), ("TERM", 15),
+            ("XCPU", 24), ("XFSZ", 25), ("VTALRM", 26), ("PROF", 27))
 
 
 def from_environment(grant: SecretGrant) -> bool:
@@ -62,11 +65,13 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
     ]
     lines += [
         "umask 077",
-        'mcpspec_dir=$(mktemp -d "${XDG_RUNTIME_DIR:-/dev/shm}/mcpspec-secrets.XXXXXXXX")',
-        "trap 'rm -rf -- \"$mcpspec_dir\"' EXIT",
-        "trap 'exit 129' HUP",
-        "trap 'exit 130' INT",
-        "trap 'exit 143' TERM",
+        # Every signal whose default ends the shell exits through the EXIT trap (after the command, when one runs),
+        # set before the directory exists: a shell killed by its default action leaves the directory behind.
+        "mcpspec_dir=",
+        "trap '[ -z \"$mcpspec_dir\" ] || rm -rf -- \"$mcpspec_dir\"' EXIT",
+        *(f"trap 'exit {128 + number}' {name}" for name, number in _SIGNALS),
+        *_base_check(),
+        'mcpspec_dir=$(mktemp -d "$mcpspec_base/mcpspec-secrets.XXXXXXXX")',
     ]
     for grant in unique.values():
         # An unset variable writes no file: commands that start nothing (down, ps, logs) still run, and a service
@@ -88,6 +93,27 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
         'exit "$mcpspec_status"',
     ]
     return "\n".join(lines) + "\n"
+
+
+def _base_check() -> list[str]:
+    """Shell lines that pick the directory the secrets' directory is made in, or refuse.
+
+    Another user who can rename entries in it (a non-sticky directory writable by others, or one they
+    own, or a link they can point elsewhere) could swap the new directory for one of theirs between
+    mktemp and the first write: it must be an absolute path to a directory, not a link, of this user's
+    or root's, writable by no one else or sticky (/tmp, /dev/shm)."""
+    return [
+        "mcpspec_base=${XDG_RUNTIME_DIR:-/dev/shm}",
+        'case $mcpspec_base in /*) mcpspec_ls=$(ls -ldn -- "$mcpspec_base" 2>/dev/null || :) ;; *) mcpspec_ls= ;; esac',
+        "case $mcpspec_ls in d????w*|d???????w*) case $mcpspec_ls in d????????[tT]*) ;; *) mcpspec_ls= ;; esac ;; esac",
+        "mcpspec_owner=$(printf '%s\\n' \"$mcpspec_ls\" | awk '{print $3}')",
+        'case $mcpspec_ls in d*) ;; *) mcpspec_owner=none ;; esac',
+        'if [ "$mcpspec_owner" != 0 ] && [ "$mcpspec_owner" != "$(id -u)" ]; then',
+        '  echo "mcpspec-compose.sh: $mcpspec_base is not a directory (not a link) of yours or root\'s that only you may write or that is sticky:'
+        ' another user could swap the secrets\' directory; set XDG_RUNTIME_DIR to one" >&2',
+        "  exit 1",
+        "fi",
+    ]
 
 
 def _check(grant: SecretGrant) -> None:
