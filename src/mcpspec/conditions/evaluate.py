@@ -52,7 +52,10 @@ def _over(results: list[bool | None]) -> Truth:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # An int is compared exactly: math.isfinite would convert it to a float (OverflowError past 1e308).
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _strings(value: str, casefold: bool) -> Sequence[str | None]:
