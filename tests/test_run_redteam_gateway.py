@@ -3,10 +3,15 @@ one attack that once got through (real relay, real sandbox where a server runs).
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
+
+import pytest
 
 from test_run_redteam import call, calls_seen
 from test_run_relay_real import box, raw_session, write_spec
+from test_run_remote import _answered_by
 
 __all__ = ["box"]
 
@@ -28,3 +33,14 @@ def test_an_integer_too_large_for_a_float_is_refused_by_a_range_rule_not_a_crash
     assert first["isError"] is True and "argument rule" in first["content"][0]["text"], stderr
     assert replies[2]["result"].get("isError") is not True, stderr
     assert [args["count"] for name, args in calls_seen(box, "hugeint") if name == "echo"] == [3]
+
+
+@pytest.mark.parametrize("size", [b"-1", b"-0x40", b"-1;ext=1"])
+def test_a_chunk_size_that_is_not_plain_hex_is_refused_at_once_not_read_to_the_end(size: bytes) -> None:
+    """int(size, 16) took "-1": reader.read(-1) then held the whole stream, past every cap, until the
+    connection ended (a remote server kept it open and the relay's memory grew)."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    started = time.monotonic()
+    reply, _ = asyncio.run(_answered_by(head + size + b"\r\n" + b"data: x\n\n" * 64, 5))
+    assert reply["id"] == 7 and "chunk size" in reply["error"]["message"]
+    assert time.monotonic() - started < 3
