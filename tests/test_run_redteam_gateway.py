@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import socket
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from test_lock_everything import offer
 from test_run_redteam import call, calls_seen
 from test_run_relay_real import box, raw_session, received, write_spec
-from test_run_remote import _answered_by
+from test_run_remote import _answered_by, listening, server
+from test_run_remote import write_spec as remote_spec
 
-__all__ = ["box"]
+__all__ = ["box", "server"]
 
 RANGE_TOOLS = """\
       echo:
@@ -79,3 +84,51 @@ def test_instructions_split_over_a_tools_strings_or_written_in_base64_are_hidden
     for request_id in (2, 3):
         assert replies[request_id]["result"]["isError"] is True and "TP003" in replies[request_id]["result"]["content"][0]["text"]
     assert not [line for line in received(box, "poison-split", "r1", "received.log") if '"tools/call"' in line]
+
+
+MODERN_ECHO = {
+    "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+    "params": {"name": "echo", "arguments": {"text": "routed"}, "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}},
+}  # fmt: skip
+
+
+def _raw_post(url: str, head_lines: list[str], body: bytes) -> bytes:
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=20) as sock:
+        head = "".join(f"{line}\r\n" for line in [f"POST {parts.path} HTTP/1.1", f"Host: {parts.netloc}", *head_lines, f"Content-Length: {len(body)}"])
+        sock.sendall(head.encode() + b"\r\n" + body)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        return answer
+
+
+ROUTED = ["Mcp-Method: tools/call", "Mcp-Name: echo"]
+ECHO_BODY = json.dumps(MODERN_ECHO, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize(
+    ("extra", "body"),
+    [
+        (["Mcp-Method: tools/call", "Mcp-Name: write_file", "Mcp-Name: echo"], ECHO_BODY),  # a proxy in front routes by the first
+        (["Mcp-Method: tools/list", *ROUTED], ECHO_BODY),
+        (["Mcp-Method: tools/call", "Mcp-Name : echo"], ECHO_BODY),  # whitespace before the colon: another name to a strict reader
+        (["Host: evil.example", *ROUTED], ECHO_BODY),  # a second Host (the first is the right one)
+        (ROUTED, ECHO_BODY.replace(b'"name":"echo"', b'"name":"write_file","name":"echo"')),  # a duplicate key in the body
+    ],
+)
+def test_listen_refuses_repeated_headers_or_keys_it_judges_by(server: Any, tmp_path: Path, extra: list[str], body: bytes) -> None:
+    """The last of two Mcp-Name (or Host) headers, or of two "name" keys, was checked, so a request a
+    proxy in front routed as write_file ran echo; stdio already refused a line with a duplicate key."""
+    spec = remote_spec(tmp_path, "dup-headers", f"http://127.0.0.1:{server.port}/mcp", server.secret)
+    token_file = tmp_path / "run-token"
+    process, said = listening(spec, token_file)
+    try:
+        url = said.split("listening on ", 1)[1].split(";", 1)[0]
+        before = len(server.entries())
+        answer = _raw_post(url, [f"Authorization: Bearer {token_file.read_text().strip()}", *extra], body)
+        assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+        assert [entry for entry in server.entries()[before:] if "call" in entry] == []
+    finally:
+        process.kill()
+        process.wait()

@@ -21,7 +21,7 @@ import secrets
 import socket
 from typing import Any
 
-from mcpspec.run.framing import PARSE_CAP, STREAM_CAP, dump
+from mcpspec.run.framing import PARSE_CAP, STREAM_CAP, FramingError, dump, parse_line
 from mcpspec.run.relay_lines import relay_messages
 from mcpspec.run.revisions import claimed, header_mismatch
 
@@ -108,12 +108,8 @@ class LocalEndpoint:
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         lines = head.split("\r\n")
         parts = lines[0].split(" ")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip().lower()] = value.strip()
-        if len(parts) != 3 or len(head) > MAX_HEAD:
+        headers = _headers(lines[1:])
+        if len(parts) != 3 or len(head) > MAX_HEAD or headers is None:
             await _reply(writer, 400)
             return
         method, target = parts[0], parts[1]
@@ -160,8 +156,8 @@ class LocalEndpoint:
             return
         body = await reader.readexactly(length)
         try:
-            message = json.loads(body)
-        except ValueError:
+            message = parse_line(body)  # as strictly as a stdio line: no duplicate key a proxy in front reads otherwise
+        except FramingError:
             message = None
         if not isinstance(message, dict) or self.ended:
             await _reply(writer, 400)
@@ -219,6 +215,26 @@ class LocalEndpoint:
         """The client ended the session: the relay sees the end of its input."""
         self.ended = True
         self.writer.close()
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Headers this endpoint judges a request by: one of each, or a proxy before it may have read another.
+SINGLE = frozenset({"host", "authorization", "origin", "content-length", "transfer-encoding", "mcp-session-id", "mcp-method", "mcp-name", "mcp-protocol-version"})
+
+
+def _headers(lines: list[str]) -> dict[str, str] | None:
+    """The request's headers by lower-case name; None when a name is malformed (whitespace before the
+    colon, a folded line) or one of ``SINGLE`` comes twice."""
+    headers: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            continue
+        name, colon, value = line.partition(":")
+        key = name.lower()
+        if not colon or not _TOKEN.fullmatch(name) or (key in SINGLE and key in headers):
+            return None
+        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
+    return headers
 
 
 def _key(value: Any) -> Any:
