@@ -14,6 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from mcpspec.run import listen
+from mcpspec.run.listen import LocalEndpoint
 from test_lock_everything import offer
 from test_run_redteam import call, calls_seen
 from test_run_relay_real import box, raw_session, received, write_spec
@@ -132,3 +134,33 @@ def test_listen_refuses_repeated_headers_or_keys_it_judges_by(server: Any, tmp_p
     finally:
         process.kill()
         process.wait()
+
+
+async def _flood_a_stream_nobody_reads(count: int) -> int:
+    """A GET stream whose client never reads, and ``count`` notifications from the relay: how many the
+    endpoint still holds for that stream afterwards."""
+    endpoint = LocalEndpoint("127.0.0.1", 0, token="t" * 43)
+    _relay_in, relay_out = await endpoint.open()
+    endpoint.session_id = "s1"  # as after initialize
+    _reader, writer = await asyncio.open_connection("127.0.0.1", endpoint.port)
+    writer.transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    writer.write(f"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1:{endpoint.port}\r\nAuthorization: Bearer {'t' * 43}\r\nMcp-Session-Id: s1\r\n\r\n".encode())
+    await writer.drain()
+    while not endpoint.streams:
+        await asyncio.sleep(0.01)
+    note = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"' + b"x" * 1000 + b'"}}\n'
+    for _ in range(count):
+        relay_out.write(note)
+        await relay_out.drain()
+    await asyncio.sleep(0.5)
+    held = sum(queue.qsize() for queue in endpoint.streams)
+    writer.close()
+    endpoint.close()
+    return held
+
+
+def test_a_get_stream_that_is_not_read_does_not_buffer_a_servers_flood_without_bound() -> None:
+    """The GET stream's queue had no bound: a client that kept it open unread let a server's flood of
+    notifications fill the memory of mcpspec run (20,000 of 1 KB were all held)."""
+    held = asyncio.run(asyncio.wait_for(_flood_a_stream_nobody_reads(20_000), 60))
+    assert held <= listen.STREAM_BACKLOG

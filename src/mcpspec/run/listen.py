@@ -27,6 +27,7 @@ from mcpspec.run.revisions import claimed, header_mismatch
 
 MAX_HEAD = 64 * 1024
 ENDPOINT_PATH = "/mcp"
+STREAM_BACKLOG = 1024  # messages a GET stream's client may fall behind by before the stream is cut
 ANSWER_SECONDS = 3600.0  # the longest a request waits for the relay's answer (call_timeout ends calls sooner)
 
 
@@ -54,7 +55,7 @@ class LocalEndpoint:
         self.token = token or secrets.token_urlsafe(32)
         self.session_id: str | None = None
         self.waiters: dict[Any, asyncio.Future[bytes]] = {}
-        self.streams: set[asyncio.Queue[bytes | None]] = set()
+        self.streams: dict[asyncio.Queue[bytes | None], asyncio.StreamWriter] = {}
         self.ended = False
 
     async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -74,8 +75,8 @@ class LocalEndpoint:
     def close(self) -> None:
         self.server.close()
         self.router.cancel()
-        for queue in self.streams:
-            queue.put_nowait(None)
+        for queue in list(self.streams):
+            self.push(queue, None)
 
     # --- relay to client ---
 
@@ -86,8 +87,8 @@ class LocalEndpoint:
             if waiter is not None and not waiter.done():
                 waiter.set_result(item)
             else:
-                for queue in self.streams:
-                    queue.put_nowait(item)
+                for queue in list(self.streams):
+                    self.push(queue, item)
         for waiter in self.waiters.values():
             if not waiter.done():
                 waiter.set_exception(ConnectionError("the session ended"))
@@ -200,8 +201,8 @@ class LocalEndpoint:
         if self.session_id is None:
             await _reply(writer, 400)
             return
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=0)
-        self.streams.add(queue)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=STREAM_BACKLOG)
+        self.streams[queue] = writer
         try:
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
             await writer.drain()
@@ -209,7 +210,17 @@ class LocalEndpoint:
                 writer.write(b"event: message\ndata: " + item.rstrip(b"\n") + b"\n\n")
                 await writer.drain()
         finally:
-            self.streams.discard(queue)
+            self.streams.pop(queue, None)
+
+    def push(self, queue: asyncio.Queue[bytes | None], item: bytes | None) -> None:
+        """Queue ``item`` on a GET stream; a stream whose client reads too slowly is cut (it may reopen
+        one), never buffered without bound: a server's flood of notifications must not fill memory."""
+        try:
+            queue.put_nowait(item)
+        except asyncio.QueueFull:
+            writer = self.streams.pop(queue, None)
+            if writer is not None:
+                writer.transport.abort()
 
     def end(self) -> None:
         """The client ended the session: the relay sees the end of its input."""
