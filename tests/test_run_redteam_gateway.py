@@ -164,3 +164,23 @@ def test_a_get_stream_that_is_not_read_does_not_buffer_a_servers_flood_without_b
     notifications fill the memory of mcpspec run (20,000 of 1 KB were all held)."""
     held = asyncio.run(asyncio.wait_for(_flood_a_stream_nobody_reads(20_000), 60))
     assert held <= listen.STREAM_BACKLOG
+
+
+REGEX_TOOLS = """\
+      echo:
+        effects: []
+        when:
+          - {if: {arg: text, regex: "rm .*"}, then: refuse}
+        otherwise: allow"""
+
+
+def test_a_newline_does_not_take_an_argument_past_a_regex_rule(box: Any) -> None:
+    """`.` did not match a newline, so "rm .*" did not catch "rm -rf /x\\nfoo" (a shell runs both lines)
+    and the call went on."""
+    spec = write_spec(box, "regex-newline", REGEX_TOOLS, script="raw_server.py")
+    calls = [call(1, "echo", text="rm -rf /x\nfoo"), call(2, "echo", text="rm -rf /x\n"), call(3, "echo", text="ls -l")]
+    replies, _status, stderr = raw_session(spec, "r1", calls, wait=20)
+    for request_id in (1, 2):
+        assert replies[request_id]["result"]["isError"] is True and "argument rule" in replies[request_id]["result"]["content"][0]["text"], stderr
+    assert replies[3]["result"].get("isError") is not True, stderr
+    assert [args["text"] for name, args in calls_seen(box, "regex-newline") if name == "echo"] == ["ls -l"]

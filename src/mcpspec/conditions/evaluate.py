@@ -37,8 +37,8 @@ UNKNOWN = Truth(False, True)
 
 
 @functools.lru_cache(maxsize=256)
-def _regex(pattern: str, casefold: bool) -> SafeRegex:
-    return SafeRegex(pattern, casefold)
+def _regex(pattern: str, casefold: bool, dotall: bool = False) -> SafeRegex:
+    return SafeRegex(pattern, casefold, dotall)
 
 
 @functools.lru_cache(maxsize=256)
@@ -87,8 +87,9 @@ def test(item: ArgTest, arguments: Mapping[str, Any]) -> Truth:
     if item.is_path:
         return _over([_path(kind, wanted, segments, casefold) for segments in readings(value, casefold)])
     if kind == "regex":
-        regex = _regex(wanted, casefold)
-        return _over([None if form is None else regex.fullmatch(form) for form in _strings(value, False)])
+        # `.` is read both ways: "rm .*" must not let "rm -rf /\n" past a refuse rule, nor allow it.
+        regexes = [_regex(wanted, casefold), _regex(wanted, casefold, dotall=True)]
+        return _over([None if form is None else regex.fullmatch(form) for form in _strings(value, False) for regex in regexes])
     wanted = wanted.casefold() if casefold else wanted
     if kind == "equals":
         return _over([None if form is None else form == wanted for form in _strings(value, casefold)])
