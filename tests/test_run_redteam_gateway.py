@@ -107,6 +107,7 @@ def _raw_post(url: str, head_lines: list[str], body: bytes) -> bytes:
 
 ROUTED = ["Mcp-Method: tools/call", "Mcp-Name: echo"]
 ECHO_BODY = json.dumps(MODERN_ECHO, separators=(",", ":")).encode()
+PLAIN_ECHO_BODY = json.dumps({**MODERN_ECHO, "params": {"name": "echo", "arguments": {"text": "routed"}}}).encode()
 
 
 @pytest.mark.parametrize(
@@ -117,6 +118,7 @@ ECHO_BODY = json.dumps(MODERN_ECHO, separators=(",", ":")).encode()
         (["Mcp-Method: tools/call", "Mcp-Name : echo"], ECHO_BODY),  # whitespace before the colon: another name to a strict reader
         (["Host: evil.example", *ROUTED], ECHO_BODY),  # a second Host (the first is the right one)
         (ROUTED, ECHO_BODY.replace(b'"name":"echo"', b'"name":"write_file","name":"echo"')),  # a duplicate key in the body
+        (["Mcp-Method: tools/call", "Mcp-Name: write_file"], PLAIN_ECHO_BODY),  # routing headers on a body without the revision's _meta
     ],
 )
 def test_listen_refuses_repeated_headers_or_keys_it_judges_by(server: Any, tmp_path: Path, extra: list[str], body: bytes) -> None:
@@ -130,7 +132,7 @@ def test_listen_refuses_repeated_headers_or_keys_it_judges_by(server: Any, tmp_p
         before = len(server.entries())
         answer = _raw_post(url, [f"Authorization: Bearer {token_file.read_text().strip()}", *extra], body)
         assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
-        assert [entry for entry in server.entries()[before:] if "call" in entry] == []
+        assert [entry for entry in server.entries()[before:] if "call" in entry or entry.get("method") == "tools/call"] == []
     finally:
         process.kill()
         process.wait()

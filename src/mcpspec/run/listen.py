@@ -164,7 +164,8 @@ class LocalEndpoint:
             await _reply(writer, 400)
             return
         method = message.get("method")
-        if isinstance(method, str) and claimed(method, message.get("params"))[0] == "modern":
+        routed = "mcp-method" in headers or "mcp-name" in headers  # headers a proxy may have routed by, whatever the body claims
+        if isinstance(method, str) and (routed or claimed(method, message.get("params"))[0] == "modern"):
             mismatch = header_mismatch(headers, method, message.get("params"))
             if mismatch is not None:  # 2026-07-28: the headers a proxy routes by must say what the body does
                 error = {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": mismatch.code, "message": mismatch.message}}
