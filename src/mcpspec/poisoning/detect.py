@@ -107,6 +107,10 @@ _SQUEEZED = (
 )  # fmt: skip
 
 
+# Digits written for letters ("1gn0re prev10us 1nstruct10ns"): 1 is read as i and as l.
+_LEET = [str.maketrans("0134578", "oieastb"), str.maketrans("0134578", "oleastb")]
+
+
 def light(text: str) -> str:
     """NFKC, invisibles stripped, casefolded, whitespace one space: punctuation kept (for markup and paths)."""
     return _LIGHT_WS.sub(" ", unicodedata.normalize("NFKC", visible(text)).casefold())
@@ -128,10 +132,11 @@ def instructions(text: str) -> Iterator[Hit]:
             yield "TP003", f"an instruction to the model: '{shown(directive.group(0))}'"
             return
     squeeze = squeezed(text)
-    for phrase in _SQUEEZED:
-        if phrase in squeeze:
-            yield "TP003", f"an instruction to the model, spelled out: {phrase!r}"
-            return
+    for reading in dict.fromkeys([squeeze, *(squeeze.translate(table) for table in _LEET)]):
+        for phrase in _SQUEEZED:
+            if phrase in reading:
+                yield "TP003", f"an instruction to the model, spelled out: {phrase!r}"
+                return
 
 
 # --- TP004 credential paths ---
