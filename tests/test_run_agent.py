@@ -23,9 +23,13 @@ def test_a_shared_name_is_prefixed_on_every_server_and_the_real_name_kept() -> N
 
 
 def test_a_prefixed_name_that_is_another_servers_tool_is_left_out_not_shadowed() -> None:
+    """b named a tool a__send: it was shown, and the model called it as a's send (redteam: hijack by the
+    endpoint's own naming). Neither is shown now."""
     shown, left_out = exposed({"a": ["send"], "b": ["send", "a__send"]})
-    assert shown["a__send"] == ("b", "a__send") and shown["b__send"] == ("b", "send")
-    assert left_out == ["a__send"]  # a's send is not reachable under b's name
+    assert "a__send" not in shown and shown["b__send"] == ("b", "send")
+    assert left_out == ["a__send"]
+    shown, _ = exposed({"b": ["a__send", "send"], "a": ["send"]})  # whichever server comes first
+    assert "a__send" not in shown and shown["b__send"] == ("b", "send")
 
 
 def test_initialize_answers_merge_capabilities_and_name_each_servers_instructions() -> None:

@@ -353,6 +353,16 @@ def test_an_oversized_answer_is_refused(monkeypatch: pytest.MonkeyPatch) -> None
 # ---------------------------------------------------------------- --listen: the client side over streamable HTTP on loopback
 
 
+def listening(spec: Path, token_file: Path) -> tuple[subprocess.Popen[str], str]:
+    """`mcpspec run SPEC remote --listen 127.0.0.1:0`, and the stderr line that names its URL."""
+    process = subprocess.Popen([*RUN, str(spec), "remote", "--listen", "127.0.0.1:0", "--token-file", str(token_file)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    said = process.stderr.readline()
+    while said and "listening on" not in said:  # after the warning that no lock pins the tools
+        said = process.stderr.readline()
+    return process, said
+
+
 def test_listen_serves_the_relay_on_loopback_with_a_per_run_token_and_drops_the_clients_authorization(server: Remote, tmp_path: Path) -> None:
     import httpx2
     from mcp import ClientSession
@@ -360,12 +370,9 @@ def test_listen_serves_the_relay_on_loopback_with_a_per_run_token_and_drops_the_
 
     spec = write_spec(tmp_path, "listen", f"http://127.0.0.1:{server.port}/mcp", server.secret)
     token_file = tmp_path / "run-token"
-    process = subprocess.Popen([*RUN, str(spec), "remote", "--listen", "127.0.0.1:0", "--token-file", str(token_file)], stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process, said = listening(spec, token_file)
     assert process.stderr is not None
     try:
-        said = process.stderr.readline()
-        while said and "listening on" not in said:  # after the warning that no lock pins the tools
-            said = process.stderr.readline()
         url = said.split("listening on ", 1)[1].split(";", 1)[0]
         token = token_file.read_text().strip()
         assert (token_file.stat().st_mode & 0o777) == 0o600 and token not in said

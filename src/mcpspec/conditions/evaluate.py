@@ -37,8 +37,8 @@ UNKNOWN = Truth(False, True)
 
 
 @functools.lru_cache(maxsize=256)
-def _regex(pattern: str, casefold: bool) -> SafeRegex:
-    return SafeRegex(pattern, casefold)
+def _regex(pattern: str, casefold: bool, dotall: bool = False) -> SafeRegex:
+    return SafeRegex(pattern, casefold, dotall)
 
 
 @functools.lru_cache(maxsize=256)
@@ -52,7 +52,10 @@ def _over(results: list[bool | None]) -> Truth:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    # An int is compared exactly: math.isfinite would convert it to a float (OverflowError past 1e308).
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _strings(value: str, casefold: bool) -> Sequence[str | None]:
@@ -84,8 +87,9 @@ def test(item: ArgTest, arguments: Mapping[str, Any]) -> Truth:
     if item.is_path:
         return _over([_path(kind, wanted, segments, casefold) for segments in readings(value, casefold)])
     if kind == "regex":
-        regex = _regex(wanted, casefold)
-        return _over([None if form is None else regex.fullmatch(form) for form in _strings(value, False)])
+        # `.` is read both ways: "rm .*" must not let "rm -rf /\n" past a refuse rule, nor allow it.
+        regexes = [_regex(wanted, casefold), _regex(wanted, casefold, dotall=True)]
+        return _over([None if form is None else regex.fullmatch(form) for form in _strings(value, False) for regex in regexes])
     wanted = wanted.casefold() if casefold else wanted
     if kind == "equals":
         return _over([None if form is None else form == wanted for form in _strings(value, casefold)])

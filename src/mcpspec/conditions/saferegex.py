@@ -55,9 +55,10 @@ class _State:
 
 
 class _Builder:
-    def __init__(self, casefold: bool) -> None:
+    def __init__(self, casefold: bool, dotall: bool = False) -> None:
         self.states: list[_State] = [_State()]  # 0: the match
         self.casefold = casefold
+        self.dotall = dotall
 
     def add(self, state: _State) -> int:
         if len(self.states) >= MAX_STATES:
@@ -82,7 +83,7 @@ class _Builder:
         if op is _c.NOT_LITERAL:
             return self.char(_other(chr(arg)), nxt)
         if op is _c.ANY:
-            return self.char(lambda ch: ch != "\n", nxt)
+            return self.char((lambda ch: True) if self.dotall else (lambda ch: ch != "\n"), nxt)
         if op is _c.IN:
             pred, empty = _charset(arg)
             return self.char(pred, nxt, empty)
@@ -156,6 +157,7 @@ class SafeRegex:
 
     pattern: str
     casefold: bool = False
+    dotall: bool = False  # ``.`` matches a newline too (how a condition that catches a call reads it)
     states: list[_State] = field(init=False)
     start: frozenset[int] = field(init=False)
     cache: dict[tuple[frozenset[int], str], frozenset[int]] = field(init=False, default_factory=dict)
@@ -174,7 +176,7 @@ class SafeRegex:
             items = items[1:]
         if items and items[-1][0] is _c.AT and items[-1][1] in _ENDS:
             items = items[:-1]
-        builder = _Builder(self.casefold)
+        builder = _Builder(self.casefold, self.dotall)
         first = builder.seq(items, 0)
         self.states = builder.states
         self.start = self.closure({first})

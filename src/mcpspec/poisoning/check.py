@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mcpspec.poisoning.detect import MAX_ITEM, scan_string
+from mcpspec.poisoning.detect import MAX_ITEM, instructions, scan_string
 from mcpspec.poisoning.model import KEY_FIELD, Kind, PathPart, PoisonFinding, ServerContext, strings
 from mcpspec.poisoning.text import fold, scripts, shown, skeleton, visible
 
@@ -22,6 +22,7 @@ from mcpspec.poisoning.text import fold, scripts, shown, skeleton, visible
 _LOOKALIKE_SCRIPTS = frozenset({"CYRILLIC", "GREEK", "ARMENIAN", "CHEROKEE", "COPTIC", "LISU", "GEORGIAN", "OLD", "MODIFIER"})
 # Effects that write, run or send (TP010): a tool with any of them is not read-only.
 _NOT_READ_ONLY = frozenset({"writes_local", "external_send", "exec", "deploy", "destructive", "modify_access", "financial", "exports_data"})
+_PROSE = frozenset({"description", "title", "instructions"})  # the strings a model reads as text, read together too
 _OPEN_WORLD = frozenset({"reads_untrusted", "external_send", "exports_data"})
 
 
@@ -42,6 +43,10 @@ def check_item(ctx: ServerContext, kind: Kind, item: Mapping[str, Any]) -> list[
         if not is_key:
             for message in _references(ctx, text):
                 add("TP005", path, message)
+    if not any(rule == "TP003" for rule, _ in found):  # an instruction split over several strings reads as one to the model
+        prose = [text for path, text, is_key in strings(item) if not is_key and path and path[-1] in _PROSE]
+        for rule, message in instructions(" ".join(prose)):
+            add(rule, (), f"across its strings read together: {message}")
     size = len(json.dumps(item, ensure_ascii=False))
     if size > MAX_ITEM:
         add("TP008", (), f"the whole {kind[:-1] if kind != 'initialize' else 'answer'} is {size} characters as JSON (more than {MAX_ITEM})")

@@ -6,6 +6,8 @@ fullwidth or look-alike letters and invisible characters do not hide it.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import re
 import unicodedata
@@ -105,6 +107,10 @@ _SQUEEZED = (
 )  # fmt: skip
 
 
+# Digits written for letters ("1gn0re prev10us 1nstruct10ns"): 1 is read as i and as l.
+_LEET = [str.maketrans("0134578", "oieastb"), str.maketrans("0134578", "oleastb")]
+
+
 def light(text: str) -> str:
     """NFKC, invisibles stripped, casefolded, whitespace one space: punctuation kept (for markup and paths)."""
     return _LIGHT_WS.sub(" ", unicodedata.normalize("NFKC", visible(text)).casefold())
@@ -126,10 +132,11 @@ def instructions(text: str) -> Iterator[Hit]:
             yield "TP003", f"an instruction to the model: '{shown(directive.group(0))}'"
             return
     squeeze = squeezed(text)
-    for phrase in _SQUEEZED:
-        if phrase in squeeze:
-            yield "TP003", f"an instruction to the model, spelled out: {phrase!r}"
-            return
+    for reading in dict.fromkeys([squeeze, *(squeeze.translate(table) for table in _LEET)]):
+        for phrase in _SQUEEZED:
+            if phrase in reading:
+                yield "TP003", f"an instruction to the model, spelled out: {phrase!r}"
+                return
 
 
 # --- TP004 credential paths ---
@@ -231,12 +238,41 @@ def length(text: str, own_description: bool) -> Iterator[Hit]:
         yield "TP008", f"more than {MAX_SPACES} spaces in a row push what follows out of view"
 
 
+# --- text hidden in base64 ---
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_-]{24,}={0,2}")
+MAX_DECODED = 16  # base64 runs decoded in one string
+
+
+def decoded(text: str) -> Iterator[str]:
+    """What each base64 run of ``text`` (standard or URL-safe, 24 characters or more) decodes to,
+    when that is printable UTF-8 text: a model decodes an instruction written in base64."""
+    for count, match in enumerate(_BASE64.finditer(text)):
+        if count >= MAX_DECODED:
+            return
+        token = match.group(0).rstrip("=")
+        try:
+            raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
+            plain = raw.decode("utf-8")
+        except (binascii.Error, ValueError):
+            continue
+        if plain and sum(char.isprintable() or char in "\n\t" for char in plain) >= 0.9 * len(plain):
+            yield plain
+
+
+def _read(text: str, ctx: ServerContext) -> Iterator[Hit]:
+    yield from instructions(text)
+    yield from credential_paths(text)
+    yield from urls(text, ctx)
+
+
 def scan_string(text: str, ctx: ServerContext, own_description: bool) -> Iterator[Hit]:
-    """Every per-string rule on one string (and on what its tag characters spell)."""
+    """Every per-string rule on one string (and on what its tag characters spell and its base64 decodes to)."""
     yield from invisible(text)
     for candidate in (text, tag_payload(text)):
         if candidate:
-            yield from instructions(candidate)
-            yield from credential_paths(candidate)
-            yield from urls(candidate, ctx)
+            yield from _read(candidate, ctx)
+    for plain in decoded(text):
+        for rule, message in _read(plain, ctx):
+            yield rule, f"in base64: {message}"
     yield from length(text, own_description)

@@ -19,6 +19,7 @@ from mcpspec.run.remote_address import Endpoint, Resolver, connect
 MAX_HEAD = 64 * 1024  # status line and headers
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _VALUE = re.compile(r"[\t\x20-\x7e]*")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")  # int(..., 16) also takes "-1", "0x", "_" and spaces
 
 
 class HttpError(Exception):
@@ -51,11 +52,10 @@ class Response:
     async def _pieces(self) -> AsyncIterator[bytes]:
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
             while True:
-                line = await self._line()
-                try:
-                    size = int(line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise HttpError("a malformed chunk size") from None
+                line = (await self._line()).split(b";", 1)[0].rstrip(b" \t")
+                if not _CHUNK_SIZE.fullmatch(line):
+                    raise HttpError("a malformed chunk size")
+                size = int(line, 16)
                 if size == 0:
                     while await self._line():  # trailers
                         pass

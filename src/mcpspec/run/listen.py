@@ -21,12 +21,13 @@ import secrets
 import socket
 from typing import Any
 
-from mcpspec.run.framing import PARSE_CAP, STREAM_CAP, dump
+from mcpspec.run.framing import PARSE_CAP, STREAM_CAP, FramingError, dump, parse_line
 from mcpspec.run.relay_lines import relay_messages
 from mcpspec.run.revisions import claimed, header_mismatch
 
 MAX_HEAD = 64 * 1024
 ENDPOINT_PATH = "/mcp"
+STREAM_BACKLOG = 1024  # messages a GET stream's client may fall behind by before the stream is cut
 ANSWER_SECONDS = 3600.0  # the longest a request waits for the relay's answer (call_timeout ends calls sooner)
 
 
@@ -54,7 +55,7 @@ class LocalEndpoint:
         self.token = token or secrets.token_urlsafe(32)
         self.session_id: str | None = None
         self.waiters: dict[Any, asyncio.Future[bytes]] = {}
-        self.streams: set[asyncio.Queue[bytes | None]] = set()
+        self.streams: dict[asyncio.Queue[bytes | None], asyncio.StreamWriter] = {}
         self.ended = False
 
     async def open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -74,8 +75,8 @@ class LocalEndpoint:
     def close(self) -> None:
         self.server.close()
         self.router.cancel()
-        for queue in self.streams:
-            queue.put_nowait(None)
+        for queue in list(self.streams):
+            self.push(queue, None)
 
     # --- relay to client ---
 
@@ -86,8 +87,8 @@ class LocalEndpoint:
             if waiter is not None and not waiter.done():
                 waiter.set_result(item)
             else:
-                for queue in self.streams:
-                    queue.put_nowait(item)
+                for queue in list(self.streams):
+                    self.push(queue, item)
         for waiter in self.waiters.values():
             if not waiter.done():
                 waiter.set_exception(ConnectionError("the session ended"))
@@ -108,12 +109,8 @@ class LocalEndpoint:
             head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
         lines = head.split("\r\n")
         parts = lines[0].split(" ")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip().lower()] = value.strip()
-        if len(parts) != 3 or len(head) > MAX_HEAD:
+        headers = _headers(lines[1:])
+        if len(parts) != 3 or len(head) > MAX_HEAD or headers is None:
             await _reply(writer, 400)
             return
         method, target = parts[0], parts[1]
@@ -160,14 +157,15 @@ class LocalEndpoint:
             return
         body = await reader.readexactly(length)
         try:
-            message = json.loads(body)
-        except ValueError:
+            message = parse_line(body)  # as strictly as a stdio line: no duplicate key a proxy in front reads otherwise
+        except FramingError:
             message = None
         if not isinstance(message, dict) or self.ended:
             await _reply(writer, 400)
             return
         method = message.get("method")
-        if isinstance(method, str) and claimed(method, message.get("params"))[0] == "modern":
+        routed = "mcp-method" in headers or "mcp-name" in headers  # headers a proxy may have routed by, whatever the body claims
+        if isinstance(method, str) and (routed or claimed(method, message.get("params"))[0] == "modern"):
             mismatch = header_mismatch(headers, method, message.get("params"))
             if mismatch is not None:  # 2026-07-28: the headers a proxy routes by must say what the body does
                 error = {"jsonrpc": "2.0", "id": message.get("id"), "error": {"code": mismatch.code, "message": mismatch.message}}
@@ -204,8 +202,8 @@ class LocalEndpoint:
         if self.session_id is None:
             await _reply(writer, 400)
             return
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=0)
-        self.streams.add(queue)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=STREAM_BACKLOG)
+        self.streams[queue] = writer
         try:
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n")
             await writer.drain()
@@ -213,12 +211,42 @@ class LocalEndpoint:
                 writer.write(b"event: message\ndata: " + item.rstrip(b"\n") + b"\n\n")
                 await writer.drain()
         finally:
-            self.streams.discard(queue)
+            self.streams.pop(queue, None)
+
+    def push(self, queue: asyncio.Queue[bytes | None], item: bytes | None) -> None:
+        """Queue ``item`` on a GET stream; a stream whose client reads too slowly is cut (it may reopen
+        one), never buffered without bound: a server's flood of notifications must not fill memory."""
+        try:
+            queue.put_nowait(item)
+        except asyncio.QueueFull:
+            writer = self.streams.pop(queue, None)
+            if writer is not None:
+                writer.transport.abort()
 
     def end(self) -> None:
         """The client ended the session: the relay sees the end of its input."""
         self.ended = True
         self.writer.close()
+
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+# Headers this endpoint judges a request by: one of each, or a proxy before it may have read another.
+SINGLE = frozenset({"host", "authorization", "origin", "content-length", "transfer-encoding", "mcp-session-id", "mcp-method", "mcp-name", "mcp-protocol-version"})
+
+
+def _headers(lines: list[str]) -> dict[str, str] | None:
+    """The request's headers by lower-case name; None when a name is malformed (whitespace before the
+    colon, a folded line) or one of ``SINGLE`` comes twice."""
+    headers: dict[str, str] = {}
+    for line in lines:
+        if not line:
+            continue
+        name, colon, value = line.partition(":")
+        key = name.lower()
+        if not colon or not _TOKEN.fullmatch(name) or (key in SINGLE and key in headers):
+            return None
+        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
+    return headers
 
 
 def _key(value: Any) -> Any:

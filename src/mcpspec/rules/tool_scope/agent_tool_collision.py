@@ -10,7 +10,7 @@ goes elsewhere) without either server changing. `mcpspec run FILE --agent NAME`
 serves every server of the agent as one MCP server and shows such a name as
 `SERVER__NAME` on each server, so neither is hidden and each call still reaches
 the server that owns it; the prefixed names are what the model then sees, and
-a prefixed name that equals another server's tool is left out. Rename one of
+a prefixed name that equals another server's tool is left out, and so is that tool. Rename one of
 the tools at its server, or give the servers to different agents, so the names
 the model sees are the ones you reviewed.
 
