@@ -78,7 +78,7 @@ def wrapper(plan: Plan, grants: Sequence[SecretGrant]) -> str:
         # that uses the secret does not start (the engine names the missing file).
         lines += [
             f'if [ -n "${{{grant.ref}+set}}" ]; then',
-            f'  printf %s "${grant.ref}" > "$mcpspec_dir/{grant.name}"',
+            f"  {write_line(grant.ref, grant.name)}",
             f'  chmod 0444 "$mcpspec_dir/{grant.name}"',
             "else",
             f'  echo "mcpspec-compose.sh: {grant.ref} is not set, so secret {grant.name} is not written: a service that uses it does not start" >&2',
@@ -114,6 +114,11 @@ def _base_check() -> list[str]:
         "  exit 1",
         "fi",
     ]
+
+
+def write_line(variable: str, name: str) -> str:
+    """The wrapper's line that writes secret ``name`` from ``variable`` (the reader looks for it verbatim)."""
+    return f'printf %s "${variable}" > "$mcpspec_dir/{name}"'
 
 
 def _check(grant: SecretGrant) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from mcpspec.targets.compose.envsecrets import ENV_KEY, WRAPPER_FILE
+from mcpspec.targets.compose.envsecrets import ENV_KEY, WRAPPER_FILE, write_line
 from mcpspec.targets.compose.links import HTTP_SOCKET, SOCAT
 from mcpspec.targets.grants import ANY, EgressGrant, Grants, Identity, Limits, Mode, MountGrant, SecretLanding
 from mcpspec.targets.squid_reader import read_squid
@@ -46,7 +46,7 @@ def _secret_source(name: str, declared: Mapping[str, Any], files: Mapping[str, s
     if "environment" in declared:
         return "env", str(declared["environment"])
     variable = str(declared.get(ENV_KEY, ""))
-    written = f'printf %s "${variable}" > "$dir/{name}"'
+    written = write_line(variable, name)
     if variable and written in (line.strip() for line in files.get(WRAPPER_FILE, "").splitlines()):
         return "env", variable
     return "file", _host(str(declared.get("file", "")))
