@@ -280,13 +280,13 @@ def _base(tmp_path: Path, kind: str) -> Path:
         base.symlink_to(tmp_path / "real")
         return base
     base.mkdir()
-    os.chmod(base, {"shared": 0o777, "sticky": 0o1777, "theirs": 0o700, "mine": 0o700}[kind])
+    os.chmod(base, {"world-writable": 0o777, "sticky": 0o1777, "theirs": 0o700, "mine": 0o700}[kind])
     if kind == "theirs":
         os.chown(base, 65534, 65534)
     return base
 
 
-@pytest.mark.parametrize("kind", ["shared", "link", "theirs", "relative"])
+@pytest.mark.parametrize("kind", ["world-writable", "link", "theirs", "relative"])
 def test_the_compose_wrapper_refuses_a_runtime_directory_another_user_could_swap_its_secrets_directory_in(
     spec: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
 ) -> None:
@@ -297,7 +297,7 @@ def test_the_compose_wrapper_refuses_a_runtime_directory_another_user_could_swap
 
     wrapper = _env_wrapper(spec, tmp_path)
     base = Path("relative-runtime") if kind == "relative" else _base(tmp_path, kind)
-    if kind == "shared":  # the premise: another user can rename what this user makes there
+    if kind == "world-writable":  # the premise: another user can rename what this user makes there
         (base / "victim").mkdir(mode=0o700)
         runuser = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "mv", "victim", "moved"],
                                  cwd=base, capture_output=True, text=True, timeout=30, check=False)  # cwd: the pytest dirs above are root's 0700
