@@ -198,3 +198,19 @@ def test_plain_http_to_another_host_is_a_usage_error_before_anything_starts(tmp_
     for extra in (["--otel", "http://192.0.2.1:4318"], ["--audit-key-env", "NO_KEY_HERE"], ["--audit-key-env", "UNSET_KEY_VAR_AC"]):
         done = subprocess.run([*RUN, str(spec), "s", *extra], capture_output=True, text=True, timeout=60, check=False, stdin=subprocess.DEVNULL, env=env)
         assert done.returncode == 2 and "Traceback" not in done.stderr and done.stderr.startswith("mcpspec run: "), done
+
+
+def test_the_audit_key_never_reaches_the_sandbox_even_where_the_spec_passes_its_variable_through(box: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key stays in `mcpspec run`: a spec that inherits the key's variable (by mistake or by a hostile
+    change) gives the server nothing, since the launcher is started without it."""
+    spec = write_spec(box, "keyenv", "      environment: {effects: []}")
+    text = spec.read_text(encoding="utf-8")
+    spec.write_text(text.replace("env: {set: {PYTHONPATH: /opt/site}}", f"env: {{set: {{PYTHONPATH: /opt/site}}, inherit: [{KEY_ENV}]}}"), encoding="utf-8")
+    monkeypatch.setenv(KEY_ENV, KEY)
+
+    async def environment(client: Any) -> Any:
+        return await client.call_tool("environment", {})
+
+    seen = session(spec, "r1", environment, "--audit-key-env", KEY_ENV)
+    assert not seen.is_error and "PYTHONPATH" in text_of(seen)  # the tool ran and showed its environment
+    assert KEY not in text_of(seen) and KEY_ENV not in text_of(seen)
