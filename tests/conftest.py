@@ -39,6 +39,7 @@ DEBIAN_PACKAGES = {
     "squid": "squid",
     "systemd-analyze": "systemd",
     "systemd-tmpfiles": "systemd",
+    "rg": "ripgrep",
     "/usr/bin/python3": "python3",
     "/usr/lib/systemd/systemd": "systemd",
 }
@@ -47,10 +48,15 @@ PYPI_TOOLS = {"check-jsonschema": "check-jsonschema"}
 
 # Scanners with dependency trees that clash with ours: each in a venv of its own (.ci/run makes them).
 OWN_VENV_TOOLS = {"checkov": "checkov==3.3.30"}
+# Sandboxes from the npm registry, pinned by tests/tools/package-lock.json (.ci/run installs them).
+NPM_TOOLS = {"srt": "@anthropic-ai/sandbox-runtime", "codex": "@openai/codex"}
+NPM_BIN = REPO / ".tools" / "npm" / "node_modules" / ".bin"
 
 
 def missing_tool_message(name: str) -> str:
     """One line: which tool is missing and what installs it."""
+    if name in NPM_TOOLS:
+        return f"{name} is not installed: mkdir -p .tools/npm && cp tests/tools/package*.json .tools/npm/ && npm ci --prefix .tools/npm (.ci/run does; {NPM_TOOLS[name]} at the version the lock pins)"
     if name in OWN_VENV_TOOLS:
         return f"{name} is not installed: python3 -m venv .tools/{name} && .tools/{name}/bin/pip install {OWN_VENV_TOOLS[name]}, then put .tools/{name}/bin on PATH (.ci/run does)"
     if name in PYPI_TOOLS:
@@ -66,6 +72,8 @@ def find_tool(name: str) -> str | None:
     if os.path.isabs(name):
         return name if os.access(name, os.X_OK) and os.path.isfile(name) else None
     own_venv = REPO / ".tools" / name / "bin"
+    if name in NPM_TOOLS:
+        return shutil.which(name, path=str(NPM_BIN))
     return shutil.which(name) or shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name, path=str(own_venv))
 
 
