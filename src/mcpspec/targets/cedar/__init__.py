@@ -64,6 +64,11 @@ What the policies say, per server:
 
 Rate limits, call timeouts and tool-list pinning (mcp-sandbox.lock) are `mcpspec run`'s: neither
 gateway's Cedar can state them.
+
+No boundary of the spec (mounts, egress, secrets, identity, limits) is Cedar's: each server's build
+stops at TG001 until the spec waives it where something else holds that boundary (the gateway's own
+runtime, such as ToolHive's permission profile or Docker Sandboxes' VM, or a sandbox target's build
+of the same spec), so none of the examples below is built.
 """
 
 _NOT_A_SANDBOX = (
