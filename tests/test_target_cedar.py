@@ -238,8 +238,8 @@ servers:
       push:
         effects: [external_send]
         when:
-          - {if: {all: [{arg: branch, equals: preview}, {not: {arg: force, equals: true}}]}, then: allow}
           - {if: {arg: branch, equals: main}, then: refuse}
+          - {if: {all: [{arg: branch, equals: preview}, {not: {arg: force, equals: true}}]}, then: allow}
           - {if: {arg: branch, equals: staging}, then: approve}
         otherwise: allow
 """
@@ -250,11 +250,12 @@ servers:
     ({"branch": "ｍａｉｎ"}, "refuse", "refuse"),  # NFKC reads it as main: the refuse rule may fire, so `otherwise` is not reached
     ({"branch": "preview"}, "refuse", "refuse"),  # force missing: `not` of what cannot be judged never holds
     ({"branch": "preview", "force": False}, "allow", "allow"),
-    ({"branch": "preview", "force": True}, "refuse", "refuse"),
-    ({"branch": "preview", "force": "true"}, "refuse", "refuse"),  # a string is not the boolean: not judged, never allowed
+    ({"branch": "preview", "force": True}, "allow", "allow"),  # no rule fires: otherwise allow
+    # A string is not the boolean: the allow rule's `not` is not judged, and Cedar cannot tell that no reading of it is true.
+    ({"branch": "preview", "force": "true"}, "refuse", "refuse"),
     ({"branch": "ｐｒｅｖｉｅｗ"}, "refuse", "refuse"),  # `mcpspec run` would not allow it either (not every reading is preview)
-    # Cedar cannot tell that no reading of "staging" is main (NFKC): the rules after a string refuse rule are never reached.
-    ({"branch": "staging"}, "refuse", "refuse"),
+    ({"branch": "staging"}, "approve", "refuse"),  # ToolHive cannot ask
+    # Cedar cannot tell that no NFKC reading of a string the rules do not name is main: `otherwise` is not reached.
     ({"branch": "other"}, "refuse", "refuse"),
     ({"branch": ["preview"]}, "refuse", "refuse"),
     ({}, "refuse", "refuse"),

@@ -10,6 +10,10 @@ never larger than `mcpspec run`'s:
   fired and the tool is allowed without a rule);
 - approval: the same for ``approve`` rules (MUST implies MAY, so the rule surely fires).
 
+A string test MAY hold for a string other than its value (NFKC reads ``ｍａｉｎ`` as ``main``), so Cedar
+knows it surely does not only where the argument is another string the tool's rules name (each one
+NFKC leaves as it is): after ``refuse if branch == main``, a later rule still sees ``branch == preview``.
+
 Only tests Cedar states exactly are compiled: a string equal to a string that NFKC leaves as it is,
 compared case-sensitively and not as a path, and a boolean equal to a boolean. A number (a gateway
 may turn JSON numbers into decimals), a prefix (Cedar's ``like`` has no length bound, and
@@ -26,7 +30,7 @@ from dataclasses import dataclass
 from mcpspec.conditions.saferegex import MAX_VALUE_CHARS
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.facts import approval_mode
-from mcpspec.spec.conditions import AllOf, AnyOf, ArgRule, ArgTest, NotOf
+from mcpspec.spec.conditions import AllOf, AnyOf, ArgRule, ArgTest, NotOf, tests
 from mcpspec.spec.models import Tool
 from mcpspec.targets.cedar.literal import string
 
@@ -74,7 +78,13 @@ def negate(part: str) -> str:
     return FALSE if part == TRUE else TRUE if part == FALSE else f"!({part})"
 
 
-def _test(item: ArgTest, args: Arguments, types: dict[str, str]) -> tuple[str, str]:
+def _exact_string(item: ArgTest) -> bool:
+    wanted = item.equals
+    return (item.kind == "equals" and not item.is_path and isinstance(wanted, str) and not isinstance(wanted, bool) and item.case == "sensitive"
+            and unicodedata.normalize("NFKC", wanted) == wanted and len(wanted) <= MAX_VALUE_CHARS)
+
+
+def _test(item: ArgTest, args: Arguments, types: dict[str, str], named: dict[str, set[str]]) -> tuple[str, str]:
     """(an expression implying MUST, one implied by MAY) for one test."""
     why = args.refused(item.arg)
     if why is not None:
@@ -94,19 +104,22 @@ def _test(item: ArgTest, args: Arguments, types: dict[str, str]) -> tuple[str, s
     assert isinstance(wanted, str)
     if item.case != "sensitive":
         raise NotExact(f"a case-insensitive test on {item.arg!r}")
-    if unicodedata.normalize("NFKC", wanted) != wanted or len(wanted) > MAX_VALUE_CHARS:
+    if not _exact_string(item):
         raise NotExact(f"{item.arg!r} is compared with a string NFKC changes (or one too long to judge)")
-    # Equal as written means equal in every reading; other strings may still read as `wanted` after NFKC.
-    return f"({present} == {string(wanted)})", TRUE
+    # Equal as written means equal in every reading; another string may read as `wanted` after NFKC,
+    # unless it is one of the other strings the rules name (each its own NFKC form, so never `wanted`).
+    others = [f"{args.value(item.arg)} == {string(other)}" for other in sorted(named.get(item.arg, set()) - {wanted})]
+    surely_not = f"({args.has(item.arg)} && {either(others)})" if others else FALSE
+    return f"({present} == {string(wanted)})", negate(surely_not)
 
 
-def _condition(condition: Condition, args: Arguments, types: dict[str, str]) -> tuple[str, str]:
+def _condition(condition: Condition, args: Arguments, types: dict[str, str], named: dict[str, set[str]]) -> tuple[str, str]:
     if isinstance(condition, ArgTest):
-        return _test(condition, args, types)
+        return _test(condition, args, types, named)
     if isinstance(condition, NotOf):
-        must, may = _condition(condition.not_, args, types)
+        must, may = _condition(condition.not_, args, types, named)
         return negate(may), negate(must)
-    parts = [_condition(child, args, types) for child in (condition.all if isinstance(condition, AllOf) else condition.any)]
+    parts = [_condition(child, args, types, named) for child in (condition.all if isinstance(condition, AllOf) else condition.any)]
     join = both if isinstance(condition, AllOf) else either
     return join([must for must, _ in parts]), join([may for _, may in parts])
 
@@ -119,10 +132,15 @@ def regions(plan: Plan, tool: Tool, args: Arguments) -> Regions:
 
 def _regions(rules: Sequence[ArgRule], fallback: str, args: Arguments) -> Regions:
     types: dict[str, str] = {}
+    named: dict[str, set[str]] = {}  # argument -> the strings the rules compare it with exactly
+    for item in rules:
+        for test in tests(item.if_):
+            if _exact_string(test):
+                named.setdefault(test.arg, set()).add(str(test.equals))
     found: dict[str, list[str]] = {"allow": [], "approve": [], "refuse": []}
     quiet: list[str] = []  # for each earlier rule: it surely did not fire
     for item in rules:
-        must, may = _condition(item.if_, args, types)
+        must, may = _condition(item.if_, args, types, named)
         found[item.then].append(both([*quiet, must]))
         quiet.append(negate(may))
     found[fallback].append(both(quiet))
