@@ -21,13 +21,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cedar_eval import RANK, docker, docker_other, oracle, toolhive, toolhive_other
-from conftest import EXAMPLES
+from conftest import EXAMPLES, run_cli
 from mcpspec.api import load, load_text
 from mcpspec.ir.plan import Plan
 from mcpspec.spec.conditions import tests as arg_tests
 from mcpspec.spec.models import HttpTransport
 from mcpspec.targets import get_target, skeleton
-from mcpspec.targets.base import BuildOutput
+from mcpspec.targets.base import BuildOptions, BuildOutput
+from mcpspec.targets.build import MANIFEST, build_plan
 from mcpspec.targets.cedar.docker import POLICY_FILE, SCHEMA_FILE
 from mcpspec.targets.cedar.literal import string
 
@@ -269,3 +270,50 @@ def test_argument_rules_allow_only_what_every_reading_allows(arguments: dict[str
     _check(plan, files, "git", "push", arguments, exact=False)
     # Docker's gateway passes no arguments of a remote server: the conditional permit never matches.
     assert docker(files[POLICY_FILE], "git", "push", arguments, stdio=False) == "refuse"
+
+
+PROXY = "localhost/mcpspec-squid@sha256:" + "0" * 64
+
+
+@pytest.mark.parametrize(("sandbox", "options"), [("bwrap", {}), ("compose", {"proxy_image": PROXY}), ("systemd", {}),
+                                                  ("k8s", {"proxy_image": PROXY, "secret_store": "vault-example", "pod_pids_limit": 64})])
+def test_a_paired_build_holds_the_sandbox_targets_files_and_levels(sandbox: str, options: dict[str, Any]) -> None:
+    """With --sandbox every control but the call policy is that target's: its files (under its name) and its levels."""
+    spec = EXAMPLES[[path.stem for path in EXAMPLES].index("coding-agent")]
+    plan = load(spec, str(spec))
+    alone = build_plan(plan, sandbox, options=BuildOptions(**options))
+    paired = build_plan(plan, "cedar", options=BuildOptions(sandbox=sandbox, **options))
+    theirs = {name: text for name, text in alone.files.items() if name != MANIFEST}
+    assert {name.removeprefix(f"{sandbox}/"): text for name, text in paired.files.items() if name.startswith(f"{sandbox}/")} == theirs
+    assert {name for name in paired.executable if name.startswith(f"{sandbox}/")} == {f"{sandbox}/{name}" for name in alone.executable}
+    _validate(paired.files)
+    mine, base = json.loads(paired.files[MANIFEST])["servers"], json.loads(alone.files[MANIFEST])["servers"]
+    for server, entry in mine.items():
+        assert entry["built"] == base[server]["built"]
+        controls = dict(entry["controls"])
+        assert controls.pop("call-policy", "partial") == "partial"
+        assert controls == {c: level for c, level in base[server]["controls"].items() if c != "call-policy"}
+    assert paired.blocked == alone.blocked
+
+
+def test_sandbox_options_go_with_a_sandbox_the_target_takes() -> None:
+    plan = load_text(SPEC, "mcp-sandbox.yaml")
+    for options, message in ((BuildOptions(proxy_image=PROXY), "give --sandbox"), (BuildOptions(sandbox="client"), "--sandbox must be one of"),
+                             (BuildOptions(sandbox="cedar"), "--sandbox must be one of"), (BuildOptions(sandbox="bwrap", proxy_image=PROXY), "takes no --proxy-image")):
+        with pytest.raises(ValueError, match=message):
+            build_plan(plan, "cedar", options=options)
+    alone = build_plan(plan, "cedar")
+    assert alone.blocked and {r.code for r in alone.active} >= {"TG001"}  # no boundary is the policies'
+
+
+def test_the_command_line_writes_the_policies_beside_the_sandbox(tmp_path: Path) -> None:
+    spec = tmp_path / "mcp-sandbox.yaml"
+    spec.write_text(SPEC, encoding="utf-8")
+    out = tmp_path / "out"
+    done = run_cli("build", str(spec), "--target", "cedar", "--sandbox", "bwrap", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    files = {path.relative_to(out).as_posix(): path.read_text(encoding="utf-8") for path in out.rglob("*") if path.is_file()}
+    assert {"bwrap/files.py", "toolhive/files.authz.json", POLICY_FILE, SCHEMA_FILE} <= set(files)
+    _validate(files)
+    assert docker(files[POLICY_FILE], "files", "read_file", {}) == "allow"
+    assert toolhive(files["toolhive/files.authz.json"], "files", "delete_file", {}) == "refuse"

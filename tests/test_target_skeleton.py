@@ -24,7 +24,8 @@ from mcpspec.targets.build import MANIFEST, build_plan
 
 TODAY = datetime.date(2026, 12, 1)
 # Build inputs a target cannot build without (the client target writes one client's config).
-NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml")}
+# The cedar target's policies go beside a sandbox target's build (alone it enforces no boundary).
+NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml"), "cedar": BuildOptions(sandbox="bwrap")}
 
 VAULT_WAIVED = """\
 version: 1
@@ -59,8 +60,6 @@ K8S_WAIVED = VAULT_WAIVED.replace("    secrets:\n", "    runtime: {pids: 64}\n  
 @pytest.mark.parametrize("target", TARGET_NAMES)
 def test_a_waived_gap_still_lowers_the_level_in_the_manifest(target: str) -> None:
     """A waiver accepts a risk; it never makes the manifest claim a control is enforced."""
-    if target == "cedar":
-        pytest.skip("the cedar target enforces no boundary at all: waiving only the secret leaves every other TG001 blocking")
     build = build_plan(load_text(VAULT_WAIVED if target != "k8s" else K8S_WAIVED, "waived.yaml"), target, today=TODAY, options=NEEDED.get(target))
     tg001 = [r for r in build.results if r.code == "TG001"]
     assert tg001 and all(r.suppression is not None for r in tg001), [r.message for r in build.results]
@@ -91,8 +90,6 @@ servers:
     image: localhost/ops@sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc
 """
     path, position = ("servers", "bad", "command"), (14, 14)
-    if target == "cedar":
-        pytest.skip("the cedar target writes no command: a shell string is not a value of its policies (its literals are tested in tests/test_target_cedar.py)")
     if target == "k8s":  # a pod runs a shell command as /bin/sh -c; what it refuses is a server without an image
         spec = spec.removesuffix("    image: localhost/ops@sha256:" + "c" * 64 + "\n")
         path, position = ("servers", "bad", "image"), (10, 3)  # no image key: the server it belongs to

@@ -27,6 +27,8 @@ EXAMPLE_OPTIONS: dict[str, BuildOptions] = {
     "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example", pod_pids_limit=64),
     # client: Claude Code's config (the richest: servers and permissions); the spec path is where a checkout might sit.
     "client": BuildOptions(client="claude-code"),
+    # cedar: the gateway's policies beside a compose build of the same spec (the smallest sandbox build of the examples).
+    "cedar": BuildOptions(sandbox="compose", proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64),
 }
 EXAMPLE_ROOT = "/srv/mcp"  # the examples' spec path in the client configs: no path of the machine that built them
 

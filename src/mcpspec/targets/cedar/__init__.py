@@ -1,9 +1,9 @@
 """The cedar target: Cedar policies for the MCP gateways that take them (ToolHive, Docker Sandboxes).
 
 A gateway decides MCP requests (a tool call, a prompt, a resource read); it never sees what the
-server's process reaches. So this target enforces the spec's call policy only, as far as Cedar can
-state it, and none of its boundaries: each is a TG001 (build the same spec for a sandbox target
-too). The policies never grant more than `mcpspec run` would: a tool the spec does not list is
+server's process reaches. So the policies hold the spec's call policy only, as far as Cedar can
+state it, and none of its boundaries: each is a TG001, unless ``--sandbox TARGET`` writes that
+target's build of the same spec beside them, whose matrix then holds every other control. The policies never grant more than `mcpspec run` would: a tool the spec does not list is
 forbidden (Docker Sandboxes asks a person where the spec allows unlisted tools), a call that needs
 approval is `@requireApproval` in Docker Sandboxes and denied in ToolHive (it cannot ask), and a
 tool whose argument rules Cedar cannot state exactly is denied in both.
@@ -11,11 +11,13 @@ tool whose argument rules Cedar cannot state exactly is denied in both.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from mcpspec.ir.plan import EffectiveSandbox, Plan
 from mcpspec.spec.models import HttpTransport
-from mcpspec.targets.base import CONTROLS, BuildOptions, Capability, Emitted, Gap, Overrides
+from mcpspec.targets import get_target, skeleton
+from mcpspec.targets.base import CONTROLS, BuildOptions, Capability, Emitted, Gap, Overrides, Target
 from mcpspec.targets.cedar import docker, toolhive
 from mcpspec.targets.cedar.decide import ServerPolicy
 from mcpspec.targets.cedar.rules import FALSE
@@ -25,7 +27,7 @@ _TESTS = "tests/test_target_cedar.py::"
 USAGE = """
 ## Running the output
 
-    mcpspec build mcp-sandbox.yaml --target cedar --out build/cedar
+    mcpspec build mcp-sandbox.yaml --target cedar --sandbox compose --proxy-image IMAGE --out build/cedar
 
 The build writes two gateways' policies from the spec's tools, approvals and argument rules:
 
@@ -40,7 +42,7 @@ Beside each, a `.cedarschema.json` states the entity model the policies are writ
 the gateways' documentation and source: ToolHive's `Client`, `Tool`, `Prompt`, `Resource`; Docker's
 `MCP` namespace), so `cedar validate --schema ... --policies ...` checks them; the tests validate
 every generated policy set with cedarpy and evaluate calls with `cedarpy.is_authorized`. No real
-gateway runs here: the matrix below is about the policies' meaning under Cedar.
+gateway runs here: the call-policy row below is about the policies' meaning under Cedar.
 
 What the policies say, per server:
 
@@ -55,8 +57,10 @@ What the policies say, per server:
   boolean, combined with `all`, `any` and `not`, in `mcpspec run`'s order. A prefix, glob, regex,
   range, number, path or case-insensitive test cannot be (`like` has no length bound, and `mcpspec
   run` reads NFKC forms and paths): the tool is then forbidden in both, reported as TG003. An argument
-  that is missing or of another type never satisfies an allowing condition. Docker's gateway passes
-  arguments of local stdio servers only: a conditional permit of an HTTP server never matches;
+  that is missing or of another type never satisfies an allowing condition, and a call whose argument
+  may read (after NFKC) as a refused value is never allowed, so Cedar is at times stricter than
+  `mcpspec run`. Docker's gateway passes arguments of local stdio servers only: a conditional permit
+  of an HTTP server never matches;
 - prompts and resources: the spec grants none by name, so none is read through either gateway
   (ToolHive: explicit forbids; Docker: default deny), nor are Docker's gateway meta-tools
   (code-mode, mcp-exec) or server registrations permitted: add your own `register` permits, scoped
@@ -65,15 +69,27 @@ What the policies say, per server:
 Rate limits, call timeouts and tool-list pinning (mcp-sandbox.lock) are `mcpspec run`'s: neither
 gateway's Cedar can state them.
 
-No boundary of the spec (mounts, egress, secrets, identity, limits) is Cedar's: each server's build
-stops at TG001 until the spec waives it where something else holds that boundary (the gateway's own
-runtime, such as ToolHive's permission profile or Docker Sandboxes' VM, or a sandbox target's build
-of the same spec), so none of the examples below is built.
+## The sandbox beside the policies
+
+A gateway decides MCP requests; it never sees what the server's process reaches. With
+`--sandbox bwrap|systemd|compose|k8s` (and that target's options, such as `--proxy-image`) the build
+also writes that target's build of the same spec under `OUT/<target>/`, and every control but the
+call policy is that target's, at its level (its README). The levels hold where the gateway reaches
+the server through that build: Docker Sandboxes starts a local stdio server by the command you
+register (`sbx mcp add SERVER -- <the server's stdio command from that build>`, such as the bwrap
+launcher or `docker compose --file OUT/compose/compose.yaml run --rm -T SERVER`); ToolHive fronts only
+an HTTP server it did not start (`thv run http://HOST:PORT/mcp --authz-config ...`). A stdio server
+that ToolHive starts itself runs in ToolHive's own container, whose boundaries are ToolHive's
+permission profile, not this build's.
+
+Without `--sandbox` no boundary of the spec (mounts, egress, secrets, identity, limits) is this
+build's: each is TG001, which stops it unless the spec waives it where something else holds that
+boundary (`waivers: [{rule: TG001, at: servers.SERVER, reason: ..., expires: ...}]`).
 """
 
 _NOT_A_SANDBOX = (
     "Cedar decides MCP requests at a gateway (tools/call, prompts/get, resources/read); it never sees what the server's process "
-    "reaches, so this build enforces no {what}: build the same spec for bwrap, systemd, compose or k8s too, whose artifacts do"
+    "reaches, so this build enforces no {what}: give --sandbox (bwrap, systemd, compose or k8s) to build the sandbox beside the policies"
 )
 _WHAT = {
     "mounts": "mount", "hidden-paths": "hidden path", "identity": "uid or capability limit", "env": "environment limit",
@@ -101,15 +117,55 @@ CAPABILITIES["call-policy"] = Capability(
 )
 
 
+# The targets whose build may start the servers the gateway fronts (--sandbox), and the options they may take.
+SANDBOXES = ("bwrap", "systemd", "compose", "k8s")
+_SANDBOX_OPTIONS = frozenset({"proxy_image", "egress", "secret_store", "pod_pids_limit", "seccomp_localhost"})
+
+
+def paired(options: BuildOptions) -> tuple[Target, BuildOptions] | None:
+    """The sandbox target of a --sandbox build and the options it is given (every one but --sandbox)."""
+    if options.sandbox is None:
+        return None
+    return get_target(options.sandbox), dataclasses.replace(options, sandbox=None)
+
+
 class CedarTarget:
     name = "cedar"
     description = "Cedar policies for MCP gateways: ToolHive's authorization config and Docker Sandboxes' MCP policy"
     usage = USAGE
     capabilities = CAPABILITIES
-    options: frozenset[str] = frozenset()
+    options: frozenset[str] = frozenset({"sandbox", *_SANDBOX_OPTIONS})
+
+    def check_options(self, options: BuildOptions) -> None:
+        if options.sandbox is None:
+            given = sorted(set(options.given()) & _SANDBOX_OPTIONS)
+            if given:
+                raise ValueError(f"--{given[0].replace('_', '-')} is for the sandbox built beside the policies: give --sandbox ({', '.join(SANDBOXES)})")
+            return
+        if options.sandbox not in SANDBOXES:
+            raise ValueError(f"--sandbox must be one of {', '.join(SANDBOXES)}")
+        found = paired(options)
+        assert found is not None
+        skeleton.refuse_unused(*found)
+
+    def secret_source(self, options: BuildOptions) -> str:
+        """Secrets are the sandbox's business: its target's sources (none without --sandbox)."""
+        found = paired(options)
+        return skeleton.source_target(*found) if found is not None else self.name
 
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         gaps: list[Gap] = []
+        overrides: Overrides = {}
+        found = paired(options)
+        if found is not None:
+            target, given = found
+            theirs, overrides = target.server_gaps(plan, sandbox, given)
+            # The gateway holds the call policy; every other control is the sandbox's, as its own matrix says.
+            gaps += [gap for gap in theirs if gap.control != "call-policy"]
+            overrides.pop("call-policy", None)
+            for control, capability in target.capabilities.items():
+                if control != "call-policy":
+                    overrides.setdefault(control, (capability.level, f"through the {target.name} build under {target.name}/: {capability.how}"))
         tools = (*sandbox.path, "tools")
         for decided in docker.server_policy(plan, sandbox).tools:
             if decided.not_exact is not None:
@@ -124,18 +180,27 @@ class CedarTarget:
         if isinstance(sandbox.transport, HttpTransport) and any(tool.when for tool in sandbox.tools.values()):
             gaps.append(Gap("call-policy", "partial", tools,
                             "Docker's gateway passes no arguments of an HTTP server to Cedar: a call allowed by an argument rule is denied there"))
-        return gaps, {}
+        return gaps, overrides
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
+        found = paired(options)
+        emitted = _under(found[0].name, found[0].server_files(plan, sandbox, found[1])) if found is not None else Emitted()
         policy = toolhive_policy(plan, sandbox)
-        return Emitted({f"toolhive/{sandbox.name}.authz.json": toolhive.config(policy),
-                        f"toolhive/{sandbox.name}.cedarschema.json": toolhive.schema(policy)})
+        emitted.files.update({f"toolhive/{sandbox.name}.authz.json": toolhive.config(policy),
+                              f"toolhive/{sandbox.name}.cedarschema.json": toolhive.schema(policy)})
+        return emitted
 
     def project_files(self, plan: Plan, built: Sequence[EffectiveSandbox], options: BuildOptions) -> Emitted:
-        if not built:
-            return Emitted()
-        policies = [docker.server_policy(plan, sandbox) for sandbox in built]
-        return Emitted({docker.POLICY_FILE: docker.policy_text(policies), docker.SCHEMA_FILE: docker.schema(policies)})
+        found = paired(options)
+        emitted = _under(found[0].name, found[0].project_files(plan, built, found[1])) if found is not None else Emitted()
+        if built:
+            policies = [docker.server_policy(plan, sandbox) for sandbox in built]
+            emitted.files.update({docker.POLICY_FILE: docker.policy_text(policies), docker.SCHEMA_FILE: docker.schema(policies)})
+        return emitted
+
+
+def _under(directory: str, emitted: Emitted) -> Emitted:
+    return Emitted({f"{directory}/{name}": text for name, text in emitted.files.items()}, {f"{directory}/{name}" for name in emitted.executable})
 
 
 def toolhive_policy(plan: Plan, sandbox: EffectiveSandbox) -> ServerPolicy:
