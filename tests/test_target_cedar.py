@@ -317,3 +317,25 @@ def test_the_command_line_writes_the_policies_beside_the_sandbox(tmp_path: Path)
     _validate(files)
     assert docker(files[POLICY_FILE], "files", "read_file", {}) == "allow"
     assert toolhive(files["toolhive/files.authz.json"], "files", "delete_file", {}) == "refuse"
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_a_hostile_tool_or_server_name_names_only_itself(value: str) -> None:
+    """Tool and server names the spec's patterns would refuse, written straight into both gateways' policies."""
+    from mcpspec.targets.cedar import docker as docker_policy
+    from mcpspec.targets.cedar import toolhive as toolhive_policy
+    from mcpspec.targets.cedar.decide import Decided, ServerPolicy
+    from mcpspec.targets.cedar.rules import FALSE, TRUE
+
+    server, tool = "s" + value, "t" + value
+    policy = ServerPolicy(server, [Decided(tool, TRUE, FALSE), Decided(tool + "!", FALSE, TRUE)], False, {})
+    text = docker_policy.policy_text([policy])
+    config = toolhive_policy.config(policy)
+    assert len(json.loads(cedarpy.policies_to_json_str(text))["staticPolicies"]) == 3
+    assert docker(text, server, tool, {}) == "allow" and docker(text, server, tool + "!", {}) == "approve"
+    assert toolhive(config, server, tool, {}) == "allow" and toolhive(config, server, tool + "!", {}) == "refuse"
+    for other in (tool + " ", tool.upper(), "t", tool + "x", "*", unicodedata.normalize("NFKC", tool) + "\u200b"):
+        if other not in (tool, tool + "!"):
+            assert docker(text, server, other, {}) == "refuse", other
+            assert toolhive(config, server, other, {}) == "refuse", other
+    assert docker(text, "s", tool, {}) == "refuse" and docker(text, server + " ", tool, {}) == "refuse"

@@ -113,7 +113,9 @@ CAPABILITIES["call-policy"] = Capability(
     (_TESTS + "test_every_example_call_gets_the_verdict_mcpspec_run_gives_or_a_narrower_one",
      _TESTS + "test_generated_specs_never_get_a_wider_verdict_than_mcpspec_run",
      _TESTS + "test_a_near_miss_tool_name_is_denied",
-     _TESTS + "test_hostile_names_and_values_stay_inside_their_literals"),
+     _TESTS + "test_argument_rules_allow_only_what_every_reading_allows",
+     _TESTS + "test_hostile_names_and_values_stay_inside_their_literals",
+     _TESTS + "test_a_hostile_tool_or_server_name_names_only_itself"),
 )
 
 
