@@ -339,3 +339,26 @@ def test_a_hostile_tool_or_server_name_names_only_itself(value: str) -> None:
             assert docker(text, server, other, {}) == "refuse", other
             assert toolhive(config, server, other, {}) == "refuse", other
     assert docker(text, "s", tool, {}) == "refuse" and docker(text, server + " ", tool, {}) == "refuse"
+
+
+def test_every_call_a_gateway_denies_where_mcpspec_run_would_not_is_reported() -> None:
+    """Approval denied by ToolHive, rules Cedar cannot state, a ToolHive-only refusal: each a TG003 naming the tool."""
+    spec = SPEC.replace("      delete_file: {effects: [destructive], approval: always}", """\
+      delete_file: {effects: [destructive], approval: always}
+      list: {effects: [reads_private], when: [{if: {arg: dir, prefix: /srv}, then: allow}]}
+      mixed: {effects: [reads_private], when: [{if: {arg: mode, equals: r}, then: allow}, {if: {arg: mode, equals: w}, then: approve}], otherwise: refuse}
+      flags: {effects: [reads_private], when: [{if: {arg: x_present, equals: true}, then: allow}], otherwise: refuse}
+    unlisted_tools: allow""")
+    build = build_plan(load_text(spec, "mcp-sandbox.yaml"), "cedar", options=BuildOptions(sandbox="bwrap"))
+    messages = [r.message for r in build.results if r.code == "TG003"]
+    assert any("list's argument rules" in m and "both gateways deny" in m and "prefix" in m for m in messages), messages
+    assert any("flags's argument rules" in m and "ToolHive" in m for m in messages), messages
+    assert any("delete_file, mixed, every tool the spec does not list" in m for m in messages), messages
+    files = build.files
+    assert docker(files[POLICY_FILE], "files", "mixed", {"mode": "w"}) == "approve"
+    assert toolhive(files["toolhive/files.authz.json"], "files", "mixed", {"mode": "w"}) == "refuse"
+    assert toolhive(files["toolhive/files.authz.json"], "files", "mixed", {"mode": "r"}) == "allow"
+    assert docker(files[POLICY_FILE], "files", "flags", {"x_present": True}) == "allow"
+    assert toolhive(files["toolhive/files.authz.json"], "files", "flags", {"x": [1]}) == "refuse"  # ToolHive's own marker, faked
+    assert docker(files[POLICY_FILE], "files", "list", {"dir": "/srv"}) == "refuse"
+    assert docker(files[POLICY_FILE], "files", "unlisted", {}) == "approve"

@@ -161,19 +161,24 @@ class CedarTarget:
         found = paired(options)
         if found is not None:
             target, given = found
-            theirs, overrides = target.server_gaps(plan, sandbox, given)
+            sandbox_gaps, overrides = target.server_gaps(plan, sandbox, given)
             # The gateway holds the call policy; every other control is the sandbox's, as its own matrix says.
-            gaps += [gap for gap in theirs if gap.control != "call-policy"]
+            gaps += [gap for gap in sandbox_gaps if gap.control != "call-policy"]
             overrides.pop("call-policy", None)
             for control, capability in target.capabilities.items():
                 if control != "call-policy":
                     overrides.setdefault(control, (capability.level, f"through the {target.name} build under {target.name}/: {capability.how}"))
         tools = (*sandbox.path, "tools")
+        theirs = {decided.name: decided for decided in toolhive_policy(plan, sandbox).tools}
         for decided in docker.server_policy(plan, sandbox).tools:
+            at = (*tools, decided.name, "when")
             if decided.not_exact is not None:
-                gaps.append(Gap("call-policy", "partial", (*tools, decided.name, "when"),
+                gaps.append(Gap("call-policy", "partial", at,
                                 f"Cedar cannot state tool {decided.name}'s argument rules exactly ({decided.not_exact}): both gateways deny its calls"))
-        held = [decided.name for decided in toolhive_policy(plan, sandbox).tools if decided.allow == FALSE and decided.not_exact is None]
+            elif theirs[decided.name].not_exact is not None:
+                gaps.append(Gap("call-policy", "partial", at,
+                                f"ToolHive cannot be told tool {decided.name}'s argument rules exactly ({theirs[decided.name].not_exact}): it denies its calls"))
+        held = [decided.name for decided in theirs.values() if decided.approve != FALSE]
         if sandbox.unlisted_tools == "allow":
             held.append("every tool the spec does not list")
         if held:
