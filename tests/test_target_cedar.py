@@ -362,3 +362,22 @@ def test_every_call_a_gateway_denies_where_mcpspec_run_would_not_is_reported() -
     assert toolhive(files["toolhive/files.authz.json"], "files", "flags", {"x": [1]}) == "refuse"  # ToolHive's own marker, faked
     assert docker(files[POLICY_FILE], "files", "list", {"dir": "/srv"}) == "refuse"
     assert docker(files[POLICY_FILE], "files", "unlisted", {}) == "approve"
+
+
+def test_an_argument_two_servers_type_differently_stops_the_build_at_tg004() -> None:
+    """Docker Sandboxes' one policy (and its schema) types an argument one way across every server."""
+    spec = """\
+version: 1
+project: acme
+servers:
+  one:
+    command: [/usr/bin/one]
+    tools:
+      go: {effects: [reads_private], when: [{if: {arg: mode, equals: fast}, then: allow}], otherwise: refuse}
+  two:
+    command: [/usr/bin/two]
+    tools:
+      go: {effects: [reads_private], when: [{if: {arg: mode, equals: true}, then: allow}], otherwise: refuse}
+"""
+    build = build_plan(load_text(spec, "mcp-sandbox.yaml"), "cedar", options=BuildOptions(sandbox="bwrap"))
+    assert build.blocked and [r.path for r in build.results if r.code == "TG004"] == [("servers", "two", "tools")]

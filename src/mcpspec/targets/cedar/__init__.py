@@ -19,7 +19,6 @@ from mcpspec.spec.models import HttpTransport
 from mcpspec.targets import get_target, skeleton
 from mcpspec.targets.base import CONTROLS, BuildOptions, Capability, Emitted, Gap, Overrides, Target
 from mcpspec.targets.cedar import docker, toolhive
-from mcpspec.targets.cedar.decide import ServerPolicy
 from mcpspec.targets.cedar.rules import FALSE
 
 _TESTS = "tests/test_target_cedar.py::"
@@ -169,7 +168,7 @@ class CedarTarget:
                 if control != "call-policy":
                     overrides.setdefault(control, (capability.level, f"through the {target.name} build under {target.name}/: {capability.how}"))
         tools = (*sandbox.path, "tools")
-        theirs = {decided.name: decided for decided in toolhive_policy(plan, sandbox).tools}
+        theirs = {decided.name: decided for decided in toolhive.server_policy(plan, sandbox).tools}
         for decided in docker.server_policy(plan, sandbox).tools:
             at = (*tools, decided.name, "when")
             if decided.not_exact is not None:
@@ -192,7 +191,7 @@ class CedarTarget:
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         found = paired(options)
         emitted = _under(found[0].name, found[0].server_files(plan, sandbox, found[1])) if found is not None else Emitted()
-        policy = toolhive_policy(plan, sandbox)
+        policy = toolhive.server_policy(plan, sandbox)
         emitted.files.update({f"toolhive/{sandbox.name}.authz.json": toolhive.config(policy),
                               f"toolhive/{sandbox.name}.cedarschema.json": toolhive.schema(policy)})
         return emitted
@@ -208,10 +207,6 @@ class CedarTarget:
 
 def _under(directory: str, emitted: Emitted) -> Emitted:
     return Emitted({f"{directory}/{name}": text for name, text in emitted.files.items()}, {f"{directory}/{name}" for name in emitted.executable})
-
-
-def toolhive_policy(plan: Plan, sandbox: EffectiveSandbox) -> ServerPolicy:
-    return toolhive.server_policy(plan, sandbox)
 
 
 TARGET = CedarTarget()
