@@ -32,7 +32,9 @@ The build writes two gateways' policies from the spec's tools, approvals and arg
 
 - `toolhive/SERVER.authz.json`: ToolHive's authorization config (`cedarv1`) for one server:
   `thv run --authz-config build/cedar/toolhive/SERVER.authz.json ...`. ToolHive evaluates it on
-  `tools/call`, `prompts/get` and `resources/read` and filters listings by it.
+  `tools/call`, `prompts/get` and `resources/read` and filters listings by it (asking without
+  arguments: a tool allowed only by an argument rule is left out of `tools/list`, its calls still
+  decided by their arguments).
 - `docker-sandboxes/mcp-policy.cedar`: one Docker Sandboxes organization MCP policy for every server,
   scoped by `resource in MCP::Server::"SERVER"`; register each server under its name in the spec.
   Paste it into the organization's MCP access policy.
