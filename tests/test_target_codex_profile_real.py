@@ -1,0 +1,268 @@
+"""The codex-profile target against the real Codex CLI: a real MCP server (the probe, on the `mcp`
+SDK) started exactly as the generated `[mcp_servers]` entry says, under the generated profile,
+attacked from inside. Each test fails if the attack gets through. Network: loopback only.
+
+Codex keeps its sandbox helper under CODEX_HOME and refuses to put it in the temporary directory,
+so each run gets its own TMPDIR beside HOME; Codex is installed here outside /usr, so its package
+directory is added to the profile, read only, as the target's README tells users to. The probe
+server runs through os_write_wakeup.py: Codex's filter refuses send(2) on the socketpair asyncio
+wakes its loop with, so a server on the `mcp` SDK would hang at its first request (the README says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+from conftest import require_tool
+from mcpspec.api import load
+from mcpspec.targets.build import build_plan
+
+sys.path.insert(0, str(Path(__file__).parent / "probe"))
+from harness import SANDBOX_PYTHON, Listener, copy_mcp_closure, sandbox_python_matches
+
+PROBE = Path(__file__).parent / "probe"
+SECRET = "codex-profile-home-secret"
+KEY_NAME, KEY_PAYLOAD = b"mcpspec-probe-secret", b"launcher-key"
+KEYCTL_JOIN_SESSION_KEYRING, KEY_SPEC_SESSION_KEYRING = 1, -3
+SYSCALLS = {"x86_64": {"keyctl": 250, "add_key": 248}, "aarch64": {"keyctl": 219, "add_key": 217}}
+
+
+@dataclass
+class Box:
+    """A built spec, a HOME holding the generated config and a secret, and how Codex is started."""
+
+    base: Path
+    home: Path
+    codex: str
+    config: dict[str, Any]
+    input_dir: Path
+    output_dir: Path
+    probe_dir: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"HOME": str(self.home), "PATH": "/usr/bin:/bin", "TMPDIR": str(self.base / "tmpdir"), "LAUNCHER_ONLY": SECRET}
+
+    def entry(self, name: str = "probe") -> dict[str, Any]:
+        entry: dict[str, Any] = self.config["mcp_servers"][name]
+        return entry
+
+
+def _spec(base: Path, site: Path, probe_dir: Path) -> str:
+    return f"""version: 1
+project: e2e
+workspace:
+  root: {base}/ws
+  per_agent: true
+  dirs:
+    input: {{mode: ro}}
+    output: {{mode: rw}}
+agents:
+  tester: {{servers: [probe]}}
+servers:
+  probe:
+    command: [{SANDBOX_PYTHON}, {probe_dir}/os_write_wakeup.py, {probe_dir}/probe_server.py, marker]
+    env: {{inherit: none, set: {{PYTHONPATH: {site}}}}}
+    mounts:
+      - {{from: {site}, to: {site}, mode: ro}}
+      - {{from: {probe_dir}, to: {probe_dir}, mode: ro}}
+      - {{from: workspace.input, to: /workspace/input}}
+      - {{from: workspace.output, to: /workspace/output}}
+    tools:
+      read_path: {{effects: [reads_private]}}
+"""
+
+
+@pytest.fixture(scope="module")
+def box() -> Iterator[Box]:
+    codex = require_tool("codex")
+    if not sandbox_python_matches():
+        pytest.fail("/usr/bin/python3 must be the same minor version as the test interpreter (the probe server runs on it)")
+    base = Path(tempfile.mkdtemp(prefix="mcpspec-codex-", dir="/tmp"))
+    try:
+        site, probe_dir, home = base / "site", base / "probe", base / "home"
+        copy_mcp_closure(site)
+        probe_dir.mkdir()
+        for name in ("probe_server.py", "syscall_probe.py", "os_write_wakeup.py"):
+            shutil.copy2(PROBE / name, probe_dir / name)
+        (base / "tmpdir").mkdir()
+        (home / ".codex").mkdir(parents=True)
+        (home / "secret.txt").write_text(SECRET, encoding="utf-8")
+        spec = base / "e2e.yaml"
+        spec.write_text(_spec(base, site, probe_dir), encoding="utf-8")
+        build = build_plan(load(spec), "codex-profile")
+        blocking = [f"{r.code} {r.message}" for r in build.findings if r.suppression is None and r.severity in ("critical", "high")]
+        # The built-in defaults set memory and pids, which no profile can limit: the only findings that stop the build.
+        assert sorted(blocking) == ["TG001 codex-profile: memory limit: a profile sets no memory limit (server probe)",
+                                    "TG001 codex-profile: process limit: a profile sets no process limit (server probe)"], blocking
+        config = tomllib.loads(build.files["codex-config.toml"])
+        input_dir, output_dir = (Path(key) for key in list(config["permissions"]["mcpspec-probe"]["filesystem"])[-2:])
+        # The README's step for a Codex installed outside /usr: its package directory, read only.
+        package = str(Path(codex).resolve().parents[2])
+        for profile in config["permissions"].values():
+            profile["filesystem"][package] = "read"
+        (home / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+        input_dir.mkdir(parents=True)
+        output_dir.mkdir(parents=True)
+        (input_dir / "readme.txt").write_text("input", encoding="utf-8")
+        yield Box(base, home, codex, config, input_dir, output_dir, probe_dir)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _call(box: Box, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Start the entry as Codex would (its command, args and cwd) and call each tool with the MCP SDK's client."""
+    import asyncio
+
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    entry = box.entry()
+    assert entry["command"] == "codex"
+    params = StdioServerParameters(command=box.codex, args=entry["args"], env=box.env, cwd=entry.get("cwd"))
+    log = box.base / "codex-stderr.log"
+
+    async def run() -> list[Any]:
+        results = []
+        with open(log, "a", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                for name, arguments in calls:
+                    reply = await session.call_tool(name, arguments)
+                    results.append(json.loads(reply.content[0].text if reply.content else "{}"))  # type: ignore[union-attr]
+        return results
+
+    try:
+        return asyncio.run(asyncio.wait_for(run(), 90))
+    except BaseException as exc:
+        raise AssertionError("the session through codex sandbox failed:\n" + log.read_text(encoding="utf-8", errors="replace")[-3000:]) from exc
+
+
+def test_codex_reads_the_entry_as_written(box: Box) -> None:
+    """`codex mcp get` prints the entry as Codex parsed it: every key the build wrote, applied."""
+    done = subprocess.run([box.codex, "mcp", "get", "probe", "--json"], env=box.env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    entry = box.entry()
+    assert seen["transport"]["command"] == "codex" and seen["transport"]["args"] == entry["args"]
+    assert seen["enabled_tools"] == entry["enabled_tools"] == ["read_path"]
+    assert entry["args"][:4] == ["sandbox", "--permission-profile", "mcpspec-probe", "--"]
+
+
+def test_the_server_reads_and_writes_only_what_the_spec_mounts(box: Box) -> None:
+    secret = box.home / "secret.txt"
+    beside = box.base / "beside.txt"
+    beside.write_text(SECRET, encoding="utf-8")
+    planted = box.output_dir / "planted"
+    with contextlib.suppress(FileNotFoundError):
+        planted.unlink()
+    planted.symlink_to(secret)
+    results = _call(box, [
+        ("read_path", {"path": str(box.input_dir / "readme.txt")}),       # 0 granted read: works
+        ("write_path", {"path": str(box.output_dir / "out.txt"), "data": "x"}),  # 1 granted write: works
+        ("read_path", {"path": str(secret)}),                              # 2 HOME's secret
+        ("read_path", {"path": str(beside)}),                              # 3 a file beside the mounts
+        ("read_path", {"path": str(box.home / ".codex" / "config.toml")}),  # 4 Codex's own config
+        ("write_path", {"path": str(box.input_dir / "new.txt"), "data": "x"}),  # 5 the ro mount
+        ("write_path", {"path": str(box.base / "new.txt"), "data": "x"}),  # 6 outside every mount
+        ("write_path", {"path": "/tmp/mcpspec-codex-escape", "data": "x"}),  # 7 the host's /tmp
+        ("read_path", {"path": str(planted)}),                             # 8 a link the host planted in a rw mount
+        ("replace_with_symlink", {"path": str(box.output_dir / "mine"), "target": str(secret)}),  # 9
+        ("read_path", {"path": str(box.output_dir / "mine")}),             # 10 a link the server planted
+        ("write_path", {"path": str(box.output_dir / "mine"), "data": "x"}),  # 11 writing through it
+        ("write_path", {"path": str(box.probe_dir / "probe_server.py"), "data": "x"}),  # 12 its own code (ro)
+    ])
+    assert results[0] == {"ok": True, "data": "input"} and results[1] == {"ok": True}
+    for index in (2, 3, 4, 8, 10):
+        assert results[index]["ok"] is False, (index, results[index])
+    for index in (5, 12):  # read-only mounts
+        assert results[index]["ok"] is False, (index, results[index])
+    # Codex's sandbox root is a tmpfs of its own: a write outside the mounts may land there, never on the host.
+    assert secret.read_text(encoding="utf-8") == SECRET
+    assert not (box.input_dir / "new.txt").exists() and not (box.base / "new.txt").exists()
+    assert not Path("/tmp/mcpspec-codex-escape").exists()
+    assert (box.probe_dir / "probe_server.py").read_text(encoding="utf-8") == (PROBE / "probe_server.py").read_text(encoding="utf-8")
+    assert (box.output_dir / "out.txt").read_text(encoding="utf-8") == "x"
+
+
+def test_no_address_of_either_family_is_reachable_and_nothing_listens(box: Box) -> None:
+    listeners = [Listener("127.0.0.1"), Listener("::1")]
+    try:
+        for listener, host in zip(listeners, ("127.0.0.1", "::1"), strict=True):
+            with contextlib.closing(socket.create_connection((host, listener.port), timeout=3)):
+                pass  # the host reaches them: the sandbox must not
+        bind = ("import socket,json\nout={}\nfor fam,host in ((socket.AF_INET,'127.0.0.1'),(socket.AF_INET6,'::1'),(socket.AF_INET,'0.0.0.0')):\n"
+                "    try:\n        s=socket.socket(fam); s.bind((host,0)); s.listen(); out[host]='listening'\n"
+                "    except OSError as e: out[host]=e.errno\nprint(json.dumps(out))")
+        results = _call(box, [
+            ("connect", {"host": "127.0.0.1", "port": listeners[0].port}),
+            ("connect", {"host": "::1", "port": listeners[1].port}),
+            ("http_get", {"url": f"http://127.0.0.1:{listeners[0].port}/"}),
+            ("connect", {"host": "127.0.0.2", "port": listeners[0].port}),
+            ("spawn", {"argv": [SANDBOX_PYTHON, "-c", bind]}),
+        ])
+    finally:
+        for listener in listeners:
+            listener.close()
+    for index in range(4):
+        assert results[index]["ok"] is False, (index, results[index])
+    listened = json.loads(results[4]["stdout"])
+    assert "listening" not in listened.values(), listened
+
+
+def test_nothing_of_the_host_reaches_the_server_through_proc(box: Box) -> None:
+    """The test's own process (Codex's parent) and Codex itself are out of reach: another pid namespace."""
+    host_pid = os.getpid()
+    results = _call(box, [
+        ("read_path", {"path": f"/proc/{host_pid}/environ"}),
+        ("list_dir", {"path": "/proc"}),
+        ("environment", {}),
+        ("cmdlines", {}),
+    ])
+    assert results[0]["ok"] is False, results[0]
+    pids = [entry for entry in results[1]["entries"] if entry.isdigit()]
+    assert len(pids) < 10, pids  # a pid namespace of its own: no process of the host is listed
+    # env -i: the server's own environment is the spec's values and PATH alone (Python itself adds LC_CTYPE in the C locale).
+    assert set(results[2]["env"]) - {"LC_CTYPE"} == {"PYTHONPATH", "PATH"}, results[2]
+    assert SECRET not in json.dumps(results[3]), "a command line of the host reached the server"
+
+
+def _with_a_key_in_a_session_keyring_of_its_own() -> None:
+    """preexec: join a new session keyring (the machine's stay untouched) and put a key in it, as a login would."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    numbers = SYSCALLS[os.uname().machine]
+    if libc.syscall(ctypes.c_long(numbers["keyctl"]), ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), b"mcpspec-test") < 0:
+        os._exit(90)
+    if libc.syscall(ctypes.c_long(numbers["add_key"]), b"user", KEY_NAME, KEY_PAYLOAD, ctypes.c_long(len(KEY_PAYLOAD)), ctypes.c_long(KEY_SPEC_SESSION_KEYRING)) < 0:
+        os._exit(91)
+
+
+def test_the_dangerous_syscalls_are_refused_and_the_launchers_keyring_is_readable(box: Box) -> None:
+    """The syscall probe under the generated profile. Codex's filter refuses these; the keyring row of the matrix
+    says the launcher's session key is readable: this test fails when that changes, so the matrix is corrected."""
+    args = box.entry()["args"]
+    argv = [box.codex, *args[: args.index("--") + 1], SANDBOX_PYTHON, str(box.probe_dir / "syscall_probe.py")]
+    done = subprocess.run(argv, env=box.env, capture_output=True, text=True, timeout=90, check=False, preexec_fn=_with_a_key_in_a_session_keyring_of_its_own)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    refused = ("io_uring_setup", "ptrace_attach_child", "ptrace_traceme", "process_vm_readv_child", "bpf", "mount_tmpfs", "setns",
+               "unshare_net", "unshare_mount", "request_key", "socket_inet", "socket_inet6", "socket_netlink", "socket_packet", "socket_vsock")
+    assert {name: seen[name] for name in refused} == dict.fromkeys(refused, "EPERM"), seen
+    assert seen["keyctl_read_launcher_key"] == "ok", "Codex now hides the launcher's session keyring: raise the syscall-filter row"
