@@ -108,9 +108,7 @@ def box() -> Iterator[Box]:
         spec.write_text(_spec(base, site, probe_dir), encoding="utf-8")
         build = build_plan(load(spec), "codex-profile")
         blocking = [f"{r.code} {r.message}" for r in build.findings if r.suppression is None and r.severity in ("critical", "high")]
-        # The built-in defaults set memory and pids, which no profile can limit: the only findings that stop the build.
-        assert sorted(blocking) == ["TG001 codex-profile: memory limit: a profile sets no memory limit (server probe)",
-                                    "TG001 codex-profile: process limit: a profile sets no process limit (server probe)"], blocking
+        assert not blocking, blocking
         config = tomllib.loads(build.files["codex-config.toml"])
         input_dir, output_dir = (Path(key) for key in list(config["permissions"]["mcpspec-probe"]["filesystem"])[-2:])
         # The README's step for a Codex installed outside /usr: its package directory, read only.
@@ -241,6 +239,14 @@ def test_nothing_of_the_host_reaches_the_server_through_proc(box: Box) -> None:
     # env -i: the server's own environment is the spec's values and PATH alone (Python itself adds LC_CTYPE in the C locale).
     assert set(results[2]["env"]) - {"LC_CTYPE"} == {"PYTHONPATH", "PATH"}, results[2]
     assert SECRET not in json.dumps(results[3]), "a command line of the host reached the server"
+
+
+def test_memory_past_the_limit_is_refused_to_the_server(box: Box) -> None:
+    """The built-in default, 512 MiB: prlimit --as before the server starts."""
+    assert "--as=536870912" in box.entry()["args"]
+    results = _call(box, [("allocate", {"megabytes": 600}), ("allocate", {"megabytes": 16})])
+    assert results[0] == {"ok": False, "error": "MemoryError"}, results[0]
+    assert results[1]["ok"] is True, results[1]
 
 
 def _with_a_key_in_a_session_keyring_of_its_own() -> None:

@@ -47,10 +47,10 @@ CAPABILITIES: dict[str, Capability] = {
         "runtime.user and runtime.group are not applied"),
     "env": Capability(
         "partial",
-        "with env.inherit none the sandboxed command is `env -i` with env.set (and PATH) alone; Codex's sandbox helper, the "
-        "server's parent inside the sandbox, still holds the environment Codex starts servers with (/proc/1/environ: Codex's short "
-        "default list such as HOME and PATH, and env_vars); with another inherit mode the server gets that environment, with "
-        "env.inherit's names as env_vars and env.set as env"),
+        "the sandboxed command is `env -i` with env.set, the variables env.inherit names (passed to the entry as env_vars) and "
+        "PATH, nothing else; Codex's sandbox helper, the server's parent inside the sandbox, still holds the environment Codex "
+        "starts servers with (its /proc/PID/environ: Codex's short default list such as HOME, PATH and USER, and env_vars); "
+        "env.inherit all passes that environment on"),
     "secrets": Capability("none", "a profile carries no secret and the entry delivers none: give the server its secrets yourself"),
     "egress-deny": Capability(
         "full", "the profile disables the network: Codex's seccomp filter refuses AF_INET and AF_INET6 sockets (and netlink, packet, vsock)",
@@ -61,10 +61,20 @@ CAPABILITIES: dict[str, Capability] = {
         "(features.network_proxy), so the spec's allow list would be widened to every port of each name; the server reaches nothing"),
     "metadata-blocking": Capability("full", "no address of either family is reachable: no inet socket can be made", (_NET,)),
     "listeners": Capability("full", "no inet socket can be made, so nothing listens on a network address", (_NET,)),
-    "memory": Capability("none", "a profile sets no memory limit"),
-    "pids": Capability("none", "a profile sets no process limit"),
+    "memory": Capability(
+        "partial",
+        "a profile sets no memory limit: the entry starts the server under `prlimit --as`, the address space of each process "
+        "(not the sandbox's total: every child gets as much again)",
+        (_REAL + "test_memory_past_the_limit_is_refused_to_the_server",)),
+    "pids": Capability(
+        "partial",
+        "a profile sets no process limit: the entry starts the server under `prlimit --nproc`, RLIMIT_NPROC, which counts every "
+        "process of the invoking user (not only the sandbox's) and does not hold for root; not attacked here (the tests run as root)"),
     "cpu": Capability("none", "a profile sets no CPU limit"),
-    "lifetime": Capability("none", "nothing stops the server at max_lifetime: Codex ends it with the session"),
+    "lifetime": Capability(
+        "partial",
+        "a profile sets no lifetime: the entry starts the server under `timeout` (SIGTERM at max_lifetime, SIGKILL 5 s later), "
+        "which ends the server and its process group; a process that leaves the group lives until Codex ends the session"),
     "syscall-filter": Capability(
         "partial",
         "Codex's own seccomp filter, not the project's: ptrace, process_vm_readv, io_uring_setup, bpf, mount, setns, request_key and "
@@ -118,8 +128,16 @@ port, so a spec that allows egress is reported (TG001) rather than widened; waiv
 server that reaches nothing.
 
 Only stdio servers that run here get an entry: Codex profiles apply to local commands, so an
-HTTP server is refused (TG004). Secrets, memory, process and time limits, and approvals have no
-place in a profile: each one the spec sets is reported (TG001, TG002, TG003) as the matrix says.
+HTTP server is refused (TG004), and so is a command written as one shell string. Secrets, CPU,
+and approvals have no place in a profile: each one the spec sets is reported (TG001, TG003) as
+the matrix says. The entry itself starts the server under `prlimit` (memory as address space per
+process, processes as RLIMIT_NPROC of your user) and `timeout` (max_lifetime), all in /usr/bin,
+and `env -i` (only the spec's variables): limits of a process, weaker than a cgroup (TG002).
+
+Python servers on asyncio may hang under any profile: Codex's filter refuses send(2) on every
+socket while the network is off, the socketpair asyncio wakes its loop with included, and the `mcp`
+SDK's stdio transport wakes it that way from the thread that reads stdin (codex-cli 0.171.0). Node
+servers, and servers that do not wake a loop across threads, are not affected.
 """
 
 
@@ -137,8 +155,13 @@ class CodexProfileTarget:
         if egress.mode != "none":
             what = "allows egress by default" if not egress.allow else f"allows {len(egress.allow)} destination(s)"
             gaps.append(Gap("egress-allowlist", "none", sandbox.origin("egress.allow") if egress.allow else sandbox.origin("egress.default"),
-                            f"the spec {what}; Codex's domain rules cannot say a port or an address range and bind only through Codex's "
+                            f"egress allowlist by name: the spec {what}; Codex's domain rules cannot say a port or an address range and bind only through Codex's "
                             "own proxy, so the profile grants no network at all and the server reaches nothing"))
+        for grant in sandbox.secrets:
+            gaps.append(Gap("secrets", "none", (*grant.secret_path, "provider"),
+                            f"secret {grant.name!r}: a Codex profile carries no secret and the entry delivers none; give it to the server yourself"))
+        if sandbox.secrets:  # each secret's own gap above names it at its provider (where a waiver of it is written), not the server at large
+            overrides["secrets"] = ("full", CAPABILITIES["secrets"].how)
         with contextlib.suppress(Refused):  # server_files refuses it: the finding is that refusal
             gaps += served(sandbox)[1]
         return gaps, overrides

@@ -9,12 +9,14 @@ Every value is checked here: a value TOML or Codex would read differently is ref
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from dataclasses import dataclass
 
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveMount, EffectiveSandbox
+from mcpspec.spec.models import MINIMAL_ENV
 from mcpspec.targets.base import Gap, Refused
 
 PROFILE_PREFIX = "mcpspec-"
@@ -30,6 +32,10 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 _GLOB = re.compile(r"[*?\[\]{}]")
 # The variables env.set may name: a shell could not pass another one through `env`.
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+ENV = "/usr/bin/env"
+PRLIMIT = "/usr/bin/prlimit"
+TIMEOUT = "/usr/bin/timeout"
+KILL_AFTER = 5  # seconds from SIGTERM to SIGKILL at max_lifetime
 # A PATH for `env -i`, which otherwise leaves the server none (as bwrap's launcher adds PATH).
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -55,20 +61,15 @@ def text(value: str, path: SpecPath, what: str) -> str:
 
 
 def mount_key(mount: EffectiveMount, agent: str) -> str:
-    """The mount's host path as a key of the profile's filesystem table."""
-    if mount.kind == "home":
-        if mount.source in (".", ""):
-            raise Refused("mounts", mount.path, "a mount of the whole home directory: codex-profile grants no home but named paths under it")
-        key = "~/" + mount.source
-    else:
-        key = mount.location.replace(AGENT_TOKEN, agent).replace(RUN_TOKEN, RUN_ID)
-        if not key.startswith("/"):
-            raise Refused("mounts", mount.path, f"mount {key!r} is not an absolute host path")
+    """The mount's host path (absolute or ``~/...``) as a key of the profile's filesystem table."""
+    key = mount.location.replace(AGENT_TOKEN, agent).replace(RUN_TOKEN, RUN_ID)
+    if not key.startswith(("/", "~/")):
+        raise Refused("mounts", mount.path, f"mount {key!r}: a profile grants an absolute path or one under ~/, never the whole home directory")
     text(key, mount.path, "mount")
     if _GLOB.search(key) or any(unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp") for char in key):
         raise Refused("mounts", mount.path, f"mount {key!r}: Codex reads *, ?, [ and {{ in a path as a glob, and a control character is no path "
                       "it would grant as written")
-    if any(part in (".", "..") for part in key.split("/")[1:]) or key.endswith("/") or "//" in key:
+    if any(part in (".", "..", "") for part in key.split("/")[1:]):
         raise Refused("mounts", mount.path, f"mount {key!r} is not a normalized path")
     return key
 
@@ -83,13 +84,12 @@ def filesystem(sandbox: EffectiveSandbox) -> tuple[dict[str, str], list[Gap]]:
         if key in table:
             raise Refused("mounts", mount.path, f"mount {key!r} is granted twice (or is a path the runtime already reads)")
         table[key] = "write" if mount.mode == "rw" else "read"
-        shown = key if mount.kind != "home" else mount.location
         if mount.kind == "tmpfs":
             gaps.append(Gap("mounts", "partial", mount.path,
-                            f"{shown} is a directory on disk, not a tmpfs of {mount.size} bytes: Codex makes no tmpfs; nothing empties it or limits its size"))
-        if mount.target != key and mount.target != mount.location:
+                            f"mounts ro/rw: {key} is a directory on disk, not a tmpfs of {mount.size} bytes: Codex makes no tmpfs; nothing empties it or limits its size"))
+        if mount.target != key:
             gaps.append(Gap("mounts", "partial", mount.path,
-                            f"the server finds {shown} at that path, not at {mount.target}: codex sandbox binds no path elsewhere"))
+                            f"mounts ro/rw: the server finds {key} at that path, not at {mount.target}: codex sandbox binds no path elsewhere"))
     return table, gaps
 
 
@@ -99,29 +99,70 @@ def workdir(sandbox: EffectiveSandbox) -> str | None:
         return None
     agent = sandbox.agents[0] if sandbox.agents else "agent"
     for mount in sandbox.mounts:
-        if mount.kind != "home" and (sandbox.workdir == mount.target or sandbox.workdir.startswith(mount.target.rstrip("/") + "/")):
+        if not mount_key(mount, agent).startswith("~") and (sandbox.workdir == mount.target or sandbox.workdir.startswith(mount.target.rstrip("/") + "/")):
             return mount_key(mount, agent) + sandbox.workdir[len(mount.target.rstrip("/")):]
     return None
 
 
 def command(sandbox: EffectiveSandbox) -> list[str]:
-    """What runs inside the sandbox: with env.inherit none, `env -i` and the spec's values alone."""
+    """What runs inside the sandbox: the limits (`prlimit`, `timeout`), then the server's environment and command."""
+    return [*limits(sandbox), *environment(sandbox)]
+
+
+def limits(sandbox: EffectiveSandbox) -> list[str]:
+    """RLIMIT_AS and RLIMIT_NPROC of the server (prlimit), and a `timeout` at max_lifetime: util-linux and coreutils in /usr/bin."""
+    words: list[str] = []
+    resources = sandbox.resources
+    if resources.memory is not None or resources.pids is not None:
+        words.append(PRLIMIT)
+        if resources.memory is not None:
+            words.append(f"--as={resources.memory}")
+        if resources.pids is not None:
+            words.append(f"--nproc={resources.pids}")
+        words.append("--")
+    lifetime = sandbox.lifecycle.max_lifetime
+    if lifetime is not None:
+        words += [TIMEOUT, f"--kill-after={KILL_AFTER}", f"{max(1, math.ceil(lifetime))}"]
+    return words
+
+
+def environment(sandbox: EffectiveSandbox) -> list[str]:
+    """`env -i` with the inherited variables the host has and env.set (and PATH when neither names it),
+    so the server gets no variable Codex passes beyond the spec's; then the command."""
+    if sandbox.command_is_shell:
+        raise Refused("process-policy", sandbox.origin("command"), "a command written as one shell string: codex-profile runs an argument list "
+                      "(write the command as a list)")
     argv = [text(word, sandbox.origin("command"), "command word") for word in sandbox.command]
     if not argv:
         raise Refused("process-policy", sandbox.origin("command"), "the server has no command")
-    if sandbox.env.inherit != "none":
+    if sandbox.env.inherit == "all":
         return argv
+    inherited = inherited_names(sandbox)
     values = dict(sandbox.env.set)
-    values.setdefault("PATH", DEFAULT_PATH)
+    if "PATH" not in inherited:
+        values.setdefault("PATH", DEFAULT_PATH)
     assignments = []
     for name, value in values.items():
         if not _ENV_NAME.match(name):
             raise Refused("env", sandbox.origin("env.set"), f"variable {name!r} is no name `env` can set")
         assignments.append(f"{name}={text(value, sandbox.origin('env.set'), 'value of ' + name)}")
-    # `--` ends env's options; a command word with '=' would otherwise be read as one more variable.
-    if "=" in argv[0]:
+    if "=" in argv[0]:  # env would read it as one more variable
         raise Refused("process-policy", sandbox.origin("command"), f"command {argv[0]!r} has '=': `env` would read it as a variable")
-    return ["/usr/bin/env", "-i", *assignments, *argv]
+    if not inherited:
+        return [ENV, "-i", *assignments, *argv]
+    # The names are checked identifiers: the script is fixed text, every value reaches it as an argument.
+    passed = " ".join(f'${{{name}+"{name}=${name}"}}' for name in inherited)
+    return ["/bin/sh", "-c", f'exec {ENV} -i {passed} "$@"', "sh", *assignments, *argv]
+
+
+def inherited_names(sandbox: EffectiveSandbox) -> tuple[str, ...]:
+    """The host variables env.inherit passes by name (minimal: the documented four)."""
+    inherit = sandbox.env.inherit
+    names = inherit if isinstance(inherit, tuple) else MINIMAL_ENV if inherit == "minimal" else ()
+    for name in names:
+        if not _ENV_NAME.match(name):
+            raise Refused("env", sandbox.origin("env.inherit"), f"variable {name!r} is no name a shell can pass through")
+    return tuple(names)
 
 
 def served(sandbox: EffectiveSandbox, codex: str = "codex") -> tuple[Served, list[Gap]]:
@@ -131,12 +172,10 @@ def served(sandbox: EffectiveSandbox, codex: str = "codex") -> tuple[Served, lis
     table, gaps = filesystem(sandbox)
     profile: dict[str, object] = {"filesystem": table, "network": {"enabled": False}}
     entry: dict[str, object] = {"command": codex, "args": ["sandbox", "--permission-profile", profile_name(sandbox.name), "--", *command(sandbox)]}
-    if sandbox.env.inherit != "none":
-        inherit = sandbox.env.inherit
-        if isinstance(inherit, tuple):
-            entry["env_vars"] = [text(name, sandbox.origin("env.inherit"), "variable") for name in inherit]
-        if sandbox.env.set:
-            entry["env"] = {text(k, sandbox.origin("env.set"), "variable"): text(v, sandbox.origin("env.set"), "value") for k, v in sandbox.env.set.items()}
+    if inherited_names(sandbox):  # Codex passes these to the entry; `env -i` inside keeps only them
+        entry["env_vars"] = list(inherited_names(sandbox))
+    elif sandbox.env.inherit == "all" and sandbox.env.set:
+        entry["env"] = {text(k, sandbox.origin("env.set"), "variable"): text(v, sandbox.origin("env.set"), "value") for k, v in sandbox.env.set.items()}
     cwd = workdir(sandbox)
     if cwd is not None:
         entry["cwd"] = cwd
