@@ -163,6 +163,48 @@ def test_codex_reads_the_entry_as_written(box: Box) -> None:
     assert entry["args"][:4] == ["sandbox", "--permission-profile", "mcpspec-probe", "--"]
 
 
+def test_codex_loads_every_key_the_build_writes(box: Box) -> None:
+    """Another spec's keys (env_vars, cwd, a ~/ path, a path with quotes and a backslash) through the real binary: the
+    entry as `codex mcp get` parsed it, and the profile applied by `codex sandbox` (the file it grants read is read)."""
+    odd = box.base / 'odd "dir" \\ x'
+    odd.mkdir(exist_ok=True)
+    (odd / "f.txt").write_text("odd", encoding="utf-8")
+    (box.home / "notes").mkdir(exist_ok=True)
+    (box.home / "notes" / "n.txt").write_text("note", encoding="utf-8")
+    text = f"""version: 1
+project: keys
+servers:
+  other:
+    command: [/usr/bin/cat]
+    workdir: /data
+    env: {{inherit: [LANG, KEEP_ME]}}
+    mounts:
+      - {{from: {json.dumps(str(odd))}, to: /data, mode: ro}}
+      - {{from: ~/notes, to: /notes}}
+"""
+    (box.base / "keys.yaml").write_text(text, encoding="utf-8")
+    config = tomllib.loads(build_plan(load(box.base / "keys.yaml"), "codex-profile").files["codex-config.toml"])
+    config["permissions"]["mcpspec-other"]["filesystem"][str(Path(box.codex).resolve().parents[2])] = "read"
+    home = box.base / "home-keys"
+    (home / ".codex").mkdir(parents=True, exist_ok=True)
+    (home / "notes").mkdir(exist_ok=True)
+    (home / "notes" / "n.txt").write_text("note", encoding="utf-8")
+    (home / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+    env = {**box.env, "HOME": str(home)}
+    done = subprocess.run([box.codex, "mcp", "get", "other", "--json"], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    transport = json.loads(done.stdout)["transport"]
+    entry = config["mcp_servers"]["other"]
+    assert transport["env_vars"] == entry["env_vars"] == ["LANG", "KEEP_ME"]
+    assert transport["cwd"] == entry["cwd"] == str(odd)
+    assert transport["args"] == entry["args"]
+    profile = ["sandbox", "--permission-profile", "mcpspec-other", "--", "/usr/bin/cat"]
+    read = subprocess.run([box.codex, *profile, str(odd / "f.txt"), str(home / "notes" / "n.txt")], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert (read.returncode, read.stdout) == (0, "oddnote"), read.stderr[-2000:]
+    denied = subprocess.run([box.codex, *profile, str(box.home / "secret.txt")], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert denied.returncode != 0 and SECRET not in denied.stdout
+
+
 def test_the_server_reads_and_writes_only_what_the_spec_mounts(box: Box) -> None:
     secret = box.home / "secret.txt"
     beside = box.base / "beside.txt"
