@@ -72,7 +72,16 @@ def test_egress_is_never_granted_and_is_reported() -> None:
     egress: {default: deny, allow: ["docs.python.org:443", "10.1.2.0/24:5432"]}
 """)
     assert config["permissions"]["mcpspec-fetch"]["network"] == {"enabled": False}
-    assert any(code == "TG001" and "egress allowlist by name: the spec allows 2" in message for code, message, _ in results), results
+    assert any(code == "TG001" and "egress allowlist by name:" in message for code, message, _ in results), results
+
+
+def test_an_allow_list_of_addresses_alone_is_reported_too() -> None:
+    config, results = _build("""  db:
+    command: [/usr/bin/srv]
+    egress: {default: deny, allow: ["10.1.2.0/24:5432"]}
+""")
+    assert config["permissions"]["mcpspec-db"]["network"] == {"enabled": False}
+    assert [path for code, message, path in results if code == "TG001" and "egress" in message] == [("servers", "db", "egress", "allow")], results
 
 
 def test_secrets_are_never_written_and_each_is_reported_at_its_provider() -> None:

@@ -33,7 +33,8 @@ CAPABILITIES: dict[str, Capability] = {
         "full",
         "each mount's host path is granted read (ro) or write (rw) in the profile's filesystem table; nothing else is writable. "
         "Codex binds each path where it is on the host (a mount whose `to` differs is found at its host path: TG002), makes no tmpfs "
-        "(a tmpfs dir is a directory on disk: TG002) and keeps .git, .codex and .agents read-only inside a writable path",
+        "(a tmpfs dir is a directory on disk: TG002) and keeps .git, .codex, .agents and .aws read-only inside a writable path; "
+        "a write anywhere else lands in the sandbox's own tmpfs root, never on the host",
         (_FILES,)),
     "hidden-paths": Capability(
         "partial",
@@ -143,7 +144,7 @@ servers, and servers that do not wake a loop across threads, are not affected.
 
 class CodexProfileTarget:
     name = "codex-profile"
-    description = "Codex permission profiles (`codex sandbox --permission-profile`) and the Codex `[mcp_servers]` entries that run each stdio server under its own"
+    description = "Codex permission profiles (`codex sandbox --permission-profile`) and the Codex `[mcp_servers]` entries that run each stdio server under its own profile"
     usage = USAGE
     capabilities = CAPABILITIES
     options: frozenset[str] = frozenset()
@@ -152,7 +153,8 @@ class CodexProfileTarget:
         gaps: list[Gap] = []
         overrides: Overrides = {}
         egress = egress_plan(sandbox)
-        if egress.mode != "none":
+        # An allow list with a name asks for egress-allowlist, whose matrix row says it; addresses alone or default allow do not.
+        if egress.mode != "none" and all(d.kind == "cidr" for d in egress.allow):
             what = "allows egress by default" if not egress.allow else f"allows {len(egress.allow)} destination(s)"
             gaps.append(Gap("egress-allowlist", "none", sandbox.origin("egress.allow") if egress.allow else sandbox.origin("egress.default"),
                             f"egress allowlist by name: the spec {what}; Codex's domain rules cannot say a port or an address range and bind only through Codex's "
