@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,6 +87,13 @@ servers:
       - {{from: workspace.output, to: /workspace/output}}
     tools:
       read_path: {{effects: [reads_private]}}
+  short:
+    command: [{SANDBOX_PYTHON}, {probe_dir}/os_write_wakeup.py, {probe_dir}/probe_server.py, short-lived]
+    env: {{inherit: none, set: {{PYTHONPATH: {site}}}}}
+    lifecycle: {{max_lifetime: 4s}}
+    mounts:
+      - {{from: {site}, to: {site}, mode: ro}}
+      - {{from: {probe_dir}, to: {probe_dir}, mode: ro}}
 """
 
 
@@ -124,14 +132,14 @@ def box() -> Iterator[Box]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _call(box: Box, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+def _call(box: Box, calls: list[tuple[str, dict[str, Any]]], server: str = "probe") -> list[Any]:
     """Start the entry as Codex would (its command, args and cwd) and call each tool with the MCP SDK's client."""
     import asyncio
 
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    entry = box.entry()
+    entry = box.entry(server)
     assert entry["command"] == "codex"
     params = StdioServerParameters(command=box.codex, args=entry["args"], env=box.env, cwd=entry.get("cwd"))
     log = box.base / "codex-stderr.log"
@@ -289,6 +297,33 @@ def test_memory_past_the_limit_is_refused_to_the_server(box: Box) -> None:
     results = _call(box, [("allocate", {"megabytes": 600}), ("allocate", {"megabytes": 16})])
     assert results[0] == {"ok": False, "error": "MemoryError"}, results[0]
     assert results[1]["ok"] is True, results[1]
+
+
+def test_max_lifetime_ends_the_server_and_the_processes_it_started(box: Box) -> None:
+    assert _call(box, [("spawn", {"argv": ["/bin/true"]})], server="short")[0]["status"] == 0  # it serves until then
+    started = time.monotonic()
+    with pytest.raises(AssertionError):  # the session ends under the call: the server is gone
+        _call(box, [("spawn", {"argv": ["/bin/sh", "-c", "sleep 37.25; echo done", "short-lived-child"]})], server="short")
+    assert 3 < time.monotonic() - started < 20
+    deadline = time.monotonic() + 10
+    while _outliving() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _outliving(), "a process of the server outlived max_lifetime"
+
+
+def _outliving() -> list[int]:
+    return [pid for pid in _pids() if b"short-lived" in _cmdline(pid) or b"37.25" in _cmdline(pid)]
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) != os.getpid()]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _with_a_key_in_a_session_keyring_of_its_own() -> None:

@@ -75,7 +75,8 @@ CAPABILITIES: dict[str, Capability] = {
     "lifetime": Capability(
         "partial",
         "a profile sets no lifetime: the entry starts the server under `timeout` (SIGTERM at max_lifetime, SIGKILL 5 s later), "
-        "which ends the server and its process group; a process that leaves the group lives until Codex ends the session"),
+        "which ends the server and its process group; a process that leaves the group lives until Codex ends the session",
+        (_REAL + "test_max_lifetime_ends_the_server_and_the_processes_it_started",)),
     "syscall-filter": Capability(
         "partial",
         "Codex's own seccomp filter, not the project's: ptrace, process_vm_readv, io_uring_setup, bpf, mount, setns, request_key and "
