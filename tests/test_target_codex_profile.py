@@ -116,4 +116,5 @@ def test_limits_start_the_server_under_prlimit_and_timeout() -> None:
     lifecycle: {max_lifetime: 90s}
 """)
     args = config["mcp_servers"]["s"]["args"]
-    assert args[4:12] == ["/usr/bin/prlimit", f"--as={64 * 2**20}", "--nproc=16", "--", "/usr/bin/timeout", "--kill-after=5", "90", "/usr/bin/env"]
+    assert args[4:6] == ["/usr/bin/perl", "-e"]  # a fresh session keyring first
+    assert args[7:15] == ["/usr/bin/prlimit", f"--as={64 * 2**20}", "--nproc=16", "--", "/usr/bin/timeout", "--kill-after=5", "90", "/usr/bin/env"]

@@ -26,7 +26,7 @@ _REAL = "tests/test_target_codex_profile_real.py::"
 _FILES = _REAL + "test_the_server_reads_and_writes_only_what_the_spec_mounts"
 _NET = _REAL + "test_no_address_of_either_family_is_reachable_and_nothing_listens"
 _PROC = _REAL + "test_nothing_of_the_host_reaches_the_server_through_proc"
-_SYSCALLS = _REAL + "test_the_dangerous_syscalls_are_refused_and_the_launchers_keyring_is_readable"
+_SYSCALLS = _REAL + "test_the_dangerous_syscalls_are_refused_and_the_launchers_keyring_is_out_of_reach"
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
@@ -81,8 +81,8 @@ CAPABILITIES: dict[str, Capability] = {
         "partial",
         "Codex's own seccomp filter, not the project's: ptrace, process_vm_readv, io_uring_setup, bpf, mount, setns, request_key and "
         "unshare of the mount and network namespaces are refused; keyctl, add_key, perf_event_open, userfaultfd, personality and "
-        "user namespaces are allowed, so a key in the session keyring of the process that starts Codex is readable "
-        "(start Codex from a session without keys)",
+        "user namespaces are allowed. Codex hands down the session keyring of whoever starts it: the entry joins a fresh one "
+        "(a line of perl, /usr/bin/perl) before the server starts, so a key there is out of the server's reach",
         (_SYSCALLS,)),
     "idle-timeout": Capability("none", "nothing ends an idle session"),
     "package-install": Capability("partial", "no registry is reachable (the profile has no network); registries and lockfile are not checked"),
@@ -132,9 +132,12 @@ server that reaches nothing.
 Only stdio servers that run here get an entry: Codex profiles apply to local commands, so an
 HTTP server is refused (TG004), and so is a command written as one shell string. Secrets, CPU,
 and approvals have no place in a profile: each one the spec sets is reported (TG001, TG003) as
-the matrix says. The entry itself starts the server under `prlimit` (memory as address space per
+the matrix says. The entry itself starts the server with a fresh session keyring (one line of perl: Codex would
+hand the server the keyring of the session that starts it), under `prlimit` (memory as address space per
 process, processes as RLIMIT_NPROC of your user) and `timeout` (max_lifetime), all in /usr/bin,
 and `env -i` (only the spec's variables): limits of a process, weaker than a cgroup (TG002).
+So the host needs /usr/bin/perl, /usr/bin/prlimit, /usr/bin/timeout and /usr/bin/env (perl-base,
+util-linux and coreutils on Debian and Ubuntu).
 
 Python servers on asyncio may hang under any profile: Codex's filter refuses send(2) on every
 socket while the network is off, the socketpair asyncio wakes its loop with included, and the `mcp`

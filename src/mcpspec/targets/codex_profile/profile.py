@@ -36,6 +36,15 @@ ENV = "/usr/bin/env"
 PRLIMIT = "/usr/bin/prlimit"
 TIMEOUT = "/usr/bin/timeout"
 KILL_AFTER = 5  # seconds from SIGTERM to SIGKILL at max_lifetime
+# Codex's filter allows keyctl, and the sandbox keeps the session keyring of whoever started Codex: join a new
+# anonymous one (keyctl KEYCTL_JOIN_SESSION_KEYRING, NULL) before the server starts, so keys there are no longer its own.
+# Perl is in /usr/bin wherever Debian's perl-base is (always); an unknown architecture stops here.
+PERL = "/usr/bin/perl"
+FRESH_KEYRING = (
+    'use Config; my %nr = (x86_64 => 250, aarch64 => 219); my ($arch) = $Config{archname} =~ /^([^-]+)/; '
+    'defined $nr{$arch} && syscall($nr{$arch}, 1, 0) >= 0 or die "mcpspec: cannot join a fresh session keyring: $!\n"; '
+    'exec { $ARGV[0] } @ARGV or die "mcpspec: cannot start $ARGV[0]: $!\n";'
+)
 # A PATH for `env -i`, which otherwise leaves the server none (as bwrap's launcher adds PATH).
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -105,8 +114,9 @@ def workdir(sandbox: EffectiveSandbox) -> str | None:
 
 
 def command(sandbox: EffectiveSandbox) -> list[str]:
-    """What runs inside the sandbox: the limits (`prlimit`, `timeout`), then the server's environment and command."""
-    return [*limits(sandbox), *environment(sandbox)]
+    """What runs inside the sandbox: a fresh session keyring, the limits (`prlimit`, `timeout`), then the server's
+    environment and command."""
+    return [PERL, "-e", FRESH_KEYRING, *limits(sandbox), *environment(sandbox)]
 
 
 def limits(sandbox: EffectiveSandbox) -> list[str]:

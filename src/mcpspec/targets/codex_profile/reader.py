@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
+from mcpspec.targets.codex_profile.profile import FRESH_KEYRING, PERL
 from mcpspec.targets.grants import ANY, EgressGrant, Grants, Identity, Limits, MountGrant, MountKind
 
 CONFIG_FILE = "codex-config.toml"
@@ -42,7 +43,10 @@ def read_entry(name: str, entry: Mapping[str, Any], profiles: Mapping[str, Any])
     mounts = tuple(sorted(_mount(path, access) for path, access in (profile.get("filesystem") or {}).items()))
     network = profile.get("network")
     egress = EgressGrant("none") if network == {"enabled": False} else EgressGrant("direct", "allow", frozenset({ANY}), host_loopback=True)
-    limits, inner = _limits(args[4:])
+    inner = args[4:]
+    if inner[:3] == [PERL, "-e", FRESH_KEYRING]:
+        inner = inner[3:]
+    limits, inner = _limits(inner)
     env_set, inherit, inherit_all = _environment(inner, entry)
     enforced = frozenset({"mounts", "identity", "env", "egress-deny", "listeners", "syscall-filter"} if egress.mode == "none" else {"mounts", "identity", "env"})
     return Grants("codex-profile", name, mounts, env_set, inherit, inherit_all, (), egress, _SANDBOXED, limits, enforced=enforced)
