@@ -282,6 +282,7 @@ def test_nothing_of_the_host_reaches_the_server_through_proc(box: Box) -> None:
         ("list_dir", {"path": "/proc"}),
         ("environment", {}),
         ("cmdlines", {}),
+        ("identity", {}),
     ])
     assert results[0]["ok"] is False, results[0]
     pids = [entry for entry in results[1]["entries"] if entry.isdigit()]
@@ -289,6 +290,8 @@ def test_nothing_of_the_host_reaches_the_server_through_proc(box: Box) -> None:
     # env -i: the server's own environment is the spec's values and PATH alone (Python itself adds LC_CTYPE in the C locale).
     assert set(results[2]["env"]) - {"LC_CTYPE"} == {"PYTHONPATH", "PATH"}, results[2]
     assert SECRET not in json.dumps(results[3]), "a command line of the host reached the server"
+    caps = results[4]["caps"]
+    assert {caps[key] for key in ("CapEff", "CapPrm", "CapBnd", "CapAmb")} == {"0000000000000000"}, caps
 
 
 def test_memory_past_the_limit_is_refused_to_the_server(box: Box) -> None:

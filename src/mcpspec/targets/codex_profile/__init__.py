@@ -124,18 +124,19 @@ to each profile, read only, or the helper cannot start:
 
 Each mount of the spec is granted at its host path, `read` for ro and `write` for rw, and the
 server finds it there (Codex binds nothing elsewhere: a mount whose `to` differs is reported).
-Workspace dirs are `{root}/{agent}/codex/DIR` (one fixed run id, `codex`); create them before
-the first start. The network is disabled in every profile: Codex's domain rules cannot say a
+Workspace dirs are `{root}/{agent}/codex/DIR` (`{root}/codex/DIR` without per_agent: one fixed
+run id, `codex`); create them before the first start. The network is disabled in every profile: Codex's domain rules cannot say a
 port, so a spec that allows egress is reported (TG001) rather than widened; waive it to build a
 server that reaches nothing.
 
 Only stdio servers that run here get an entry: Codex profiles apply to local commands, so an
 HTTP server is refused (TG004), and so is a command written as one shell string. Secrets, CPU,
 and approvals have no place in a profile: each one the spec sets is reported (TG001, TG003) as
-the matrix says. The entry itself starts the server with a fresh session keyring (one line of perl: Codex would
-hand the server the keyring of the session that starts it), under `prlimit` (memory as address space per
-process, processes as RLIMIT_NPROC of your user) and `timeout` (max_lifetime), all in /usr/bin,
-and `env -i` (only the spec's variables): limits of a process, weaker than a cgroup (TG002).
+the matrix says. The entry itself starts the server with a fresh session keyring (one line of
+perl: Codex would hand the server the keyring of the session that starts it), under `prlimit`
+(memory as address space per process, processes as RLIMIT_NPROC of your user) and `timeout`
+(max_lifetime), and with `env -i` (only the spec's variables): limits of a process, weaker than
+a cgroup (TG002).
 So the host needs /usr/bin/perl, /usr/bin/prlimit, /usr/bin/timeout and /usr/bin/env (perl-base,
 util-linux and coreutils on Debian and Ubuntu).
 
