@@ -318,6 +318,48 @@ def _outliving() -> list[int]:
     return [pid for pid in _pids() if b"short-lived" in _cmdline(pid) or b"37.25" in _cmdline(pid)]
 
 
+FORKS = """import os, time
+children = []
+try:
+    for _ in range(200):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(3)
+            os._exit(0)
+        children.append(pid)
+except OSError as exc:
+    print("stopped", len(children), exc.errno)
+else:
+    print("forked", len(children))
+for pid in children:
+    os.waitpid(pid, 0)
+"""
+
+
+def test_a_fork_bomb_stops_at_the_process_limit_for_a_user_other_than_root(box: Box) -> None:
+    """RLIMIT_NPROC does not hold for root, so the entry runs as an unprivileged uid here, as a developer runs Codex."""
+    require_tool("setpriv")
+    base = box.base / "nproc"
+    home = base / "home"
+    (home / ".codex").mkdir(parents=True)
+    (base / "tmpdir").mkdir()
+    text = f"version: 1\nproject: nproc\nservers:\n  bomb:\n    command: [{SANDBOX_PYTHON}, -c, {json.dumps(FORKS)}]\n    runtime: {{pids: 16}}\n"
+    (base / "nproc.yaml").write_text(text, encoding="utf-8")
+    config = tomllib.loads(build_plan(load(base / "nproc.yaml"), "codex-profile").files["codex-config.toml"])
+    config["permissions"]["mcpspec-bomb"]["filesystem"][str(Path(box.codex).resolve().parents[2])] = "read"
+    (home / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+    uid = 65532
+    for path in (base, *base.rglob("*")):
+        os.chown(path, uid, uid)
+    for path in (box.base, box.base / "nproc"):
+        path.chmod(0o755)
+    argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", box.codex, *config["mcp_servers"]["bomb"]["args"]]
+    done = subprocess.run(argv, env={**box.env, "HOME": str(home), "TMPDIR": str(base / "tmpdir")}, capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    words = done.stdout.split()
+    assert words[0] == "stopped" and int(words[1]) < 16 and words[2] == "11", done.stdout
+
+
 def _pids() -> list[int]:
     return [int(entry) for entry in os.listdir("/proc") if entry.isdigit() and int(entry) != os.getpid()]
 

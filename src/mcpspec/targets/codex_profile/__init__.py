@@ -70,7 +70,8 @@ CAPABILITIES: dict[str, Capability] = {
     "pids": Capability(
         "partial",
         "a profile sets no process limit: the entry starts the server under `prlimit --nproc`, RLIMIT_NPROC, which counts every "
-        "process of the invoking user (not only the sandbox's) and does not hold for root; not attacked here (the tests run as root)"),
+        "process of the invoking user (not only the sandbox's) and does not hold for root",
+        (_REAL + "test_a_fork_bomb_stops_at_the_process_limit_for_a_user_other_than_root",)),
     "cpu": Capability("none", "a profile sets no CPU limit"),
     "lifetime": Capability(
         "partial",
