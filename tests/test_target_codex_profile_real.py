@@ -213,6 +213,32 @@ servers:
     assert denied.returncode != 0 and SECRET not in denied.stdout
 
 
+def test_a_read_only_mount_inside_a_writable_one_stays_read_only(box: Box) -> None:
+    outer = box.base / "nest" / "rw"
+    inner = outer / "ro"
+    inner.mkdir(parents=True)
+    text = f"""version: 1
+project: nest
+servers:
+  nest:
+    command: [/bin/sh]
+    mounts:
+      - {{from: {inner}, to: {inner}, mode: ro}}
+      - {{from: {outer}, to: {outer}, mode: rw}}
+"""
+    (box.base / "nest.yaml").write_text(text, encoding="utf-8")
+    config = tomllib.loads(build_plan(load(box.base / "nest.yaml"), "codex-profile").files["codex-config.toml"])
+    config["permissions"]["mcpspec-nest"]["filesystem"][str(Path(box.codex).resolve().parents[2])] = "read"
+    home = box.base / "home-nest"
+    (home / ".codex").mkdir(parents=True)
+    (home / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+    script = f"touch {outer}/made; touch {inner}/made"
+    done = subprocess.run([box.codex, "sandbox", "--permission-profile", "mcpspec-nest", "--", "/bin/sh", "-c", script],
+                          env={**box.env, "HOME": str(home)}, capture_output=True, text=True, timeout=60, check=False)
+    assert (outer / "made").exists(), done.stderr[-2000:]
+    assert not (inner / "made").exists(), "a write reached the read-only mount inside the writable one"
+
+
 def test_the_server_reads_and_writes_only_what_the_spec_mounts(box: Box) -> None:
     secret = box.home / "secret.txt"
     beside = box.base / "beside.txt"
