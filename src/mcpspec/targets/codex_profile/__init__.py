@@ -35,7 +35,7 @@ CAPABILITIES: dict[str, Capability] = {
         "Codex binds each path where it is on the host (a mount whose `to` differs is found at its host path: TG002), makes no tmpfs "
         "(a tmpfs dir is a directory on disk: TG002) and keeps .git, .codex, .agents and .aws read-only inside a writable path; "
         "a write anywhere else lands in the sandbox's own tmpfs root, never on the host",
-        (_FILES,)),
+        (_FILES, _REAL + "test_a_read_only_mount_inside_a_writable_one_stays_read_only")),
     "hidden-paths": Capability(
         "partial",
         "only Codex's `:minimal` set (/usr, /etc, /bin, /sbin, /lib*, /dev, /proc: what a process needs to start), Codex's helper "
