@@ -23,6 +23,7 @@ from mcpspec.api import load_text
 from mcpspec.targets.base import BuildOptions
 from mcpspec.targets.build import MANIFEST, Build, build_plan
 from mcpspec.targets.bwrap.reader import read_build as read_bwrap
+from mcpspec.targets.codex_profile.reader import read_build as read_codex_profile
 from mcpspec.targets.compose.reader import read_build as read_compose
 from mcpspec.targets.grants import Endpoint, Grants
 from mcpspec.targets.k8s.reader import read_build as read_k8s
@@ -36,7 +37,7 @@ def read_cedar(files: Mapping[str, str]) -> dict[str, Grants]:
 
 
 READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {
-    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s, "cedar": read_cedar,
+    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s, "codex-profile": read_codex_profile, "cedar": read_cedar,
 }
 # Build inputs that are not in the spec: the container targets get a proxy image (so allowlists are
 # built), k8s a secret store (so vault secrets are), the nodes' podPidsLimit for two of the projects and Cilium's toFQDNs for one.
@@ -345,6 +346,9 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     proxied = egress["via"] == "proxy" and (egress["default"] == "allow" or bool(allow))
     # Mounts: each one the spec lists, with a mode no wider; the target's documented fixed set.
     wanted = {m["to"]: _mount_expectation(spec, m) for m in server.get("mounts", [])}
+    if grants.target == "codex-profile":  # Codex binds each path where it is on the host: the spec's host path is where it is seen
+        wanted = {path: ("home" if path.startswith("~") else "host", path, mode, None)
+                  for path, (_kind, _source, mode, _size) in ((_codex_path(spec, name, m), _mount_expectation(spec, m)) for m in server.get("mounts", []))}
     for mount in grants.mounts:
         expected = wanted.get(mount.target)
         if expected is None:
@@ -369,7 +373,7 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     declared = dict(env.get("set") or {})
     inherit = env.get("inherit") or "none"
     inherited = set(inherit) if isinstance(inherit, list) else MINIMAL_ENV if inherit == "minimal" else set()
-    fixed = (PROXY_ENV if proxied else set()) | ({"PATH"} if grants.target == "bwrap" else set())
+    fixed = (PROXY_ENV if proxied else set()) | ({"PATH"} if grants.target in ("bwrap", "codex-profile") else set())
     for variable, value in grants.env_set:
         if variable in declared:
             if value != declared[variable] and variable not in fixed:
@@ -408,7 +412,19 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     return problems
 
 
+def _codex_path(spec: Mapping[str, Any], server: str, mount: Mapping[str, Any]) -> str:
+    """Where a mount is on the host, as docs/spec.md places workspace dirs and the codex-profile target names its run (`codex`)."""
+    source = str(mount["from"])
+    if not source.startswith("workspace."):
+        return source
+    workspace = spec["workspace"]
+    agent = "coder" if server in spec.get("agents", {}).get("coder", {}).get("servers", []) else "agent"
+    return f"{workspace['root']}{'/' + agent if workspace.get('per_agent') else ''}/codex/{source.removeprefix('workspace.')}"
+
+
 def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], egress_socket: bool) -> bool:
+    if target == "codex-profile":  # Codex's runtime set and its sandbox helper, read only
+        return mount.mode == "ro" and mount.target in (":minimal", "~/.codex/tmp/arg0-linux")
     if target == "bwrap":
         return mount.kind == "host" and mount.mode == "ro" and mount.source == mount.target and (
             mount.target == "/usr" or mount.target.startswith("/etc/"))

@@ -105,10 +105,10 @@ def test_every_target_list_is_the_target_registry() -> None:
     from mcpspec.targets import TARGET_NAMES
     from mcpspec.targets.client.formats import CLIENTS
 
-    lists = re.findall(r"--target ([a-z0-9]+(?:\|[a-z0-9]+)+)", README)
+    lists = re.findall(r"--target ([a-z0-9-]+(?:\|[a-z0-9-]+)+)", README)
     assert lists and all(names.split("|") == list(TARGET_NAMES) for names in lists), (lists, TARGET_NAMES)
     build = next(line for line in README.splitlines() if line.startswith("| `mcpspec build"))
-    assert re.findall(r"`([a-z0-9]+)`", build.split("compile for ", 1)[1].split("(", 1)[0]) == list(TARGET_NAMES)
+    assert re.findall(r"`([a-z0-9-]+)`", build.split("compile for ", 1)[1].split("(", 1)[0]) == list(TARGET_NAMES)
     clients = re.findall(r"--client ([a-z0-9-]+(?:\|[a-z0-9-]+)+)", README)
     assert clients and all(names.split("|") == list(CLIENTS) for names in clients), (clients, list(CLIENTS))
 

@@ -100,7 +100,10 @@ servers:
     assert build.blocked
     shared = build.files.get("compose.yaml", "")  # one file for every server: its services say who was built
     assert not any("bad" in name for name in build.files) and "\n  bad:" not in shared, sorted(build.files)
-    assert any("good" in name for name in build.files) or "\n  good:" in shared or '"good"' in build.files.get(".mcp.json", ""), sorted(build.files)
+    codex = build.files.get("codex-config.toml", "")  # codex-profile: one config with a profile and an entry per server built
+    assert "mcpspec-bad" not in codex and "[mcp_servers.bad]" not in codex, codex
+    assert (any("good" in name for name in build.files) or "\n  good:" in shared or '"good"' in build.files.get(".mcp.json", "")
+            or "[mcp_servers.good]" in codex), sorted(build.files)
     client = build.files.get(".mcp.json", "")  # the client target: one config that names every server built
     assert '"bad"' not in client and (target != "client" or '"good"' in client), client
     servers = _manifest(build.files)["servers"]

@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "compose": "mcpspec.targets.compose",
     "k8s": "mcpspec.targets.k8s",
     "client": "mcpspec.targets.client",
+    "codex-profile": "mcpspec.targets.codex_profile",
     "cedar": "mcpspec.targets.cedar",
 }
 TARGET_NAMES = tuple(REGISTRY)
