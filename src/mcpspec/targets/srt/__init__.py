@@ -39,18 +39,24 @@ when a check fails:
   would show the sandbox what the link leads to;
 - neither the launcher's directory nor srt's install may lie in a writable mount (the server
   would rewrite its own rules, or srt, for the next run);
+- `/tmp/claude` must not exist: srt always lets the sandbox write it, a host directory shared
+  with whatever else uses it;
 - srt runs its seccomp helper (`vendor/seccomp/<arch>/apply-seccomp` of its install) inside the
-  sandbox: the launcher adds that one directory to `allowRead` of the settings it hands srt (on
-  descriptor 3; the file itself is never changed).
+  sandbox, and binds the sockets of its proxy bridge from its temporary directory before it hides
+  the denied paths: the launcher gives srt a private temporary directory (`mktemp -d`, removed when
+  srt ends; a launcher killed outright leaves it) and adds it and the helper's directory to
+  `allowRead` of the settings it hands srt on descriptor 3 (the file itself is never changed).
 
 Then it starts srt with only the declared environment (`env -i`, the `env.set` values, the
 inherited names when they are set, and `PATH`), under `timeout(1)` when the spec sets
-`lifecycle.max_lifetime`, and the server under `prlimit` for `runtime.memory` (RLIMIT_AS) and
-`runtime.pids` (RLIMIT_NPROC). The working directory is the spec's `workdir` (default `/`).
+`lifecycle.max_lifetime` (srt is asked to stop 10 s before it and killed at it), and the server under
+`prlimit` for `runtime.memory` (RLIMIT_AS) and `runtime.pids` (RLIMIT_NPROC). The working directory
+is the spec's `workdir` (default `/`). The launcher waits for srt: a SIGTERM to it takes effect when
+the server ends (it ends when the client closes its stdin).
 
 What the settings say: reads are denied from `/` down and re-allowed for `/usr` (with the
-`/bin` and `/lib` links), the dynamic-linker, TLS and timezone files of `/etc` and the spec's
-mounts; writes are allowed only to the rw mounts (a ro mount inside an rw one stays read-only);
+`/bin` and `/lib` links), the dynamic-linker, TLS and timezone files of `/etc`, `/etc/hosts`
+(where the sandbox finds `localhost`, the name of srt's proxy) and the spec's mounts; writes are allowed only to the rw mounts (a ro mount inside an rw one stays read-only);
 the network allows only the spec's names (`host:port`, `*.domain:port`: subdomains only, as in the
 spec), `strictAllowlist` on, and refuses after name resolution every metadata, loopback, private,
 link-local and other special-purpose address and the spec's denied ranges
@@ -62,9 +68,6 @@ A mount must be a host path at the same path (`from: /srv/data, to: /srv/data`):
 show a host path elsewhere, nor make workspace or tmpfs dirs, so the build refuses those (TG004),
 as it refuses an address entry in `egress.allow` (srt's allowlist takes names), `egress.default:
 allow`, and an HTTP server (its network namespace is its own: no client reaches it).
-
-VS Code runs stdio MCP servers under srt itself: `--target client --client vscode` writes
-`sandboxEnabled` and the `sandbox` block of each entry from the same settings (docs/targets.md).
 """
 
 CAPABILITIES: dict[str, Capability] = {
@@ -149,7 +152,11 @@ class SrtTarget:
     options: frozenset[str] = frozenset()
 
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
-        return [], {}
+        # One gap per secret, at the secret's source (where a waiver names it), in place of the matrix's one for them all.
+        gaps = [Gap("secrets", "none", (*grant.secret_path, "provider"), f"secret {grant.name!r} does not reach the server: "
+                    + CAPABILITIES["secrets"].how) for grant in sandbox.secrets]
+        overrides: Overrides = {"secrets": ("full", "")} if gaps else {}  # lowered to none by the gaps above
+        return gaps, overrides
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
         if sandbox.transport.type != "stdio":

@@ -22,7 +22,8 @@ from mcpspec.targets.escape import sh, sh_words
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 SETTINGS_SUFFIX = ".srt-settings.json"
-# How long srt has to end the server after max_lifetime before timeout(1) kills it.
+# How long srt has to end the server after timeout(1) asks it to before timeout(1) kills it: the ask
+# comes this much before max_lifetime, so the kill comes at max_lifetime at the latest.
 KILL_AFTER = 10
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # Adds to allowRead srt's own seccomp helper (its vendor/seccomp directory), which srt runs inside the
@@ -63,7 +64,11 @@ def launcher(plan: Plan, sandbox: EffectiveSandbox) -> str:
     else:  # a host variable passed by name only when it is set: ${NAME+"NAME=$NAME"} is one word or none
         env_words = ["/usr/bin/env", "-i", *assignments, *(f'${{{key}+"{key}=${key}"}}' for key in inherited)]
     lifetime = sandbox.lifecycle.max_lifetime
-    timeout = ["/usr/bin/timeout", f"--kill-after={KILL_AFTER}", str(max(1, math.floor(lifetime)))] if lifetime is not None else []
+    timeout: list[str] = []
+    if lifetime is not None:
+        total = max(2, math.floor(lifetime))
+        grace = min(KILL_AFTER, total // 2)
+        timeout = ["/usr/bin/timeout", f"--kill-after={grace}", str(total - grace)]
     limits = [f"--as={sandbox.resources.memory}"] if sandbox.resources.memory is not None else []
     limits += [f"--nproc={sandbox.resources.pids}"] if sandbox.resources.pids is not None else []
     prlimit = ["/usr/bin/prlimit", *limits, "--"] if limits else []
