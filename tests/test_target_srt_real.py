@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -302,3 +303,70 @@ def test_the_server_gets_no_host_variable_and_no_host_process(box: Box) -> None:
         assert not any(word in cmdline for word in ("cli.js", "listener.py", "session", "setpriv", "unshare", "bwrap")), cmdline
     assert json.loads(got[3]["stdout"]) == {"abstract": "PermissionError", "path": "PermissionError"}, got[3]
     assert got[4]["uid"] == NOBODY or got[4].get("euid") == NOBODY, got[4]
+
+
+# --- VS Code's own sandbox (`--target client --client vscode --via srt`) ---
+
+# What VS Code does with the mcp.json it is given (mcpSandboxService.ts, microsoft/vscode): it keeps only these keys of
+# the block's filesystem and network, adds ~/.npm and the entry's cwd to allowWrite and registry.npmjs.org to
+# allowedDomains, and runs `srt --settings FILE COMMAND ARGS...` in the entry's cwd with TMPDIR set to its own directory.
+def _as_vscode_runs_it(box: Box) -> Path:
+    from mcpspec.targets.base import BuildOptions
+
+    base = box.sandbox.base
+    spec = base / "srt.yaml"
+    build = build_plan(load(spec), "client", options=BuildOptions(client="vscode", via="srt"))
+    failing = [f"{r.code} {r.message}" for r in build.findings if r.suppression is None and r.severity in ("critical", "high", "error")]
+    assert not failing, failing
+    config = json.loads(build.files[".vscode/mcp.json"])
+    entry, block = config["servers"]["probe"], config["sandbox"]
+    assert entry["sandboxEnabled"] is True
+    filesystem, network = block["filesystem"], block["network"]
+    settings = {key: value for key, value in block.items() if key not in ("filesystem", "network")}
+    settings["filesystem"] = {"allowWrite": [*filesystem["allowWrite"], "~/.npm", entry["cwd"]],
+                              "denyRead": filesystem["denyRead"], "denyWrite": filesystem["denyWrite"]}
+    settings["network"] = {"allowedDomains": [*network["allowedDomains"], "registry.npmjs.org"], "deniedDomains": network["deniedDomains"]}
+    (base / "vscode-settings.json").write_text(json.dumps(settings))
+    (box.home / ".npm").mkdir(exist_ok=True)
+    (box.home / ".npm").chmod(0o777)
+    words = " ".join(shlex.quote(word) for word in [entry["command"], *entry["args"]])
+    wrapper = base / "vscode-launch.sh"
+    wrapper.write_text(f"#!/bin/sh\nset -e\nexport HOME={shlex.quote(str(box.home))}\nexport TMPDIR=$(mktemp -d)\ncd {shlex.quote(entry['cwd'])}\n"
+                       f"exec srt --settings {base}/vscode-settings.json -- {words}\n")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_vscode_s_sandbox_writes_only_the_rw_mounts(box: Box) -> None:
+    got = box.session([
+        ("read_path", {"path": str(box.home / ".ssh" / "id_ed25519")}),
+        ("write_path", {"path": str(box.rw / "vscode.txt"), "data": "rw"}),
+        ("write_path", {"path": str(box.home / ".npm" / "planted"), "data": "escaped"}),
+        ("write_path", {"path": str(box.ro / "data.txt"), "data": "overwritten"}),
+        ("write_path", {"path": str(box.nested / "keep.txt"), "data": "overwritten"}),
+        ("write_path", {"path": str(box.outside / "vscode-planted.txt"), "data": "escaped"}),
+        ("environment", {}),
+        ("replace_with_symlink", {"path": str(box.rw / "vscode-link"), "target": str(box.outside / "vscode-victim.txt")}),
+        ("write_path", {"path": str(box.rw / "vscode-link"), "data": "escaped"}),
+    ], launcher=_as_vscode_runs_it(box))
+    assert got[0]["ok"] is False, got[0]  # ~ is denied
+    assert got[1] == {"ok": True} and (box.rw / "vscode.txt").read_text() == "rw"
+    assert not (box.home / ".npm" / "planted").exists(), got[2]  # VS Code makes ~/.npm writable: the block denies it back
+    assert got[3]["ok"] is False and got[4]["ok"] is False, got[3:5]
+    assert (box.ro / "data.txt").read_text() == "ro-data" and (box.nested / "keep.txt").read_text() == "keep"
+    assert not (box.outside / "vscode-planted.txt").exists()
+    assert "MCPSPEC_CANARY" not in got[6]["env"] and "HOME" not in got[6]["env"], got[6]  # env -i: not VS Code's environment
+    assert got[7]["ok"] and not (box.outside / "vscode-victim.txt").exists(), got[7:]  # a planted link leads nowhere
+
+
+def test_vscode_s_sandbox_refuses_what_vs_code_adds(box: Box) -> None:
+    got = box.session([_spawn(["/usr/bin/python3", f"{box.sandbox.probe_dir}/via_proxy.py", "http://registry.npmjs.org/",
+                               f"http://unlisted.mcpspec.test:{PORT}/", f"http://allowed.mcpspec.test:{PORT}/"]),
+                       ("connect", {"host": "127.0.0.1", "port": PORT}), ("connect", {"host": "::1", "port": PORT})],
+                      launcher=_as_vscode_runs_it(box))
+    assert got[0].get("status") == 0, got[0]
+    answers = json.loads(got[0]["stdout"])
+    # Refused by srt's proxy: the first two before any name is resolved; the listed name for its loopback address.
+    assert [status for _url, status, _mark, _body in answers] == [403, 403, 403], answers
+    assert [mark for _url, _status, mark, _body in answers][:2] == ["blocked-by-allowlist"] * 2, answers
+    assert got[1]["ok"] is False and got[2]["ok"] is False, got[1:]

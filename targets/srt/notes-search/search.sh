@@ -8,6 +8,7 @@ refuse() { printf 'mcpspec-srt: %s: %s\n' search "$1" >&2; exit 125; }
 here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd -P) || refuse "cannot find the directory of this launcher"
 srt=$(command -v srt) || refuse "srt is not on PATH (npm install -g @anthropic-ai/sandbox-runtime@0.0.83)"
 node=$(command -v node) || refuse "node is not on PATH"
+case "$node" in *=*) refuse "the path of node holds =, which env would read as a variable" ;; esac
 cli=$(readlink -f -- "$srt") || refuse "cannot resolve $srt"
 package=$(CDPATH= cd -- "$(dirname -- "$cli")/.." && pwd -P) || refuse "cannot find the directory srt is installed in"
 seccomp=$(CDPATH= cd -- "$package/vendor/seccomp" && pwd -P) || refuse "srt has no vendor/seccomp directory in $package"

@@ -68,6 +68,9 @@ A mount must be a host path at the same path (`from: /srv/data, to: /srv/data`):
 show a host path elsewhere, nor make workspace or tmpfs dirs, so the build refuses those (TG004),
 as it refuses an address entry in `egress.allow` (srt's allowlist takes names), `egress.default:
 allow`, and an HTTP server (its network namespace is its own: no client reaches it).
+
+VS Code runs stdio servers under its own srt: `--target client --client vscode --via srt` writes
+`sandboxEnabled` and the mcp.json `sandbox` block from these settings (`targets/client/README.md`).
 """
 
 CAPABILITIES: dict[str, Capability] = {
