@@ -33,6 +33,10 @@ NOBODY = 65534
 PORT = 8471  # inside the session's own network namespace: it clashes with nothing
 OTHER_PORT = 8472
 CANARY = "canary-7f3e9d41"
+# A directory name and a value every layer must carry as they are: the launcher (sh), the settings (JSON), srt's bwrap.
+HOSTILE_DIR = "ro dir $(touch PWNED) `touch PWNED` 'q' \"d\" ; x"
+HOSTILE_VALUE = "a b $(touch PWNED) ${HOME} `id` 'q' \"d\" \\ %s"
+VSCODE_VALUE = HOSTILE_VALUE.replace("${HOME} ", "")
 LISTENER = """
 import http.server, socket, sys, threading
 class Reply(http.server.BaseHTTPRequestHandler):
@@ -103,8 +107,10 @@ class Box:
         self.nested = self.rw / "keep"  # a ro mount inside the rw one
         self.outside = base / "outside"  # nothing mounts it
         self.home = base / "home"  # a stand-in for the user's home, with a secret in it
-        for path in (self.rw, self.ro, self.nested, self.outside, self.home):
+        self.hostile = base / HOSTILE_DIR
+        for path in (self.rw, self.ro, self.nested, self.outside, self.home, self.hostile):
             path.mkdir()
+        (self.hostile / "inside.txt").write_text("hostile-ok")
         os.chown(self.rw, NOBODY, NOBODY)
         (self.ro / "data.txt").write_text("ro-data")
         (self.nested / "keep.txt").write_text("keep")
@@ -122,19 +128,31 @@ class Box:
         (sandbox.probe_dir / "unix.py").write_text(UNIX)
         for name in ("via_proxy.py", "unix.py"):
             (sandbox.probe_dir / name).chmod(0o644)
-        self.launcher = self.build("srt", f"""
+        self.server_yaml = f"""
     mounts:
       - {{from: {sandbox.site}, to: {sandbox.site}}}
       - {{from: {sandbox.probe_dir}, to: {sandbox.probe_dir}}}
       - {{from: {self.ro}, to: {self.ro}}}
       - {{from: {self.rw}, to: {self.rw}, mode: rw}}
       - {{from: {self.nested}, to: {self.nested}}}
+      - {{from: {json.dumps(str(self.hostile))}, to: {json.dumps(str(self.hostile))}}}
     egress:
       default: deny
       allow: ["allowed.mcpspec.test:{PORT}", "private.mcpspec.test:{PORT}", "six.mcpspec.test:{PORT}"]
-""")
+"""
+        self.launcher = self.build("srt", self.server_yaml)
 
-    def build(self, name: str, server_yaml: str) -> Path:
+    def build(self, name: str, server_yaml: str, value: str = HOSTILE_VALUE) -> Path:
+        sandbox = self.sandbox
+        spec = self.spec(name, server_yaml, value)
+        build = build_plan(load(spec), "srt")
+        failing = [f"{r.code} {r.message}" for r in build.findings if r.suppression is None and r.severity in ("critical", "high", "error")]
+        assert not failing, failing
+        out = sandbox.base / f"out-{name}"
+        write_build(out, build)
+        return out / "probe.sh"
+
+    def spec(self, name: str, server_yaml: str, value: str = HOSTILE_VALUE) -> Path:
         sandbox = self.sandbox
         spec = sandbox.base / f"{name}.yaml"
         spec.write_text(f"""version: 1
@@ -142,15 +160,10 @@ project: e2e
 servers:
   probe:
     command: [/usr/bin/python3, {sandbox.probe_dir}/probe_server.py, {sandbox.marker}]
-    env: {{inherit: none, set: {{PYTHONPATH: {sandbox.site}}}}}
+    env: {{inherit: none, set: {{PYTHONPATH: {sandbox.site}, HOSTILE: {json.dumps(value)}}}}}
     runtime: {{memory: 1Gi, pids: 64}}
 {server_yaml}""", encoding="utf-8")
-        build = build_plan(load(spec), "srt")
-        failing = [f"{r.code} {r.message}" for r in build.findings if r.suppression is None and r.severity in ("critical", "high", "error")]
-        assert not failing, failing
-        out = sandbox.base / f"out-{name}"
-        write_build(out, build)
-        return out / "probe.sh"
+        return spec
 
     def session(self, calls: list[tuple[str, dict[str, Any]]], launcher: Path | None = None) -> list[Any]:
         """Call the tools through the launcher, run as nobody in a network, mount and pid namespace of its own."""
@@ -195,7 +208,7 @@ def test_a_file_the_spec_does_not_mount_is_not_there(box: Box) -> None:
     ])
     assert got[0]["ok"] is False, got[0]  # the user's key, in a directory nobody mounted
     assert got[1] == {"ok": True, "data": "ro-data"}  # what the spec mounts is there
-    assert set(got[2]["entries"]) <= {"probe", "site", "ro", "rw"}, got[2]  # beside the mounts: nothing of the host
+    assert set(got[2]["entries"]) <= {"probe", "site", "ro", "rw", HOSTILE_DIR}, got[2]  # beside the mounts: nothing of the host
     assert got[3]["ok"] is False and got[4]["ok"] is False  # /etc holds only the runtime's files
     assert got[5].get("entries", []) in ([], ["vendor"]), got[5]  # srt's install: only its seccomp helper
 
@@ -294,10 +307,14 @@ def test_an_allowed_name_that_resolves_to_a_refused_address_is_refused(box: Box)
 
 def test_the_server_gets_no_host_variable_and_no_host_process(box: Box) -> None:
     got = box.session([("environment", {}), ("cmdlines", {}), ("read_path", {"path": "/proc/1/environ"}),
-                       _spawn(["/usr/bin/python3", f"{box.sandbox.probe_dir}/unix.py"]), ("identity", {})])
+                       _spawn(["/usr/bin/python3", f"{box.sandbox.probe_dir}/unix.py"]), ("identity", {}),
+                       ("read_path", {"path": str(box.hostile / "inside.txt")})])
+    assert got[5] == {"ok": True, "data": "hostile-ok"}, got[5]  # a mount whose name is shell and JSON syntax is there, as named
+    # Nothing of the name or the value ran: no PWNED where the launcher, srt or the server could have made one.
+    assert not [place for place in (Path.cwd(), box.sandbox.base, box.launcher.parent, Path("/"), box.rw) if (place / "PWNED").exists()]
     env = got[0]["env"]
     assert "MCPSPEC_CANARY" not in env and CANARY not in json.dumps(got), env
-    assert env["PYTHONPATH"] == str(box.sandbox.site)
+    assert env["PYTHONPATH"] == str(box.sandbox.site) and env["HOSTILE"] == HOSTILE_VALUE, env
     # srt, the session and its listeners are out of sight: the sandbox sees its own processes only.
     for cmdline in got[1]["cmdlines"].values():
         assert not any(word in cmdline for word in ("cli.js", "listener.py", "session", "setpriv", "unshare", "bwrap")), cmdline
@@ -314,7 +331,8 @@ def _as_vscode_runs_it(box: Box) -> Path:
     from mcpspec.targets.base import BuildOptions
 
     base = box.sandbox.base
-    spec = base / "srt.yaml"
+    # VS Code expands ${...} in an entry's arguments (the build refuses such a value): the rest of the hostile value stays.
+    spec = box.spec("vscode", box.server_yaml, VSCODE_VALUE)
     build = build_plan(load(spec), "client", options=BuildOptions(client="vscode", via="srt"))
     failing = [f"{r.code} {r.message}" for r in build.findings if r.suppression is None and r.severity in ("critical", "high", "error")]
     assert not failing, failing
@@ -356,6 +374,7 @@ def test_vscode_s_sandbox_writes_only_the_rw_mounts(box: Box) -> None:
     assert (box.ro / "data.txt").read_text() == "ro-data" and (box.nested / "keep.txt").read_text() == "keep"
     assert not (box.outside / "vscode-planted.txt").exists()
     assert "MCPSPEC_CANARY" not in got[6]["env"] and "HOME" not in got[6]["env"], got[6]  # env -i: not VS Code's environment
+    assert got[6]["env"]["HOSTILE"] == VSCODE_VALUE, got[6]
     assert got[7]["ok"] and not (box.outside / "vscode-victim.txt").exists(), got[7:]  # a planted link leads nowhere
 
 
