@@ -83,8 +83,8 @@ CAPABILITIES: dict[str, Capability] = {
     ),
     "hidden-paths": Capability(
         "partial",
-        "denyRead of / with allowRead of /usr, the linker, TLS and timezone files of /etc, the mounts and srt's seccomp helper; the host's "
-        "top-level directory names stay visible (as empty directories), and so does srt's proxy plumbing",
+        "denyRead of / with allowRead of /usr, the linker, TLS, timezone and hosts files of /etc, the mounts, srt's seccomp helper and "
+        "srt's own temporary directory (its proxy sockets); the host's top-level directory names stay visible, as empty directories",
         (_REAL + "test_a_file_the_spec_does_not_mount_is_not_there",),
     ),
     "identity": Capability(
@@ -128,7 +128,8 @@ CAPABILITIES: dict[str, Capability] = {
     "memory": Capability("partial", "prlimit --as inside the sandbox: an address-space limit, which memfd and shared memory pass"),
     "pids": Capability("partial", "prlimit --nproc inside the sandbox: RLIMIT_NPROC counts every process of the user the server runs as"),
     "cpu": Capability("none", "srt sets no CPU limit"),
-    "lifetime": Capability("partial", "timeout(1) stops srt (and srt its sandbox) after max_lifetime, with SIGKILL 10 s later; no test measures it"),
+    "lifetime": Capability("partial", "timeout(1) asks srt to stop (and srt its sandbox) 10 s before max_lifetime and kills it at max_lifetime; "
+                           "no test measures it"),
     "syscall-filter": Capability(
         "partial",
         "srt's own seccomp helper refuses Unix sockets (abstract ones too) and io_uring; the project's syscall policy is not applied",
