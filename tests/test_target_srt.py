@@ -95,6 +95,7 @@ def test_an_address_entry_is_refused_not_widened(allow: str, path: tuple[str, ..
     (("- {{from: /srv/app, to: /srv/app}}", "- {{from: /srv/app, to: /app}}"), "shows host paths only where they are"),
     (("- {{from: /srv/app, to: /srv/app}}", "- {{from: ~/app, to: /srv/app}}"), "a path under ~"),
     (("default: deny", "default: allow"), "cannot allow every destination"),
+    (("{{from: /srv/data, to: /srv/data, mode: rw}}", "{{from: /usr/local, to: /usr/local, mode: rw}}"), "where srt finds bubblewrap"),
     (("    command:", "    transport: {{type: http, port: 8100}}\n    command:"), "network namespace of its own"),
 ])
 def test_what_srt_cannot_say_is_refused(change: tuple[str, str], words: str) -> None:

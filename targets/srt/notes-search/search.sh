@@ -20,6 +20,7 @@ done
 for path in /srv/handbook-index; do
     case "$here/" in "$path"/*) refuse "this launcher lies in the writable mount $path" ;; esac
     case "$package/" in "$path"/*) refuse "srt lies in the writable mount $path" ;; esac
+    case "$(readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac
 done
 # srt always lets the sandbox write /tmp/claude when it exists: a host directory others write too.
 [ ! -e /tmp/claude ] && [ ! -L /tmp/claude ] || refuse "/tmp/claude exists: srt would let the server write it (remove it)"

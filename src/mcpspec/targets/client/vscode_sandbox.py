@@ -21,7 +21,7 @@ from typing import Any
 from mcpspec.ir.plan import EffectiveSandbox
 from mcpspec.targets.base import Capability, Refused
 from mcpspec.targets.srt import CAPABILITIES as SRT
-from mcpspec.targets.srt.launcher import environment
+from mcpspec.targets.srt.launcher import environment, refuse_writable_tools
 from mcpspec.targets.srt.settings import settings
 
 # What VS Code adds to every sandbox (mcpSandboxService.ts: _defaultAllowedDomains, _getDefaultAllowWrite).
@@ -98,6 +98,7 @@ def _under(path: str, parent: str) -> bool:
 def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     """The mcp.json ``sandbox`` block this server needs, and the working directory its entry sets."""
     rules = settings(sandbox)
+    refuse_writable_tools(sandbox)
     filesystem, network = rules["filesystem"], rules["network"]
     mounts = [_path(mount.target, sandbox) for mount in sandbox.mounts]  # host paths where they are (settings() refused the rest)
     writable = [_path(entry["path"], sandbox) for entry in filesystem["allowWrite"]]

@@ -37,8 +37,9 @@ when a check fails:
   setting for another user), so start it as an unprivileged user of its own;
 - every mount path must be its own canonical path (`readlink -f`): a link, or a path under one,
   would show the sandbox what the link leads to;
-- neither the launcher's directory nor srt's install may lie in a writable mount (the server
-  would rewrite its own rules, or srt, for the next run);
+- neither the launcher's directory, srt's install nor node may lie in a writable mount (the server
+  would rewrite its own rules, or srt, for the next run; for the same reason the build refuses a
+  writable mount that holds `/usr/local/bin`, `/usr/bin` or `/bin`, where srt finds bubblewrap);
 - `/tmp/claude` must not exist: srt always lets the sandbox write it, a host directory shared
   with whatever else uses it;
 - srt runs its seccomp helper (`vendor/seccomp/<arch>/apply-seccomp` of its install) inside the

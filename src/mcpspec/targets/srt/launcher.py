@@ -34,6 +34,19 @@ _MERGE = ('const fs = require("fs"); const s = JSON.parse(fs.readFileSync(proces
           'process.stdout.write(JSON.stringify(s));')
 
 
+def refuse_writable_tools(sandbox: EffectiveSandbox) -> None:
+    """srt finds bwrap, socat and rg on the host's PATH, outside the sandbox: a server that writes there would choose
+    the next run's sandbox."""
+    for mount in sandbox.mounts:
+        if mount.writable and any(_under(directory, mount.target) for directory in DEFAULT_PATH.split(":")):
+            raise Refused("mounts", mount.path, f"{mount.target} is writable and holds part of {DEFAULT_PATH}, where srt finds "
+                          "bubblewrap: the server would choose the next run's sandbox")
+
+
+def _under(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
 def environment(sandbox: EffectiveSandbox) -> tuple[list[tuple[str, str]], list[str], bool]:
     """(variables set, host variables passed by name, whole host environment passed)."""
     env = sandbox.env
@@ -55,6 +68,7 @@ def launcher(plan: Plan, sandbox: EffectiveSandbox) -> str:
     if not sandbox.command:
         raise Refused("process-policy", sandbox.path, f"server {sandbox.name!r} has no command to launch")
     name = sh(sandbox.name)
+    refuse_writable_tools(sandbox)
     mounts = [m.target for m in sandbox.mounts]
     writable = [m.target for m in sandbox.mounts if m.writable]
     declared, inherited, inherit_all = environment(sandbox)
@@ -95,6 +109,7 @@ def launcher(plan: Plan, sandbox: EffectiveSandbox) -> str:
         *([f"for path in {sh_words(writable)}; do",
            '    case "$here/" in "$path"/*) refuse "this launcher lies in the writable mount $path" ;; esac',
            '    case "$package/" in "$path"/*) refuse "srt lies in the writable mount $path" ;; esac',
+           '    case "$(readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac',
            "done"] if writable else []),
         "# srt always lets the sandbox write /tmp/claude when it exists: a host directory others write too.",
         '[ ! -e /tmp/claude ] && [ ! -L /tmp/claude ] || refuse "/tmp/claude exists: srt would let the server write it (remove it)"',
