@@ -136,3 +136,9 @@ def test_vscode_refuses_what_it_would_expand_or_share() -> None:
 def test_via_srt_is_vscode_s_alone() -> None:
     with pytest.raises(ValueError, match="--client vscode"):
         _build(target="client", options=BuildOptions(client="cursor", via="srt"))
+
+
+def test_vscode_s_auto_approval_of_a_tool_that_needs_approval_is_reported() -> None:
+    spec = SPEC + "    tools:\n      wipe: {{effects: [destructive], approval: always}}\n"
+    build = _build(target="client", options=VSCODE, spec=spec)
+    assert any("wipe need a person's approval" in r.message for r in build.results if r.code == "TG003"), [r.message for r in build.results]

@@ -182,6 +182,10 @@ class ClientTarget:
             gaps, overrides = srt.TARGET.server_gaps(plan, sandbox, options)
             for control, capability in vscode_sandbox.CAPABILITIES.items():
                 overrides.setdefault(control, (capability.level, f"through VS Code's sandbox (--via srt): {capability.how}"))
+            gated = sorted(name for name, tool in sandbox.tools.items() if approval_mode(plan, tool) is not None)
+            if gated:
+                gaps.append(Gap("call-policy", "none", (*sandbox.path, "tools"), f"VS Code approves every tool of a sandboxed server without "
+                                f"asking: {', '.join(gated)} need a person's approval, and nothing asks for it under --via srt"))
             return gaps, overrides
         if options.via == "run":
             gaps, overrides = bwrap.TARGET.server_gaps(plan, sandbox, options)
