@@ -22,7 +22,7 @@ from mcpspec.ir.plan import EffectiveSandbox
 from mcpspec.targets.base import Capability, Refused
 from mcpspec.targets.srt import CAPABILITIES as SRT
 from mcpspec.targets.srt.launcher import environment, refuse_writable_tools
-from mcpspec.targets.srt.settings import settings
+from mcpspec.targets.srt.settings import settings, under
 
 # What VS Code adds to every sandbox (mcpSandboxService.ts: _defaultAllowedDomains, _getDefaultAllowWrite).
 VSCODE_DOMAINS = ("registry.npmjs.org",)
@@ -91,9 +91,6 @@ def _path(value: str, sandbox: EffectiveSandbox) -> str:
     return value
 
 
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
 
 def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     """The mcp.json ``sandbox`` block this server needs, and the working directory its entry sets."""
@@ -104,14 +101,14 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     writable = [_path(entry["path"], sandbox) for entry in filesystem["allowWrite"]]
     cwd = sandbox.workdir or (writable[0] if writable else "/")
     deny_write = [entry["path"] for entry in filesystem["denyWrite"]] + list(VSCODE_WRITES)
-    if not any(_under(cwd, path) for path in writable):
+    if not any(under(cwd, path) for path in writable):
         deny_write.append(cwd)  # VS Code makes the working directory writable; the spec does not
     allowed = list(network["allowedDomains"])
     wanted = {entry.split(":")[0] for entry in allowed}
     denied = list(network["deniedDomains"]) + [name for name in VSCODE_DOMAINS if name not in wanted]
     # A directory a mount lies in stays readable (nothing re-allows the mount inside it); so does ~ when a mount may lie in a home.
-    homes = any(_under(mount, "/home") or _under(mount, "/root") for mount in mounts)
-    deny_read = [path for path in DENY_READ if not any(_under(mount, path) for mount in mounts) and not (path == "~" and homes)]
+    homes = any(under(mount, "/home") or under(mount, "/root") for mount in mounts)
+    deny_read = [path for path in DENY_READ if not any(under(mount, path) for mount in mounts) and not (path == "~" and homes)]
     block = {
         "filesystem": {"allowWrite": writable, "denyRead": deny_read, "denyWrite": list(dict.fromkeys(deny_write))},
         "network": {"allowedDomains": allowed, "deniedDomains": denied},

@@ -19,6 +19,7 @@ from mcpspec.spec.models import MINIMAL_ENV
 from mcpspec.targets.base import Refused
 from mcpspec.targets.common import header
 from mcpspec.targets.escape import sh, sh_words
+from mcpspec.targets.srt.settings import under
 
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 SETTINGS_SUFFIX = ".srt-settings.json"
@@ -38,13 +39,10 @@ def refuse_writable_tools(sandbox: EffectiveSandbox) -> None:
     """srt finds bwrap, socat and rg on the host's PATH, outside the sandbox: a server that writes there would choose
     the next run's sandbox."""
     for mount in sandbox.mounts:
-        if mount.writable and any(_under(directory, mount.target) for directory in DEFAULT_PATH.split(":")):
+        if mount.writable and any(under(directory, mount.target) for directory in DEFAULT_PATH.split(":")):
             raise Refused("mounts", mount.path, f"{mount.target} is writable and holds part of {DEFAULT_PATH}, where srt finds "
                           "bubblewrap: the server would choose the next run's sandbox")
 
-
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 def environment(sandbox: EffectiveSandbox) -> tuple[list[tuple[str, str]], list[str], bool]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from mcpspec.targets.grants import ANY, EgressGrant, Endpoint, EndpointKind, Grants, Identity, Limits, Mode, MountGrant
 from mcpspec.targets.srt.launcher import SETTINGS_SUFFIX
+from mcpspec.targets.srt.settings import under
 
 _INHERITED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\+\1=\$\1\}\Z")  # ${NAME+"NAME=$NAME"} after shlex
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.DOTALL)
@@ -38,9 +39,6 @@ def _paths(entries: list[Any]) -> list[str]:
     return [entry["path"] if isinstance(entry, dict) else str(entry) for entry in entries]
 
 
-def _under(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
-
 
 def read_server(server: str, settings: Mapping[str, Any], launcher: str) -> Grants:
     filesystem = settings.get("filesystem", {})
@@ -52,7 +50,7 @@ def read_server(server: str, settings: Mapping[str, Any], launcher: str) -> Gran
         readable = ["/", *readable]  # reads are srt's default: anything not denied is there
     mounts = []
     for path in dict.fromkeys([*readable, *writable]):
-        mode: Mode = "rw" if any(_under(path, w) for w in writable) and not any(_under(path, k) for k in kept) else "ro"
+        mode: Mode = "rw" if any(under(path, w) for w in writable) and not any(under(path, k) for k in kept) else "ro"
         mounts.append(MountGrant(path, "host", path, mode))
     declared, inherited, inherit_all, limits = _launch(launcher)
     return Grants(

@@ -46,7 +46,7 @@ def settings(sandbox: EffectiveSandbox) -> dict[str, Any]:
             "allowRead": [literal(path) for path in (*RUNTIME_READ, *(m.target for m in mounts))],
             "allowWrite": [literal(path) for path in writable],
             # A read-only mount inside a writable one stays read-only: srt's denyWrite wins over allowWrite.
-            "denyWrite": [literal(m.target) for m in mounts if not m.writable and any(_under(m.target, w) for w in writable)],
+            "denyWrite": [literal(m.target) for m in mounts if not m.writable and any(under(m.target, w) for w in writable)],
             "allowGitConfig": False,
         },
         "network": _network(sandbox),
@@ -70,7 +70,8 @@ def _host_mount(sandbox: EffectiveSandbox, mount: EffectiveMount) -> EffectiveMo
     return mount
 
 
-def _under(path: str, parent: str) -> bool:
+def under(path: str, parent: str) -> bool:
+    """Whether ``path`` is ``parent`` or lies below it."""
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
