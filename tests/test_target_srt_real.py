@@ -389,3 +389,9 @@ def test_vscode_s_sandbox_refuses_what_vs_code_adds(box: Box) -> None:
     assert [status for _url, status, _mark, _body in answers] == [403, 403, 403], answers
     assert [mark for _url, _status, mark, _body in answers][:2] == ["blocked-by-allowlist"] * 2, answers
     assert got[1]["ok"] is False and got[2]["ok"] is False, got[1:]
+
+
+def test_memory_and_processes_stop_at_the_rlimits(box: Box) -> None:
+    got = box.session([("allocate", {"megabytes": 1536}), ("allocate", {"megabytes": 64}), ("fork_many", {"count": 100})])
+    assert got[0] == {"ok": False, "error": "MemoryError"} and got[1]["ok"] is True, got[:2]  # runtime.memory 1Gi (RLIMIT_AS)
+    assert got[2]["started"] < 64 and got[2]["error"], got[2]  # runtime.pids 64 (RLIMIT_NPROC)

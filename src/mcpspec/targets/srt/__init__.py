@@ -126,8 +126,10 @@ CAPABILITIES: dict[str, Capability] = {
         "the server may listen on its own network namespace's loopback, which nothing outside reaches; nothing stops the listen itself",
         (_REAL + "test_the_hosts_loopback_is_out_of_reach_on_both_families",),
     ),
-    "memory": Capability("partial", "prlimit --as inside the sandbox: an address-space limit, which memfd and shared memory pass"),
-    "pids": Capability("partial", "prlimit --nproc inside the sandbox: RLIMIT_NPROC counts every process of the user the server runs as"),
+    "memory": Capability("partial", "prlimit --as inside the sandbox: an address-space limit, which memfd and shared memory pass",
+                         (_REAL + "test_memory_and_processes_stop_at_the_rlimits",)),
+    "pids": Capability("partial", "prlimit --nproc inside the sandbox: RLIMIT_NPROC counts every process of the user the server runs as",
+                       (_REAL + "test_memory_and_processes_stop_at_the_rlimits",)),
     "cpu": Capability("none", "srt sets no CPU limit"),
     "lifetime": Capability("partial", "timeout(1) asks srt to stop (and srt its sandbox) 10 s before max_lifetime and kills it at max_lifetime; "
                            "no test measures it"),
