@@ -102,7 +102,9 @@ writes go only to the rw mounts; what VS Code adds (`~/.npm` and the working dir
 denied for `~`, `/home`, `/root`, `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/data`, `/workspace`
 and `/etc`'s secrets, except a directory a mount lies in (VS Code passes no `allowRead`, so the
 rest of the host stays readable: hidden paths partial), and VS Code drops srt's resolved-address
-denies (private ranges: partial). One mcp.json has one block: servers that need different ones are
+denies (private ranges: partial). srt binds its proxy's sockets from its temporary directory, which
+VS Code puts in its own (on Linux under /tmp): a remote VS Code server whose temporary directory
+lies under a denied path (`~`) leaves the server without network. One mcp.json has one block: servers that need different ones are
 refused (build them into separate workspaces). VS Code approves a sandboxed server's tools without
 asking and nothing relays MCP, so approvals, the tool allowlist, rate limits and call timeouts are
 not enforced (TG003). The matrix of `--via srt` (tests/test_target_srt_real.py runs VS Code's way
