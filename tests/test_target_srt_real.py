@@ -111,6 +111,8 @@ class Box:
         for path in (self.rw, self.ro, self.nested, self.outside, self.home, self.hostile):
             path.mkdir()
         (self.hostile / "inside.txt").write_text("hostile-ok")
+        (base / "tmp").mkdir()
+        (base / "tmp").chmod(0o1777)  # VS Code's temporary directory, where srt puts its sockets (removed with the rest)
         os.chown(self.rw, NOBODY, NOBODY)
         (self.ro / "data.txt").write_text("ro-data")
         (self.nested / "keep.txt").write_text("keep")
@@ -349,7 +351,7 @@ def _as_vscode_runs_it(box: Box) -> Path:
     (box.home / ".npm").chmod(0o777)
     words = " ".join(shlex.quote(word) for word in [entry["command"], *entry["args"]])
     wrapper = base / "vscode-launch.sh"
-    wrapper.write_text(f"#!/bin/sh\nset -e\nexport HOME={shlex.quote(str(box.home))}\nexport TMPDIR=$(mktemp -d)\ncd {shlex.quote(entry['cwd'])}\n"
+    wrapper.write_text(f"#!/bin/sh\nset -e\nexport HOME={shlex.quote(str(box.home))}\nexport TMPDIR=$(mktemp -d {base}/tmp/vscode.XXXXXX)\ncd {shlex.quote(entry['cwd'])}\n"
                        f"exec srt --settings {base}/vscode-settings.json -- {words}\n")
     wrapper.chmod(0o755)
     return wrapper
