@@ -142,3 +142,9 @@ def test_vscode_s_auto_approval_of_a_tool_that_needs_approval_is_reported() -> N
     spec = SPEC + "    tools:\n      wipe: {{effects: [destructive], approval: always}}\n"
     build = _build(target="client", options=VSCODE, spec=spec)
     assert any("wipe need a person's approval" in r.message for r in build.results if r.code == "TG003"), [r.message for r in build.results]
+
+
+def test_vscode_s_registry_on_every_port_is_reported_when_the_spec_allows_one() -> None:
+    build = _build(target="client", options=VSCODE, allow='"registry.npmjs.org:443"')
+    assert any("registry.npmjs.org on every port" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
+    assert json.loads(build.files[".vscode/mcp.json"])["sandbox"]["network"]["allowedDomains"] == ["registry.npmjs.org:443"]

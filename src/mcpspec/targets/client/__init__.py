@@ -184,6 +184,9 @@ class ClientTarget:
             gaps, overrides = srt.TARGET.server_gaps(plan, sandbox, options)
             for control, capability in vscode_sandbox.CAPABILITIES.items():
                 overrides.setdefault(control, (capability.level, f"through VS Code's sandbox (--via srt): {capability.how}"))
+            for name in vscode_sandbox.widened(sandbox):
+                gaps.append(Gap("egress-allowlist", "partial", sandbox.origin("egress.allow"), f"VS Code allows {name} on every port, "
+                                "and the spec on one: the sandbox block cannot deny the others"))
             gated = sorted(name for name, tool in sandbox.tools.items() if approval_mode(plan, tool) is not None)
             if gated:
                 gaps.append(Gap("call-policy", "none", (*sandbox.path, "tools"), f"VS Code approves every tool of a sandboxed server without "

@@ -117,6 +117,11 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     return block, cwd
 
 
+def widened(sandbox: EffectiveSandbox) -> list[str]:
+    """The names VS Code allows on every port that the spec allows on one port only (the block cannot deny the other ports)."""
+    return sorted({d.host for d in sandbox.egress.allow if d.kind == "domain" and d.host in VSCODE_DOMAINS and d.port is not None})
+
+
 def command(sandbox: EffectiveSandbox) -> list[str]:
     """The entry's command line: env -i with the declared variables, the limits, then the server."""
     declared, inherited, inherit_all = environment(sandbox)
