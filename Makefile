@@ -34,8 +34,8 @@ demo: $(STAMP)
 
 # pytest's status 5 (no test collected) fails like any other non-zero status.
 test: $(STAMP) lint typecheck
-	@echo "$(PY) -m pytest -q"
-	@$(PY) -m pytest -q; status=$$?; \
+	@echo "$(PY) -m pytest -q --durations=30"
+	@$(PY) -m pytest -q --durations=30; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make: pytest collected no tests" >&2; fi; \
 	exit $$status
 

@@ -30,8 +30,14 @@ from mcpspec.targets.srt.reader import read_build as read_srt
 from mcpspec.targets.systemd.reader import read_build as read_systemd
 from mcpspec.targets.writer import OutputError, write_build
 
+
+def read_cedar(files: Mapping[str, str]) -> dict[str, Grants]:
+    """What a cedar build grants: its sandbox's (built with --sandbox compose under compose/); the policies grant no access."""
+    return read_compose({name.removeprefix("compose/"): text for name, text in files.items() if name.startswith("compose/")})
+
+
 READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {
-    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s, "srt": read_srt,
+    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s, "cedar": read_cedar, "srt": read_srt,
 }
 # Build inputs that are not in the spec: the container targets get a proxy image (so allowlists are
 # built), k8s a secret store (so vault secrets are), the nodes' podPidsLimit for two of the projects and Cilium's toFQDNs for one.
@@ -482,6 +488,8 @@ def build_all(text: str) -> dict[str, Build]:
 def options(target: str, project: str) -> BuildOptions | None:
     if target == "compose":
         return BuildOptions(proxy_image=PROXY_IMAGE)
+    if target == "cedar":
+        return BuildOptions(sandbox="compose", proxy_image=PROXY_IMAGE)
     if target == "k8s":
         # The nodes' podPidsLimit sits among the drawn runtime.pids (16, 64, 256): a server asking for fewer must stay TG001.
         return BuildOptions(proxy_image=PROXY_IMAGE, secret_store="vault-store", egress="cilium" if project == "p1" else "proxy",

@@ -37,6 +37,8 @@ def test_every_target_has_a_reader() -> None:
 
     # The client target grants nothing itself: each entry starts `mcpspec run`, which builds the bwrap
     # launcher that READERS["bwrap"] checks (tests/test_target_client.py checks its files hold no grant).
+    # The cedar target's grants are its sandbox's (READERS["cedar"] reads its --sandbox compose build); its policies'
+    # verdicts are compared with `mcpspec run`'s on generated specs by tests/test_target_cedar.py.
     assert set(TARGET_NAMES) - {"client"} == set(READERS)
 
 

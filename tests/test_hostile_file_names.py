@@ -44,7 +44,7 @@ HOSTILE = (
 )
 # The client target writes one client's config, for a spec path it is given (a fixed one here, so the file's
 # name reaches only comments; the command line below passes the hostile path itself).
-NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml")}
+NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml"), "cedar": BuildOptions(sandbox="bwrap")}
 # Examples whose build emits files for every target (a refused value would leave some out).
 SPECS = [path for path in EXAMPLES if path.stem != "risky"]
 

@@ -24,7 +24,8 @@ from mcpspec.targets.build import MANIFEST, build_plan
 
 TODAY = datetime.date(2026, 12, 1)
 # Build inputs a target cannot build without (the client target writes one client's config).
-NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml")}
+# The cedar target's policies go beside a sandbox target's build (alone it enforces no boundary).
+NEEDED = {"client": BuildOptions(client="claude-code", spec_path="/srv/mcp/mcp-sandbox.yaml"), "cedar": BuildOptions(sandbox="bwrap")}
 
 VAULT_WAIVED = """\
 version: 1

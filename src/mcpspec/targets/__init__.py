@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "compose": "mcpspec.targets.compose",
     "k8s": "mcpspec.targets.k8s",
     "client": "mcpspec.targets.client",
+    "cedar": "mcpspec.targets.cedar",
     "srt": "mcpspec.targets.srt",
 }
 TARGET_NAMES = tuple(REGISTRY)

@@ -155,6 +155,8 @@ class BuildOptions:
     out_dir: str | None = None
     # Where the nodes hold this build's seccomp profiles, under the kubelet's seccomp directory (k8s: Localhost profiles).
     seccomp_localhost: str | None = None
+    # The target whose build (written under OUT/<sandbox>/) starts the servers a gateway's policy fronts (cedar).
+    sandbox: str | None = None
 
     def __post_init__(self) -> None:
         if self.pod_pids_limit is not None and self.pod_pids_limit < 1:

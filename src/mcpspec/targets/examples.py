@@ -27,6 +27,8 @@ EXAMPLE_OPTIONS: dict[str, BuildOptions] = {
     "k8s": BuildOptions(proxy_image="localhost/mcpspec-egress@sha256:" + "0" * 64, secret_store="vault-example", pod_pids_limit=64),
     # client: Claude Code's config (the richest: servers and permissions); the spec path is where a checkout might sit.
     "client": BuildOptions(client="claude-code"),
+    # cedar: the gateway's policies beside a compose build of the same spec (the smallest sandbox build of the examples).
+    "cedar": BuildOptions(sandbox="compose", proxy_image="localhost/mcpspec-squid@sha256:" + "0" * 64),
 }
 EXAMPLE_ROOT = "/srv/mcp"  # the examples' spec path in the client configs: no path of the machine that built them
 
@@ -104,6 +106,10 @@ def readme(target_name: str, built: dict[str, int], repo: Path = REPO, reasons: 
         proof = "<br>".join(f"`{test.rpartition('::')[2]}`" for test in capability.proof)
         lines.append(f"| {control.title} | {control.kind} | {capability.level} | {capability.how.replace('|', '/')} | {proof} |")
     lines += ["", "## Compiled examples", ""]
+    sandbox = EXAMPLE_OPTIONS[target_name].sandbox if target_name in EXAMPLE_OPTIONS else None
+    if sandbox is not None:
+        lines += [f"Each build also writes `{sandbox}/`, the {sandbox} target's build of the example: it is",
+                  f"[`targets/{sandbox}/EXAMPLE/`](../{sandbox}/), not repeated here.", ""]
     for spec in example_specs(repo):
         count = built[spec.stem]
         status = f"built ({count} files)" if count else "not built (see `build.txt`), because of:"
@@ -142,6 +148,12 @@ def side_by_side() -> list[str]:
     return [*lines, "", *notes]
 
 
+def _repeated(target: str, name: str) -> bool:
+    """Whether a file is another target's build of the example, which that target's directory already holds (cedar's --sandbox)."""
+    sandbox = EXAMPLE_OPTIONS[target].sandbox if target in EXAMPLE_OPTIONS else None
+    return sandbox is not None and name.startswith(f"{sandbox}/")
+
+
 def _flags(target: str) -> str:
     options = EXAMPLE_OPTIONS.get(target)
     given = options.given() if options is not None else {}
@@ -159,7 +171,8 @@ def expected_tree(repo: Path = REPO) -> dict[str, tuple[str, int]]:
             built[spec.stem] = len(files)
             tree[f"{target}/{spec.stem}/build.txt"] = (printed, 0o644)
             for name, content in files.items():
-                tree[f"{target}/{spec.stem}/{name}"] = (content, 0o755 if name in executable else 0o644)
+                if not _repeated(target, name):
+                    tree[f"{target}/{spec.stem}/{name}"] = (content, 0o755 if name in executable else 0o644)
         tree[f"{target}/README.md"] = (readme(target, built, repo, reasons), 0o644)
     return tree
 
