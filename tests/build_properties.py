@@ -27,6 +27,7 @@ from mcpspec.targets.codex_profile.reader import read_build as read_codex_profil
 from mcpspec.targets.compose.reader import read_build as read_compose
 from mcpspec.targets.grants import Endpoint, Grants
 from mcpspec.targets.k8s.reader import read_build as read_k8s
+from mcpspec.targets.srt.reader import read_build as read_srt
 from mcpspec.targets.systemd.reader import read_build as read_systemd
 from mcpspec.targets.writer import OutputError, write_build
 
@@ -37,7 +38,7 @@ def read_cedar(files: Mapping[str, str]) -> dict[str, Grants]:
 
 
 READERS: dict[str, Callable[[Mapping[str, str]], dict[str, Grants]]] = {
-    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s, "codex-profile": read_codex_profile, "cedar": read_cedar,
+    "bwrap": read_bwrap, "systemd": read_systemd, "compose": read_compose, "k8s": read_k8s, "srt": read_srt, "codex-profile": read_codex_profile, "cedar": read_cedar,
 }
 # Build inputs that are not in the spec: the container targets get a proxy image (so allowlists are
 # built), k8s a secret store (so vault secrets are), the nodes' podPidsLimit for two of the projects and Cilium's toFQDNs for one.
@@ -373,7 +374,7 @@ def _check_server(spec: Mapping[str, Any], name: str, grants: Grants, levels: Ma
     declared = dict(env.get("set") or {})
     inherit = env.get("inherit") or "none"
     inherited = set(inherit) if isinstance(inherit, list) else MINIMAL_ENV if inherit == "minimal" else set()
-    fixed = (PROXY_ENV if proxied else set()) | ({"PATH"} if grants.target in ("bwrap", "codex-profile") else set())
+    fixed = (PROXY_ENV if proxied else set()) | ({"PATH"} if grants.target in ("bwrap", "srt", "codex-profile") else set())
     for variable, value in grants.env_set:
         if variable in declared:
             if value != declared[variable] and variable not in fixed:
@@ -428,6 +429,9 @@ def _fixed_mount(target: str, mount: Any, levels: Mapping[str, str], egress_sock
     if target == "bwrap":
         return mount.kind == "host" and mount.mode == "ro" and mount.source == mount.target and (
             mount.target == "/usr" or mount.target.startswith("/etc/"))
+    if target == "srt":  # the host's programs and libraries, and the runtime's files of /etc, read-only where they are
+        return mount.kind == "host" and mount.mode == "ro" and mount.source == mount.target and (
+            mount.target in ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32") or mount.target.startswith("/etc/"))
     if target == "compose":  # the scratch tmpfs at /tmp, and the entrypoint shim the file mounts beside it
         return (mount.kind == "tmpfs" and mount.target == "/tmp") or (
             mount.kind == "host" and mount.mode == "ro" and mount.target == "/mcpspec/entrypoint.sh" and mount.source == "./mcpspec-entrypoint.sh")

@@ -29,6 +29,7 @@ DEBIAN_PACKAGES = {
     "make": "make",
     "mmdebstrap": "mmdebstrap",
     "newuidmap": "uidmap",
+    "node": "npm",  # Debian's npm brings nodejs, which srt runs on
     "nsenter": "util-linux",
     "podman": "podman",
     "runc": "runc",

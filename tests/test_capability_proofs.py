@@ -27,3 +27,13 @@ def test_every_full_control_names_the_tests_that_attack_it(name: str) -> None:
             relative, _, test = proof.partition("::")
             assert relative.startswith("tests/") and test, proof
             assert test in _test_names(relative), f"{name}: {control} names {proof}, which does not exist"
+
+
+def test_vscode_s_sandbox_matrix_names_tests_that_exist() -> None:
+    from mcpspec.targets.client.vscode_sandbox import CAPABILITIES
+
+    for control, capability in CAPABILITIES.items():
+        assert capability.level != "full" or capability.proof, f"client --via srt: {control} is 'full' but no test attacks it"
+        for proof in capability.proof:
+            relative, _, test = proof.partition("::")
+            assert test in _test_names(relative), f"client --via srt: {control} names {proof}, which does not exist"

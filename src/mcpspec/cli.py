@@ -299,7 +299,7 @@ def build(
     pod_pids_limit: Annotated[int | None, typer.Option("--pod-pids-limit", min=1, help="k8s: the podPidsLimit of the nodes' kubelets, which bounds a pod's processes (a pod spec cannot).")] = None,
     seccomp_localhost: Annotated[str | None, typer.Option("--seccomp-localhost", help="k8s: the directory under the kubelet's seccomp root where the nodes hold this build's seccomp/<server>.json profiles; pods then use them (Localhost) instead of RuntimeDefault.")] = None,
     client: Annotated[str | None, typer.Option("--client", help="client: the MCP client whose config to write: claude-desktop, claude-code, vscode, cursor, codex.")] = None,
-    via: Annotated[str, typer.Option("--via", help="client: what each entry starts: run (`mcpspec run`, the bwrap sandbox; default), docker-compose or podman-compose (a compose build written under OUT/compose).")] = "run",
+    via: Annotated[str, typer.Option("--via", help="client: what each entry starts: run (`mcpspec run`, the bwrap sandbox; default), docker-compose or podman-compose (a compose build written under OUT/compose), or srt (vscode: the server itself under VS Code's sandbox, sandboxEnabled).")] = "run",
     sandbox: Annotated[str | None, typer.Option("--sandbox", help="cedar: the target (bwrap, systemd, compose, k8s) whose build, written under OUT/<target>, starts the servers the gateway fronts.")] = None,
 ) -> None:
     """Compile a spec into a target's artifacts (only when every boundary it asks for can be enforced
@@ -313,14 +313,14 @@ def build(
     chosen = _settings(Flags(config, no_inline_suppressions=no_inline_suppressions), file)
     if egress not in ("proxy", "cilium"):
         _usage("--egress must be proxy or cilium")
-    if via not in ("run", "docker-compose", "podman-compose"):
-        _usage("--via must be one of run, docker-compose, podman-compose")
+    if via not in ("run", "docker-compose", "podman-compose", "srt"):
+        _usage("--via must be one of run, docker-compose, podman-compose, srt")
     directory = out if out is not None else Path("build") / target
     try:
         options = BuildOptions(
             proxy_image=proxy_image, egress="cilium" if egress == "cilium" else "proxy", secret_store=secret_store, pod_pids_limit=pod_pids_limit, client=client,
             seccomp_localhost=seccomp_localhost, sandbox=sandbox,
-            via="docker-compose" if via == "docker-compose" else "podman-compose" if via == "podman-compose" else "run",
+            via="docker-compose" if via == "docker-compose" else "podman-compose" if via == "podman-compose" else "srt" if via == "srt" else "run",
         )
     except ValueError as exc:
         _usage(str(exc))

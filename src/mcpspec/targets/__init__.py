@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "compose": "mcpspec.targets.compose",
     "k8s": "mcpspec.targets.k8s",
     "client": "mcpspec.targets.client",
+    "srt": "mcpspec.targets.srt",
     "codex-profile": "mcpspec.targets.codex_profile",
     "cedar": "mcpspec.targets.cedar",
 }

@@ -149,8 +149,8 @@ class BuildOptions:
     client: str | None = None
     # The spec's absolute path, which the client's config hands to `mcpspec run` (set by the build from FILE).
     spec_path: str | None = None
-    # What the client target's entries start: `mcpspec run` (bwrap) or the compose file through an engine.
-    via: Literal["run", "docker-compose", "podman-compose"] = "run"
+    # What the client target's entries start: `mcpspec run` (bwrap), the compose file through an engine, or (VS Code) the server under VS Code's srt.
+    via: Literal["run", "docker-compose", "podman-compose", "srt"] = "run"
     # The output directory's absolute path, where the client's entries find the compose file (set by the build from --out).
     out_dir: str | None = None
     # Where the nodes hold this build's seccomp profiles, under the kubelet's seccomp directory (k8s: Localhost profiles).

@@ -10,13 +10,15 @@ Where the client can say which tools need a person's approval, the config says i
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 
 from mcpspec.ir.plan import AGENT_TOKEN, RUN_TOKEN, EffectiveSandbox, Plan
 from mcpspec.rules.facts import approval_mode
-from mcpspec.targets import bwrap, compose
+from mcpspec.targets import bwrap, compose, srt
 from mcpspec.targets.base import BuildOptions, Capability, Emitted, Gap, Level, Overrides, Refused
+from mcpspec.targets.client import vscode_sandbox
 from mcpspec.targets.client.formats import CLIENTS, Client, Entry, rule_tool, valid_server_name
 from mcpspec.targets.compose.envsecrets import WRAPPER_FILE, from_environment
 from mcpspec.targets.compose.service import delivered as compose_delivered
@@ -83,6 +85,32 @@ Every entry sets `MCPSPEC_RUN_DIR` to it, since compose reads the whole file at 
 podman-compose, `COMPOSE_PROJECT_DIR` to `OUT/compose`, where it finds the seccomp profiles). Create
 its subdirectories before the first run (`mkdir -p "$dir"/input "$dir"/output`): compose does not.
 Every session of the client shares them; empty them yourself between runs.
+
+## VS Code's own sandbox instead (`--via srt`)
+
+    mcpspec build mcp-sandbox.yaml --target client --client vscode --via srt --out .
+
+VS Code (Linux and macOS) runs a stdio server whose entry says `"sandboxEnabled": true` under the
+sandbox-runtime (srt) it ships, with the `sandbox` block of `.vscode/mcp.json`. With `--via srt`
+each entry starts the server itself (no `mcpspec run`), as `sh -c 'exec env -i <srt's proxy
+variables> "$@"'` with the declared variables, then `timeout` and `prlimit` for max_lifetime,
+memory and processes, then the spec's command; `cwd` is the spec's `workdir` (or the first rw
+mount, or `/`). The `sandbox` block is the srt target's settings as far as VS Code passes them on
+(`filesystem.allowWrite`, `denyRead`, `denyWrite`, `network.allowedDomains`, `deniedDomains`):
+writes go only to the rw mounts; what VS Code adds (`~/.npm` and the working directory writable,
+`registry.npmjs.org` allowed) is denied back unless the spec grants it (srt's denies win); reads are
+denied for `~`, `/home`, `/root`, `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/data`, `/workspace`
+and `/etc`'s secrets, except a directory a mount lies in (VS Code passes no `allowRead`, so the
+rest of the host stays readable: hidden paths partial), and VS Code drops srt's resolved-address
+denies (private ranges: partial). srt binds its proxy's sockets from its temporary directory, which
+VS Code puts in its own (on Linux under /tmp): a remote VS Code server whose temporary directory
+lies under a denied path (`~`) leaves the server without network. One mcp.json has one block: servers that need different ones are
+refused (build them into separate workspaces). VS Code approves a sandboxed server's tools without
+asking and nothing relays MCP, so approvals, the tool allowlist, rate limits and call timeouts are
+not enforced (TG003). The matrix of `--via srt` (tests/test_target_srt_real.py runs VS Code's way
+of starting srt on the generated block):
+
+{vscode_matrix}
 """
 
 # The sandbox is bwrap's: same level, same proofs, said once here.
@@ -123,13 +151,14 @@ CAPABILITIES["call-policy"] = Capability(
 # Where a compose build's files go under --out, and the engines that run it.
 COMPOSE_DIR = "compose"
 ENGINES = {"docker-compose": ("docker", ("compose",)), "podman-compose": ("podman-compose", ())}
-VIAS = ("run", *ENGINES)
+VIAS = ("run", *ENGINES, "srt")
 
 
 class ClientTarget:
     name = "client"
     description = "an MCP client's config (Claude Desktop, Claude Code, VS Code, Cursor, Codex) that starts every server through `mcpspec run` (or a compose file)"
-    usage = USAGE.replace("{clients}", "\n".join(f"- `{c.name}`: {c.where}" for c in CLIENTS.values()))
+    usage = USAGE.replace("{clients}", "\n".join(f"- `{c.name}`: {c.where}" for c in CLIENTS.values())).replace(
+        "{vscode_matrix}", vscode_sandbox.matrix_text())
     capabilities = CAPABILITIES
     options: frozenset[str] = frozenset({"client", "spec_path", "via", "out_dir", "proxy_image"})
 
@@ -138,17 +167,31 @@ class ClientTarget:
             raise ValueError(f"the client target needs --client: one of {', '.join(CLIENTS)}")
         if options.via not in VIAS:
             raise ValueError(f"--via must be one of {', '.join(VIAS)}")
-        if options.via == "run" and options.proxy_image is not None:
-            raise ValueError("--proxy-image is for --via docker-compose or podman-compose: `mcpspec run` runs the bwrap launcher's own proxy")
-        if options.via != "run" and (options.out_dir is None or not options.out_dir.startswith("/")):
+        if options.via in ("run", "srt") and options.proxy_image is not None:
+            raise ValueError("--proxy-image is for --via docker-compose or podman-compose: `mcpspec run` runs the bwrap launcher's own proxy, srt its own")
+        if options.via == "srt" and options.client != "vscode":
+            raise ValueError("--via srt is for --client vscode, which runs a stdio server under its own sandbox-runtime (sandboxEnabled)")
+        if options.via in ENGINES and (options.out_dir is None or not options.out_dir.startswith("/")):
             raise ValueError(f"--via {options.via} needs the output directory's absolute path, where the entries find the compose file")
 
     def secret_source(self, options: BuildOptions) -> str:
         """Secrets come from the sources of what the entries start: `mcpspec run` (bwrap) or the compose file."""
-        return "bwrap" if options.via == "run" else "compose"
+        return "bwrap" if options.via == "run" else "srt" if options.via == "srt" else "compose"
 
     def server_gaps(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> tuple[list[Gap], Overrides]:
         client = CLIENTS[str(options.client)]
+        if options.via == "srt":  # VS Code's srt is the sandbox: its matrix says how far each control goes
+            gaps, overrides = srt.TARGET.server_gaps(plan, sandbox, options)
+            for control, capability in vscode_sandbox.CAPABILITIES.items():
+                overrides.setdefault(control, (capability.level, f"through VS Code's sandbox (--via srt): {capability.how}"))
+            for name in vscode_sandbox.widened(sandbox):
+                gaps.append(Gap("egress-allowlist", "partial", sandbox.origin("egress.allow"), f"VS Code allows {name} on every port, "
+                                "and the spec on one: the sandbox block cannot deny the others"))
+            gated = sorted(name for name, tool in sandbox.tools.items() if approval_mode(plan, tool) is not None)
+            if gated:
+                gaps.append(Gap("call-policy", "none", (*sandbox.path, "tools"), f"VS Code approves every tool of a sandboxed server without "
+                                f"asking: {', '.join(gated)} need a person's approval, and nothing asks for it under --via srt"))
+            return gaps, overrides
         if options.via == "run":
             gaps, overrides = bwrap.TARGET.server_gaps(plan, sandbox, options)
         else:
@@ -172,7 +215,13 @@ class ClientTarget:
         return gaps, overrides
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
-        if options.via == "run":
+        if options.via == "srt":
+            if sandbox.transport.type != "stdio":
+                raise Refused("listeners", (*sandbox.path, "transport"), "VS Code sandboxes stdio servers only: an HTTP server would run unsandboxed")
+            vscode_sandbox.sandbox_block(sandbox)  # what VS Code's srt cannot say is refused here, for this server
+            vscode_sandbox.command(sandbox)
+            emitted = Emitted()
+        elif options.via == "run":
             bwrap.TARGET.server_files(plan, sandbox, options)  # what `mcpspec run` builds: its refusals are this build's
             emitted = Emitted()
         else:
@@ -188,6 +237,8 @@ class ClientTarget:
         client = CLIENTS[str(options.client)]
         if not built:
             return Emitted()
+        if options.via == "srt":
+            return Emitted(client.files(_srt_entries(plan, built)))
         if options.via == "run":
             spec = options.spec_path
             if spec is None or not spec.startswith("/"):
@@ -203,6 +254,22 @@ class ClientTarget:
             _refuse_expanded(client, run_dir, "the workspace's run directory")
         entries = [_compose_entry(plan, sandbox, compose_file, options.via, run_dir, client) for sandbox in built]
         return Emitted({**files.files, **client.files(entries)}, executable=files.executable)
+
+
+def _srt_entries(plan: Plan, built: Sequence[EffectiveSandbox]) -> list[Entry]:
+    """VS Code's entries, each the server itself under VS Code's sandbox; one sandbox block for all, or none built."""
+    entries = []
+    first: tuple[str, dict[str, object]] | None = None
+    for sandbox in built:
+        block, cwd = vscode_sandbox.sandbox_block(sandbox)
+        if first is None:
+            first = (sandbox.name, block)
+        elif block != first[1]:
+            raise Refused("mounts", sandbox.path, f"VS Code has one sandbox block per mcp.json, and servers {first[0]} and {sandbox.name} need "
+                          "different ones: build them into separate workspaces (one spec each)")
+        words = vscode_sandbox.command(sandbox)
+        entries.append(dataclasses.replace(_entry(plan, sandbox, words[0], words[1:]), cwd=cwd, sandbox=block))
+    return entries
 
 
 def _refuse_expanded(client: Client, path: str, what: str) -> None:

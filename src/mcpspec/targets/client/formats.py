@@ -31,6 +31,9 @@ class Entry:
     allow: tuple[str, ...] = ()  # tools no person approves (the spec says so)
     ask: tuple[str, ...] = ()  # tools a person approves at every call
     listed: tuple[str, ...] | None = None  # the only tools `mcpspec run` lets through (None: unlisted tools pass too)
+    cwd: str | None = None  # the working directory the client starts it in (VS Code under its sandbox)
+    # VS Code's sandbox block (one per mcp.json, the same for every entry that has one): the entry sets sandboxEnabled
+    sandbox: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +64,10 @@ def _stdio(entry: Entry, typed: bool) -> dict[str, object]:
     server.update({"command": entry.command, "args": list(entry.args)})
     if entry.env:
         server["env"] = dict(entry.env)
+    if entry.cwd is not None:
+        server["cwd"] = entry.cwd
+    if entry.sandbox is not None:
+        server["sandboxEnabled"] = True
     return server
 
 
@@ -78,7 +85,13 @@ def _claude_code(entries: list[Entry]) -> dict[str, str]:
 
 
 def _vscode(entries: list[Entry]) -> dict[str, str]:
-    return {".vscode/mcp.json": _json({"servers": {e.name: _stdio(e, True) for e in entries}})}
+    config: dict[str, object] = {"servers": {e.name: _stdio(e, True) for e in entries}}
+    blocks = [e.sandbox for e in entries if e.sandbox is not None]
+    if blocks:
+        if any(block != blocks[0] for block in blocks):  # the target refuses this before: never one server's block for another
+            raise ValueError("VS Code has one sandbox block per mcp.json: the entries need different ones")
+        config["sandbox"] = blocks[0]
+    return {".vscode/mcp.json": _json(config)}
 
 
 def _cursor(entries: list[Entry]) -> dict[str, str]:

@@ -1,0 +1,124 @@
+"""One server's launcher (``<server>.sh``): a POSIX shell script that starts it under srt.
+
+It refuses to start as root; checks that no mount path is a link or lies under one
+(srt would show what the link leads to) and that neither the launcher nor srt lies in a
+writable mount (the server could rewrite its own rules for the next run); re-allows
+reading srt's own seccomp helper (srt runs it inside the sandbox); then runs srt with
+an environment of the declared variables only, the settings on descriptor 3, and the
+server under ``prlimit`` for its memory and process limits. Every value of the spec
+is one shell word quoted by ``escape.sh``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from mcpspec.ir.plan import EffectiveSandbox, Plan
+from mcpspec.spec.models import MINIMAL_ENV
+from mcpspec.targets.base import Refused
+from mcpspec.targets.common import header
+from mcpspec.targets.escape import sh, sh_words
+from mcpspec.targets.srt.settings import under
+
+DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+SETTINGS_SUFFIX = ".srt-settings.json"
+# How long srt has to end the server after timeout(1) asks it to before timeout(1) kills it: the ask
+# comes this much before max_lifetime, so the kill comes at max_lifetime at the latest.
+KILL_AFTER = 10
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# Adds to allowRead srt's own seccomp helper (its vendor/seccomp directory), which srt runs inside the
+# sandbox, and srt's private temporary directory, where the sockets of its proxy bridge are (srt binds
+# them into the sandbox before it applies denyRead, so under a denied /tmp they would be hidden).
+_MERGE = ('const fs = require("fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); '
+          'for (const path of process.argv.slice(2)) s.filesystem.allowRead.push({path, literal: true}); '
+          'process.stdout.write(JSON.stringify(s));')
+
+
+def refuse_writable_tools(sandbox: EffectiveSandbox) -> None:
+    """srt finds bwrap, socat and rg on the host's PATH, outside the sandbox: a server that writes there would choose
+    the next run's sandbox."""
+    for mount in sandbox.mounts:
+        if mount.writable and any(under(directory, mount.target) for directory in DEFAULT_PATH.split(":")):
+            raise Refused("mounts", mount.path, f"{mount.target} is writable and holds part of {DEFAULT_PATH}, where srt finds "
+                          "bubblewrap: the server would choose the next run's sandbox")
+
+
+
+def environment(sandbox: EffectiveSandbox) -> tuple[list[tuple[str, str]], list[str], bool]:
+    """(variables set, host variables passed by name, whole host environment passed)."""
+    env = sandbox.env
+    if env.inherit == "all":
+        return sorted(env.set.items()), [], True
+    inherit = sorted(env.inherit) if isinstance(env.inherit, tuple) else sorted(MINIMAL_ENV) if env.inherit == "minimal" else []
+    declared = dict(env.set)
+    if "PATH" not in declared and "PATH" not in inherit:
+        declared["PATH"] = DEFAULT_PATH
+    for name in [*declared, *inherit]:
+        if not _ENV_NAME.match(name):
+            raise Refused("env", sandbox.origin("env"), f"the launcher cannot pass the variable {name!r}: a name is letters, digits and _")
+    return sorted(declared.items()), [name for name in inherit if name not in declared], False
+
+
+def launcher(plan: Plan, sandbox: EffectiveSandbox) -> str:
+    if sandbox.command_is_shell:
+        raise Refused("process-policy", (*sandbox.path, "command"), "a command given as one string is run by a shell; give it as a list of words")
+    if not sandbox.command:
+        raise Refused("process-policy", sandbox.path, f"server {sandbox.name!r} has no command to launch")
+    name = sh(sandbox.name)
+    refuse_writable_tools(sandbox)
+    mounts = [m.target for m in sandbox.mounts]
+    writable = [m.target for m in sandbox.mounts if m.writable]
+    declared, inherited, inherit_all = environment(sandbox)
+    assignments = [sh(f"{key}={value}") for key, value in declared]
+    if inherit_all:
+        env_words = ["/usr/bin/env", *assignments]
+    else:  # a host variable passed by name only when it is set: ${NAME+"NAME=$NAME"} is one word or none
+        env_words = ["/usr/bin/env", "-i", *assignments, *(f'${{{key}+"{key}=${key}"}}' for key in inherited)]
+    lifetime = sandbox.lifecycle.max_lifetime
+    timeout: list[str] = []
+    if lifetime is not None:
+        total = max(2, math.floor(lifetime))
+        grace = min(KILL_AFTER, total // 2)
+        timeout = ["/usr/bin/timeout", f"--kill-after={grace}", str(total - grace)]
+    limits = [f"--as={sandbox.resources.memory}"] if sandbox.resources.memory is not None else []
+    limits += [f"--nproc={sandbox.resources.pids}"] if sandbox.resources.pids is not None else []
+    prlimit = ["/usr/bin/prlimit", *limits, "--"] if limits else []
+    workdir = sandbox.workdir or "/"
+    lines = [
+        "#!/bin/sh",
+        *header(plan, f"the launcher of MCP server {sandbox.name} under sandbox-runtime (srt)"),
+        f"# Use this file as the server's stdio command. srt enforces {sandbox.name}{SETTINGS_SUFFIX} beside it.",
+        "set -eu",
+        f"refuse() {{ printf 'mcpspec-srt: %s: %s\\n' {name} \"$1\" >&2; exit 125; }}",
+        '[ "$(id -u)" != 0 ] || refuse "refusing to start as root: start it as the user the server should run as"',
+        'here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd -P) || refuse "cannot find the directory of this launcher"',
+        'srt=$(command -v srt) || refuse "srt is not on PATH (npm install -g @anthropic-ai/sandbox-runtime@0.0.83)"',
+        'node=$(command -v node) || refuse "node is not on PATH"',
+        'case "$node" in *=*) refuse "the path of node holds =, which env would read as a variable" ;; esac',
+        'cli=$(readlink -f -- "$srt") || refuse "cannot resolve $srt"',
+        'package=$(CDPATH= cd -- "$(dirname -- "$cli")/.." && pwd -P) || refuse "cannot find the directory srt is installed in"',
+        'seccomp=$(CDPATH= cd -- "$package/vendor/seccomp" && pwd -P) || refuse "srt has no vendor/seccomp directory in $package"',
+        "# A mount path that is a link, or lies under one, would show the sandbox what the link leads to.",
+        *([f"for path in {sh_words(mounts)}; do",
+           '    [ "$(readlink -f -- "$path")" = "$path" ] || refuse "mount path $path is a symbolic link or lies under one"',
+           "done"] if mounts else []),
+        "# Neither these rules nor srt may lie where the server writes: it would rewrite them for the next run.",
+        *([f"for path in {sh_words(writable)}; do",
+           '    case "$here/" in "$path"/*) refuse "this launcher lies in the writable mount $path" ;; esac',
+           '    case "$package/" in "$path"/*) refuse "srt lies in the writable mount $path" ;; esac',
+           '    case "$(readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac',
+           "done"] if writable else []),
+        "# srt always lets the sandbox write /tmp/claude when it exists: a host directory others write too.",
+        '[ ! -e /tmp/claude ] && [ ! -L /tmp/claude ] || refuse "/tmp/claude exists: srt would let the server write it (remove it)"',
+        'tmp=$(mktemp -d /tmp/mcpspec-srt.XXXXXXXXXX) || refuse "cannot make a temporary directory"',
+        "trap 'rm -rf -- \"$tmp\"' EXIT",
+        "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM",
+        f'settings=$("$node" -e {sh(_MERGE)} "$here"/{sh(sandbox.name + SETTINGS_SUFFIX)} "$seccomp" "$tmp") || refuse "cannot read its settings"',
+        f'cd -- {sh(workdir)} || refuse "cannot enter the working directory"',
+        " ".join([*env_words, '"TMPDIR=$tmp"', *timeout, '"$node" "$cli" --settings /dev/fd/3 --', sh_words([*prlimit, *sandbox.command]),
+                  "3<<MCPSPEC_SETTINGS"]),
+        "$settings",
+        "MCPSPEC_SETTINGS",
+    ]
+    return "\n".join(lines) + "\n"
