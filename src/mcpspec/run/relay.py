@@ -68,6 +68,8 @@ SERVER_NOTIFICATIONS = frozenset(
 # server capabilities (those it relays; experimental, extensions and tasks are not).
 INITIALIZE_KEYS = frozenset({"protocolVersion", "capabilities", "serverInfo", "instructions"})
 SERVER_CAPABILITIES = ("logging", "prompts", "resources", "tools", "completions")
+NAMING_RESOURCES = frozenset({"resources/read", "resources/subscribe", "completion/complete"})  # judged by what listings hide
+RESOURCE_LISTS: tuple[tuple[str, Kind], ...] = (("resources/list", "resources"), ("resources/templates/list", "resource_templates"))
 LISTS: dict[str, Kind] = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resource_templates"}
 LIST_KEYS: dict[Kind, str] = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resource_templates": "resourceTemplates"}
 
@@ -359,8 +361,7 @@ class Relay:
             return
         refusal = self.policy.item_refusal("prompts", str(params.get("name"))) if request.method == "prompts/get" and isinstance(params, dict) else None
         if refusal is not None:
-            self.audit.write("message_refused", direction="client", reason=refusal, method=request.method)
-            await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
+            await self.refuse_naming(client_id, request.method, refusal)
             return
         params, wrong = self.revisions.judge(request.method, params)
         if wrong is None and self.revisions.must_probe(request.method, params):
@@ -373,6 +374,10 @@ class Relay:
             result = self.revisions.screen_result(request.method, self.revisions.local_discover())
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
             return
+        refusal = await self.naming_refusal(request.method, params) if request.method in NAMING_RESOURCES else None
+        if refusal is not None:
+            await self.refuse_naming(client_id, request.method, refusal)
+            return
         self.in_flight.add(client_id)
         if request.method == "tools/call":
             self.judging[client_id] = task = self.spawn(self.call(client_id, params))
@@ -381,6 +386,59 @@ class Relay:
             pending = Pending(client_id, request.method, time.monotonic())
             pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
             await self.forward(pending, params)
+
+    async def refuse_naming(self, client_id: RequestId, method: str, refusal: str) -> None:
+        self.audit.write("message_refused", direction="client", reason=refusal, method=method)
+        await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
+
+    async def naming_refusal(self, method: str, params: Any) -> str | None:
+        """Why a request naming a resource (or, completing, a prompt) is refused: what a listing hides is
+        refused by name too (run/uris.py); None when it may go on."""
+        if not isinstance(params, dict):
+            return f"{method} names what it reads in object params"
+        if method == "completion/complete":
+            ref = params.get("ref")
+            kind = ref.get("type") if isinstance(ref, dict) else None
+            if kind == "ref/prompt" and isinstance(ref, dict) and isinstance(ref.get("name"), str):
+                return self.policy.item_refusal("prompts", ref["name"])
+            if kind != "ref/resource" or not isinstance(ref, dict) or not isinstance(ref.get("uri"), str):
+                return "a completion's ref is a ref/prompt with a name or a ref/resource with a uri"
+            uri, reference = ref["uri"], True
+        else:
+            uri, reference = params.get("uri"), False
+            if not isinstance(uri, str):
+                return f"{method} names a resource by a string uri"
+        if self.policy.lock is None and self.policy.poison is None:
+            return None
+        failure = await self.list_resources_myself()
+        return failure or self.policy.resource_refusal(uri, reference)
+
+    async def list_resources_myself(self) -> str | None:
+        """List the server's resources and templates (every page) unless a whole listing since its last
+        list_changed is known, so a request can be judged by what listings hide; why it could not be."""
+        async with self.listing:
+            for method, kind in RESOURCE_LISTS:
+                if kind in self.policy.known_items:
+                    continue
+                cursor: Any = None
+                for _ in range(MAX_PAGES):
+                    try:
+                        result = await self.ask_server(method, {"cursor": cursor} if cursor is not None else {}, LISTING_TIMEOUT)
+                    except ValueError:  # the server lists none of this kind (an error answer): nothing of it is shown
+                        break
+                    except TimeoutError:
+                        return f"the server did not answer its {method} in time, so the resource cannot be judged"
+                    try:
+                        self.screen_items(kind, checked_result(method, result))
+                    except (Refused, ValueError):
+                        return f"the server's {method} answer is not a listing, so the resource cannot be judged"
+                    cursor = result.get("nextCursor")
+                    if cursor is None:
+                        break
+                else:
+                    return f"the server's {method} has more than {MAX_PAGES} pages, so the resource cannot be judged"
+                self.policy.known_items.add(kind)
+        return None
 
     async def forward(self, pending: Pending, params: Any) -> int:
         server_id = self.register(pending, None)
@@ -815,6 +873,9 @@ class Relay:
                 self.policy.forget()
             elif method == "notifications/prompts/list_changed":
                 self.policy.forget_items("prompts")
+            elif method == "notifications/resources/list_changed":
+                self.policy.forget_items("resources")
+                self.policy.forget_items("resource_templates")
             await self.client.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=method, params=params if isinstance(params, dict) else None)))
             return
         request_id = message["id"]
