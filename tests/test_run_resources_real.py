@@ -11,11 +11,17 @@ lock, or under a template changed since, is refused though the client never list
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from conftest import run_cli
 from test_lock_everything import EVIL, OFFER, locked_spec, offer
+from test_run_agent_real import raw_agent_session
 from test_run_relay_real import Await, box, raw_session, received, write_spec
+
+sys.path.insert(0, str(Path(__file__).parent / "probe"))
+from harness import SANDBOX_PYTHON, Sandbox
 
 __all__ = ["box"]
 SECRET = "SECRET-NOTE-CONTENT"
@@ -94,3 +100,70 @@ def test_with_a_lock_only_a_pinned_resource_or_template_shown_unchanged_is_read(
     reads = [line for line in received(box, "res-lock", "r1", "received.log") if "resources/read" in line]
     assert len(reads) == 1 and "notes://all" in reads[0], reads
     assert run_cli("lock", str(spec), "--check", timeout=120).returncode == 0
+
+
+def agent_spec(box: Sandbox) -> Path:
+    """Two resource servers: agent `pair` serves both (they list the same URIs), agent `solo` one of them."""
+    directory = box.base / "res-agent"
+    directory.mkdir()
+    directory.chmod(0o755)
+    servers = "".join(
+        f"""  {name}:
+    command: [{SANDBOX_PYTHON}, /probe/resource_server.py, {box.marker}]
+    env: {{set: {{PYTHONPATH: /opt/site}}}}
+    runtime: {{memory: 1Gi}}
+    logging: {{sink: {box.base}/audit-res-{name}.jsonl}}
+    mounts:
+      - {{from: {box.site}, to: /opt/site}}
+      - {{from: {box.probe_dir}, to: /probe}}
+      - {{from: workspace.out_{name}, to: /workspace/output}}
+    tools:
+      ping: {{effects: []}}
+"""
+        for name in ("alpha", "beta")
+    )
+    path = directory / "mcp-sandbox.yaml"
+    path.write_text(
+        f"""version: 1
+project: run-resources
+workspace:
+  root: {box.base}/ws-res-agent
+  dirs:
+    out_alpha: {{mode: rw}}
+    out_beta: {{mode: rw}}
+agents:
+  pair: {{servers: [alpha, beta]}}
+  solo: {{servers: [alpha]}}
+servers:
+{servers}""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def audit_lines(box: Sandbox, server: str, run_id: str) -> list[dict[str, Any]]:
+    path = box.base / f"audit-res-{server}.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+    return [line for line in lines if line.get("run_id") == run_id]
+
+
+def test_through_an_agent_endpoint_a_uri_two_servers_list_is_refused_and_a_hidden_one_too(box: Sandbox) -> None:
+    spec = agent_spec(box)
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "resources/list"}
+    replies = raw_agent_session(spec, "p1", [[listing], [read(2, "notes://all"), read(3, "notes://all", "resources/subscribe")]], {"init", 1, 2, 3}, agent="pair")
+    assert replies[1]["result"]["resources"] == [], replies[1]  # neither server's notes://all is shown
+    for request_id in (2, 3):
+        assert refused(replies[request_id]) and "several servers" in replies[request_id]["error"]["message"], replies[request_id]
+    for server in ("alpha", "beta"):
+        lines = audit_lines(box, server, "p1")
+        assert sorted(line["method"] for line in lines if line["event"] == "message_refused" and "listed by servers" in line["reason"]) == ["resources/read", "resources/subscribe"], lines
+        assert any(line["event"] == "pin_refused" and line["reason"] == "ambiguous" for line in lines), lines
+    assert not any((box.base / "ws-res-agent" / "pair" / "p1" / f"out_{server}" / "reads.log").exists() for server in ("alpha", "beta"))
+
+    attacks = [read(100 + index, uri) for index, uri in enumerate(HIDDEN_SPELLINGS)]
+    replies = raw_agent_session(spec, "s1", [[listing], [*attacks, [read(4, "notes://secret")], read(5, "notes://all")]], {"init", 1, 5, *range(100, 100 + len(attacks))}, agent="solo")
+    assert SECRET not in json.dumps(replies), json.dumps(replies)[:3000]
+    assert all(refused(replies[100 + index]) for index in range(len(attacks))), replies
+    assert "batches are not relayed" in json.dumps(replies[None])
+    assert replies[5]["result"]["contents"][0]["text"] == "all the notes"
+    assert (box.base / "ws-res-agent" / "solo" / "s1" / "out_alpha" / "reads.log").read_text().splitlines() == ["all"]

@@ -100,7 +100,9 @@ CAPABILITIES["call-policy"] = Capability(
     "A server may ask the client nothing: roots, elicitation and sampling requests are refused wherever they are carried "
     "(a request, an input_required result of any method, a tasks result, a notification, a batch, _meta, an error's data). "
     "With mcp-sandbox.lock, whatever differs from it (initialize instructions and serverInfo, every field of every tool, "
-    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped. All of it holds the same on "
+    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped. A prompt, resource or "
+    "template a listing hides is refused by name too (prompts/get, resources/read and subscribe, completion/complete), a URI "
+    "in every spelling the server may take for it (case, percent-escapes, dot segments, backslashes, NFKC, a query). All of it holds the same on "
     "MCP 2025-06-18, 2025-11-25 and 2026-07-28 (the spec's protocol_revisions; others refused with -32022), and a listing "
     "reaches a 2026-07-28 client uncacheable (ttlMs 0)",
     (_RUN + "test_allowlist_filters_the_listing_and_refuses_unlisted_calls_before_the_server",
@@ -114,6 +116,8 @@ CAPABILITIES["call-policy"] = Capability(
      _LOCK + "test_a_change_after_locking_is_shown_by_check_and_refused_by_run",
      _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client",
      _LOCK + "test_a_prompt_is_served_only_once_a_listing_showed_it_unchanged",
+     "tests/test_run_resources_real.py::test_a_hidden_resource_or_template_is_refused_by_name_in_every_spelling",
+     "tests/test_run_resources_real.py::test_with_a_lock_only_a_pinned_resource_or_template_shown_unchanged_is_read",
      "tests/test_run_redteam.py::test_a_listing_answered_just_before_list_changed_does_not_renew_the_verdicts",
      "tests/test_run_redteam.py::test_a_call_judged_before_list_changed_is_judged_again_if_sent_after",
      "tests/test_run_revisions_real.py::test_every_policy_holds_on_each_revision"),
