@@ -68,7 +68,8 @@ SERVER_NOTIFICATIONS = frozenset(
 # server capabilities (those it relays; experimental, extensions and tasks are not).
 INITIALIZE_KEYS = frozenset({"protocolVersion", "capabilities", "serverInfo", "instructions"})
 SERVER_CAPABILITIES = ("logging", "prompts", "resources", "tools", "completions")
-NAMING_RESOURCES = frozenset({"resources/read", "resources/subscribe", "completion/complete"})  # judged by what listings hide
+NAMING = frozenset({"prompts/get", "resources/read", "resources/subscribe", "completion/complete"})  # judged by what listings hide
+PROMPT_LISTS: tuple[tuple[str, Kind], ...] = (("prompts/list", "prompts"),)
 RESOURCE_LISTS: tuple[tuple[str, Kind], ...] = (("resources/list", "resources"), ("resources/templates/list", "resource_templates"))
 LISTS: dict[str, Kind] = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resource_templates"}
 LIST_KEYS: dict[Kind, str] = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resource_templates": "resourceTemplates"}
@@ -359,10 +360,6 @@ class Relay:
             text = f"refused by mcpspec run: too many calls awaiting a decision (at most {MAX_JUDGING}, {MAX_JUDGING_BYTES // 2**20} MiB)"
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=self.call_result(text))))
             return
-        refusal = self.policy.item_refusal("prompts", str(params.get("name"))) if request.method == "prompts/get" and isinstance(params, dict) else None
-        if refusal is not None:
-            await self.refuse_naming(client_id, request.method, refusal)
-            return
         params, wrong = self.revisions.judge(request.method, params)
         if wrong is None and self.revisions.must_probe(request.method, params):
             wrong = await self.probe_server()
@@ -374,7 +371,7 @@ class Relay:
             result = self.revisions.screen_result(request.method, self.revisions.local_discover())
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
             return
-        refusal = await self.naming_refusal(request.method, params) if request.method in NAMING_RESOURCES else None
+        refusal = await self.naming_refusal(request.method, params) if request.method in NAMING else None
         if refusal is not None:
             await self.refuse_naming(client_id, request.method, refusal)
             return
@@ -396,47 +393,45 @@ class Relay:
         refused by name too (run/uris.py); None when it may go on."""
         if not isinstance(params, dict):
             return f"{method} names what it reads in object params"
-        if method == "completion/complete":
-            ref = params.get("ref")
-            kind = ref.get("type") if isinstance(ref, dict) else None
-            if kind == "ref/prompt" and isinstance(ref, dict) and isinstance(ref.get("name"), str):
-                return self.policy.item_refusal("prompts", ref["name"])
-            if kind != "ref/resource" or not isinstance(ref, dict) or not isinstance(ref.get("uri"), str):
-                return "a completion's ref is a ref/prompt with a name or a ref/resource with a uri"
-            uri, reference = ref["uri"], True
-        else:
-            uri, reference = params.get("uri"), False
-            if not isinstance(uri, str):
-                return f"{method} names a resource by a string uri"
+        ref = params.get("ref") if method == "completion/complete" else {**params, "type": "ref/prompt" if method == "prompts/get" else "ref/resource"}
+        kind = ref.get("type") if isinstance(ref, dict) else None
+        if isinstance(ref, dict) and kind == "ref/prompt" and isinstance(ref.get("name"), str):
+            failure = await self.list_items_myself(PROMPT_LISTS)
+            return failure or self.policy.item_refusal("prompts", ref["name"])
+        if not isinstance(ref, dict) or kind != "ref/resource" or not isinstance(ref.get("uri"), str):
+            return f"{method} names a prompt by a string name, or a resource by a string uri" + (" in its ref" if method == "completion/complete" else "")
         if self.policy.lock is None and self.policy.poison is None:
             return None
-        failure = await self.list_resources_myself()
-        return failure or self.policy.resource_refusal(uri, reference)
+        failure = await self.list_items_myself(RESOURCE_LISTS)
+        return failure or self.policy.resource_refusal(ref["uri"], reference=method == "completion/complete")
 
-    async def list_resources_myself(self) -> str | None:
-        """List the server's resources and templates (every page) unless a whole listing since its last
-        list_changed is known, so a request can be judged by what listings hide; why it could not be."""
+    async def list_items_myself(self, lists: tuple[tuple[str, Kind], ...]) -> str | None:
+        """List the server's prompts, or resources and templates (every page), unless a whole listing since its
+        last list_changed is known, so a request can be judged by what listings hide; why it could not be."""
+        if self.policy.lock is None and self.policy.poison is None:
+            return None
         async with self.listing:
-            for method, kind in RESOURCE_LISTS:
+            for method, kind in lists:
                 if kind in self.policy.known_items:
                     continue
                 cursor: Any = None
                 for _ in range(MAX_PAGES):
                     try:
                         result = await self.ask_server(method, {"cursor": cursor} if cursor is not None else {}, LISTING_TIMEOUT)
-                    except ValueError:  # the server lists none of this kind (an error answer): nothing of it is shown
+                    except ValueError:  # an error answer: the server lists none of this kind, nothing of it is shown
                         break
                     except TimeoutError:
-                        return f"the server did not answer its {method} in time, so the resource cannot be judged"
+                        return f"the server did not answer its {method} in time, so the request cannot be judged"
                     try:
                         self.screen_items(kind, checked_result(method, result))
-                    except (Refused, ValueError):
-                        return f"the server's {method} answer is not a listing, so the resource cannot be judged"
+                    except (Refused, ValueError) as exc:  # as an error answer: nothing of this kind is shown (with a lock, nothing may be read)
+                        self.audit.write("message_refused", direction="server", reason=f"not a {method} result: {exc}"[:300], method=method)
+                        break
                     cursor = result.get("nextCursor")
                     if cursor is None:
                         break
                 else:
-                    return f"the server's {method} has more than {MAX_PAGES} pages, so the resource cannot be judged"
+                    return f"the server's {method} has more than {MAX_PAGES} pages, so the request cannot be judged"
                 self.policy.known_items.add(kind)
         return None
 
