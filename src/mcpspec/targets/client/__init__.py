@@ -96,7 +96,9 @@ CAPABILITIES["call-policy"] = Capability(
     "approval for its approver (denied without one), who is shown the exact arguments the server will get (only the spec's own "
     "secrets masked, by name; everything escaped to printable ASCII; nothing cut), and enforces rate limits and call timeouts. "
     "A tool's argument rules (`when`) allow, send to approval or refuse a call by its arguments, a path read every way a server "
-    "may read it (dot segments, percent-escapes, backslashes, NFKC) and an argument that cannot be judged never allowed. "
+    "may read it (dot segments, percent-escapes, backslashes, NFKC) and an argument that cannot be judged never allowed; a refuse "
+    "rule catches a string every way a shell may read it (blanks, quotes, backslashes, invisible characters, /bin/rm), though it "
+    "stays a blocklist (lint HR008). "
     "A server may ask the client nothing: roots, elicitation and sampling requests are refused wherever they are carried "
     "(a request, an input_required result of any method, a tasks result, a notification, a batch, _meta, an error's data). "
     "With mcp-sandbox.lock, whatever differs from it (initialize instructions and serverInfo, every field of every tool, "
@@ -108,6 +110,7 @@ CAPABILITIES["call-policy"] = Capability(
     (_RUN + "test_allowlist_filters_the_listing_and_refuses_unlisted_calls_before_the_server",
      _RUN + "test_approval_command_allows_or_denies_and_a_denied_call_never_arrives",
      "tests/test_run_argrules_real.py::test_a_tool_runs_inside_the_allowed_area_needs_approval_outside_and_hostile_paths_never_pass",
+     "tests/test_run_argrules_real.py::test_a_refuse_rule_catches_every_spelling_a_shell_reads_as_the_refused_value",
      _RUN + "test_rate_limit_refuses_the_call_over_the_rate", _RUN + "test_call_timeout_answers_the_client_and_cancels_at_the_server",
      _CARRIERS + "test_a_request_for_input_inside_a_result_is_refused",
      _CARRIERS + "test_a_request_for_input_in_a_notification_a_batch_or_a_request_never_reaches_the_client",
