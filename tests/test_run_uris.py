@@ -69,3 +69,16 @@ def test_reserved_expansion_matches_across_segments() -> None:
     assert allowed_by_template("files:///a/b/c.txt", ["files:///{+path}"]) is not None
     assert hidden_template("files:///a/b/c.txt", {"files:///{+path}"}) is not None
     assert not plain("files:///a/../c.txt")
+
+
+def test_a_uri_too_long_to_judge_is_refused_unless_shown_exactly() -> None:
+    from mcpspec.run.policy import ToolPolicy
+
+    policy = ToolPolicy(sandbox=None, lock=None)  # type: ignore[arg-type]  # the resource rule reads no sandbox
+    policy.hidden_items["resources"] = {"notes://secret"}
+    climbing = "notes://" + "x/../" * 1000 + "secret"  # resolves to the hidden one, past the length a reading is judged to
+    assert policy.resource_refusal(climbing) is not None
+    assert policy.resource_refusal("notes://" + "a" * 5000) is not None
+    policy.shown_items["resources"] = {"notes://" + "a" * 5000}
+    assert policy.resource_refusal("notes://" + "a" * 5000) is None
+    assert policy.resource_refusal("notes://public") is None

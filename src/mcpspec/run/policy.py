@@ -141,6 +141,8 @@ class ToolPolicy:
         templates, hidden_templates = self.shown_items.get("resource_templates", set()), self.hidden_items.get("resource_templates", set())
         if uri in shown or (reference and uri in templates):
             return None
+        if len(uri) > uris.MAX_URI_CHARS:  # every reading of it would have to be judged whole
+            return f"the resource URI is longer than {uris.MAX_URI_CHARS} characters, too long to judge against what listings hide"
         spelt = uris.hidden_resource(uri, hidden)
         if spelt is not None:
             read_as = "" if spelt == uri else f" may be read as {spelt[:200]!r}, which"

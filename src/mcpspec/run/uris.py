@@ -9,7 +9,8 @@ trailing slash or a query), so the rule allows only on certainty and refuses on 
 - allowed by a template: the URI matches a shown template and is plain (:func:`plain`);
 - refused: a URI whose key (:func:`keys`) equals a hidden resource's, or one that matches a hidden
   template in any reading (:func:`readings`) without being allowed by a shown one;
-- with a lock, anything else is refused too: only what the lock pins may be read.
+- with a lock, anything else is refused too: only what the lock pins may be read;
+- a URI longer than ``MAX_URI_CHARS`` is refused unless a listing showed it exactly.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import unicodedata
 from collections.abc import Iterable
 from urllib.parse import unquote
 
-MAX_URI_CHARS = 8192
+from mcpspec.conditions.saferegex import MAX_VALUE_CHARS, RegexRefused, SafeRegex
+
+MAX_URI_CHARS = MAX_VALUE_CHARS  # longer: judged by no template (unknown)
 _EXPRESSION = re.compile(r"\{([+#./;?&]?)[^{}]*\}")
 _ENCODED_SPECIAL = re.compile(r"%(?:2[eEfF5]|5[cC]|00)")  # ``.``, ``/``, ``%`` (twice encoded), ``\``, NUL
 _ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
@@ -84,9 +87,11 @@ def plain(uri: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def template_pattern(template: str, casefold: bool = False) -> re.Pattern[str]:
-    """An RFC 6570 template as a regular expression over URIs: a simple ``{var}`` matches one segment's
-    worth (no ``/``, ``?`` or ``#``), every other expression anything."""
+def template_pattern(template: str, casefold: bool = False) -> SafeRegex | None:
+    """An RFC 6570 template as a regular expression over URIs, run in linear time (a server chooses its
+    templates: ``{+a}x{+b}y{+c}`` must not make a long URI cost minutes): a simple ``{var}`` matches one
+    segment's worth (no ``/``, ``?`` or ``#``), every other expression anything; None when the pattern
+    is too large to run so (a template that cannot be judged)."""
     template = template.casefold() if casefold else template
     parts: list[str] = []
     at = 0
@@ -95,14 +100,23 @@ def template_pattern(template: str, casefold: bool = False) -> re.Pattern[str]:
         parts.append("[^/?#]*" if found.group(1) == "" else ".*")
         at = found.end()
     parts.append(re.escape(template[at:]))
-    return re.compile("".join(parts), re.DOTALL)
+    try:
+        return SafeRegex("".join(parts), dotall=True)
+    except RegexRefused:
+        return None
+
+
+def _matches(template: str, uri: str, casefold: bool = False) -> bool | None:
+    """Whether ``uri`` is under ``template``; None when that cannot be judged (a template or URI too large)."""
+    pattern = template_pattern(template, casefold)
+    return None if pattern is None else pattern.fullmatch(uri)
 
 
 def allowed_by_template(uri: str, templates: Iterable[str]) -> str | None:
     """The shown template that allows ``uri`` (it matches as written, and ``uri`` is plain); None when none does."""
     if not plain(uri):
         return None
-    return next((template for template in templates if template_pattern(template).fullmatch(uri)), None)
+    return next((template for template in templates if _matches(template, uri) is True), None)
 
 
 def hidden_resource(uri: str, hidden: Iterable[str]) -> str | None:
@@ -116,6 +130,6 @@ def hidden_template(uri: str, hidden: Iterable[str]) -> str | None:
     forms = readings(uri[:MAX_URI_CHARS])
     mine = keys(uri)
     for template in sorted(hidden):
-        if mine & keys(template) or any(template_pattern(template, casefold=True).fullmatch(form.casefold()) for form in forms):
+        if mine & keys(template) or any(_matches(template, form.casefold(), casefold=True) is not False for form in forms):
             return template
     return None
