@@ -82,3 +82,11 @@ def test_a_uri_too_long_to_judge_is_refused_unless_shown_exactly() -> None:
     policy.shown_items["resources"] = {"notes://" + "a" * 5000}
     assert policy.resource_refusal("notes://" + "a" * 5000) is None
     assert policy.resource_refusal("notes://public") is None
+
+
+def test_a_uri_with_more_readings_than_are_judged_may_be_any_hidden_one() -> None:
+    assert hidden_resource("notes://%" + "25" * 20 + "73ecret", {"notes://secret"}) == "notes://secret"  # decoded 21 times
+    deep = "notes://%" + "25" * 80 + "73ecret"  # past the readings judged: unknown, so refused
+    assert hidden_resource(deep, {"notes://other"}) == "notes://other"
+    assert hidden_template(deep, {"vault://{key}"}) == "vault://{key}"
+    assert hidden_resource(deep, set()) is None

@@ -29,18 +29,22 @@ _ENCODED_SPECIAL = re.compile(r"%(?:2[eEfF5]|5[cC]|00)")  # ``.``, ``/``, ``%`` 
 _ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
+MAX_READINGS = 64
+UNJUDGED = "\x00unjudged"  # the key of a URI with more readings than are judged: it may be any hidden one
+
+
 def readings(uri: str) -> set[str]:
     """``uri`` and every string reached from it by NFKC folding, percent-decoding (repeatedly) and reading
-    backslashes as slashes, each as written and casefolded."""
+    backslashes as slashes, each as written and casefolded; with more than ``MAX_READINGS``, also UNJUDGED."""
     forms = {uri}
     todo = [uri]
-    while todo and len(forms) <= 64:
+    while todo and len(forms) <= MAX_READINGS:
         form = todo.pop()
         for other in (unicodedata.normalize("NFKC", form), unquote(form, errors="surrogateescape"), form.replace("\\", "/")):
             if other not in forms:
                 forms.add(other)
                 todo.append(other)
-    return forms | {form.casefold() for form in forms}
+    return forms | {form.casefold() for form in forms} | ({UNJUDGED} if todo else set())
 
 
 def _resolved(form: str) -> str:
@@ -64,6 +68,9 @@ def keys(uri: str) -> frozenset[str]:
     and trailing slashes dropped; each also without its query and fragment."""
     found: set[str] = set()
     for form in readings(uri[:MAX_URI_CHARS]):
+        if form == UNJUDGED:
+            found.add(UNJUDGED)
+            continue
         folded = form.casefold()
         found.add(_resolved(folded))
         found.add(_resolved(re.split(r"[?#]", folded, maxsplit=1)[0]))
@@ -122,7 +129,7 @@ def allowed_by_template(uri: str, templates: Iterable[str]) -> str | None:
 def hidden_resource(uri: str, hidden: Iterable[str]) -> str | None:
     """The hidden resource ``uri`` may be a spelling of; None when it is none of them."""
     mine = keys(uri)
-    return next((other for other in sorted(hidden) if mine & keys(other)), None)
+    return next((other for other in sorted(hidden) if UNJUDGED in mine or mine & keys(other)), None)
 
 
 def hidden_template(uri: str, hidden: Iterable[str]) -> str | None:
@@ -130,6 +137,6 @@ def hidden_template(uri: str, hidden: Iterable[str]) -> str | None:
     forms = readings(uri[:MAX_URI_CHARS])
     mine = keys(uri)
     for template in sorted(hidden):
-        if mine & keys(template) or any(_matches(template, form.casefold(), casefold=True) is not False for form in forms):
+        if UNJUDGED in mine or mine & keys(template) or any(_matches(template, form.casefold(), casefold=True) is not False for form in forms):
             return template
     return None
