@@ -355,9 +355,13 @@ class Relay:
             self.audit.write("message_refused", direction="client", reason=f"params carry {answers[0]}", method=request.method)
             await self.client_error(client_id, INVALID_PARAMS, f"refused by mcpspec run: {answers[0]} answers a server's request for input, which is never relayed")
             return
-        if request.method == "tools/call" and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
+        judged_apart = request.method == "tools/call" or request.method in NAMING
+        if judged_apart and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
             self.audit.write("message_refused", direction="client", reason="too many calls awaiting a decision", method=request.method)
             text = f"refused by mcpspec run: too many calls awaiting a decision (at most {MAX_JUDGING}, {MAX_JUDGING_BYTES // 2**20} MiB)"
+            if request.method != "tools/call":
+                await self.client_error(client_id, INTERNAL_ERROR, text)
+                return
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=self.call_result(text))))
             return
         params, wrong = self.revisions.judge(request.method, params)
@@ -371,20 +375,26 @@ class Relay:
             result = self.revisions.screen_result(request.method, self.revisions.local_discover())
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
             return
-        refusal = await self.naming_refusal(request.method, params) if request.method in NAMING else None
-        if refusal is not None:
-            await self.refuse_naming(client_id, request.method, refusal)
-            return
         self.in_flight.add(client_id)
-        if request.method == "tools/call":
-            self.judging[client_id] = task = self.spawn(self.call(client_id, params))
+        if judged_apart:  # the relay may list first (or ask an approver): the client's other messages go on meanwhile
+            judge = self.call(client_id, params) if request.method == "tools/call" else self.named(client_id, request.method, params)
+            self.judging[client_id] = task = self.spawn(judge)
             task.add_done_callback(self.held(size))
         else:
             pending = Pending(client_id, request.method, time.monotonic())
             pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
             await self.forward(pending, params)
 
-    async def refuse_naming(self, client_id: RequestId, method: str, refusal: str) -> None:
+    async def named(self, client_id: RequestId, method: str, params: Any) -> None:
+        """A request naming a prompt or a resource: sent on, or refused (JSON-RPC error, audited)."""
+        try:
+            refusal = await self.naming_refusal(method, params)
+        finally:
+            self.judged(client_id)  # a cancellation now goes to the server, as for any request in flight
+        if refusal is None:
+            await self.forward(Pending(client_id, method, time.monotonic()), params)
+            return
+        self.in_flight.discard(client_id)
         self.audit.write("message_refused", direction="client", reason=refusal, method=method)
         await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
 
