@@ -167,3 +167,37 @@ def test_through_an_agent_endpoint_a_uri_two_servers_list_is_refused_and_a_hidde
     assert "batches are not relayed" in json.dumps(replies[None])
     assert replies[5]["result"]["contents"][0]["text"] == "all the notes"
     assert (box.base / "ws-res-agent" / "solo" / "s1" / "out_alpha" / "reads.log").read_text().splitlines() == ["all"]
+
+
+def test_a_2026_07_28_client_is_judged_the_same(box: Sandbox) -> None:
+    """The SDK's own 2026-07-28 client (no handshake: the relay lists for itself with the envelope)."""
+    import asyncio
+    import os
+
+    from mcp.client.client import Client
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.shared.exceptions import MCPError
+
+    from test_run_relay_real import RUN
+
+    spec = write_spec(box, "res-modern", "      ping: {effects: []}", script="resource_server.py")
+
+    async def run() -> dict[str, Any]:
+        params = StdioServerParameters(command=RUN[0], args=[*RUN[1:], str(spec), "probe", "--run-id", "m1"], env=dict(os.environ))
+        found: dict[str, Any] = {}
+        async with Client(params, mode="2026-07-28", raise_exceptions=True) as client:
+            for uri in ("notes://secret", "notes://%73ecret", "vault://k1"):
+                try:
+                    found[uri] = await client.read_resource(uri)
+                except MCPError as exc:
+                    found[uri] = str(exc)
+            found["notes://all"] = await client.read_resource("notes://all")
+            found["version"] = client.protocol_version
+        return found
+
+    found = asyncio.run(asyncio.wait_for(run(), 120))
+    assert found["version"] == "2026-07-28"
+    for uri in ("notes://secret", "notes://%73ecret", "vault://k1"):
+        assert isinstance(found[uri], str) and "refused by policy" in found[uri], found[uri]
+    assert found["notes://all"].contents[0].text == "all the notes"
+    assert received(box, "res-modern", "m1", "reads.log") == ["all"]
