@@ -49,6 +49,7 @@ class ToolPolicy:
     hidden_items: dict[Kind, set[str]] = field(default_factory=dict)  # prompts, resources...: hidden by their last listing
     shown_items: dict[Kind, set[str]] = field(default_factory=dict)  # shown by a listing read since the server's last list_changed
     known_items: set[Kind] = field(default_factory=set)  # listed whole (every page) by the relay since the server's last list_changed
+    items_epoch: int = 0  # counts the server's prompts and resources list_changed: a verdict taken before the last one is stale
     epoch: int = 0
     poison: Guard | None = None  # the tool-poisoning checks (mcpspec run always has them)
     refused_poisoned: set[str] = field(default_factory=set)
@@ -160,6 +161,7 @@ class ToolPolicy:
         """The server said its prompts (or resources) changed: only a new listing shows which are pinned."""
         self.shown_items.pop(kind, None)
         self.known_items.discard(kind)
+        self.items_epoch += 1
 
     def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool, epoch: int) -> None:
         """Remember the verdicts of one page of a listing asked for in ``epoch``; the last page makes them the offer."""

@@ -78,6 +78,7 @@ RequestId = int | str
 # Calls awaiting a decision (listing, limits, approval) hold their arguments: so many, so large at most.
 MAX_JUDGING, MAX_JUDGING_BYTES = 64, 16 * 1024 * 1024
 MAX_PAGES = 100  # pages of tools/list the relay reads to check the tools against the lock
+MAX_REJUDGED = 8  # verdicts on a request naming a prompt or resource made stale by list_changed before it is refused
 
 
 class PinRefused(Exception):
@@ -386,14 +387,24 @@ class Relay:
             await self.forward(pending, params)
 
     async def named(self, client_id: RequestId, method: str, params: Any) -> None:
-        """A request naming a prompt or a resource: sent on, or refused (JSON-RPC error, audited)."""
+        """A request naming a prompt or a resource: sent on, or refused (JSON-RPC error, audited). Sent only
+        if the relay has read no prompts or resources list_changed since its verdict (else judged again)."""
         try:
-            refusal = await self.naming_refusal(method, params)
+            for _ in range(MAX_REJUDGED):
+                epoch = self.policy.items_epoch
+                refusal = await self.naming_refusal(method, params)
+                if refusal is not None:
+                    break
+                async with self.server.lock:
+                    if epoch == self.policy.items_epoch:
+                        self.judged(client_id)  # from now on a cancellation goes to the server, as for any request in flight
+                        pending = Pending(client_id, method, time.monotonic())
+                        await self.server.raw(self.request_line(self.register(pending, None), pending, params))
+                        return
+            else:
+                refusal = f"the server said its lists changed {MAX_REJUDGED} times while the request was judged"
         finally:
-            self.judged(client_id)  # a cancellation now goes to the server, as for any request in flight
-        if refusal is None:
-            await self.forward(Pending(client_id, method, time.monotonic()), params)
-            return
+            self.judged(client_id)
         self.in_flight.discard(client_id)
         self.audit.write("message_refused", direction="client", reason=refusal, method=method)
         await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")

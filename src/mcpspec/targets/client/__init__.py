@@ -123,6 +123,7 @@ CAPABILITIES["call-policy"] = Capability(
      "tests/test_run_resources_real.py::test_with_a_lock_only_a_pinned_resource_or_template_shown_unchanged_is_read",
      "tests/test_run_redteam.py::test_a_listing_answered_just_before_list_changed_does_not_renew_the_verdicts",
      "tests/test_run_redteam.py::test_a_call_judged_before_list_changed_is_judged_again_if_sent_after",
+     "tests/test_run_redteam.py::test_a_resource_read_judged_before_list_changed_is_judged_again_if_sent_after",
      "tests/test_run_revisions_real.py::test_every_policy_holds_on_each_revision"),
 )
 
