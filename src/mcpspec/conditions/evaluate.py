@@ -141,8 +141,9 @@ def test(item: ArgTest, arguments: Mapping[str, Any]) -> Truth:
         wanted = wanted.casefold() if casefold else wanted
         holds = wanted.__eq__ if kind == "equals" else lambda form: form.startswith(wanted)
         forms, caught = _strings(value, casefold), _caught(value, casefold)
-    # Holds for certain on the surely read forms; may hold on any form a server might take the value for.
-    return Truth(_over([None if form is None else holds(form) for form in forms]).must, _over([None if form is None else holds(form) for form in caught]).may)
+    # Holds for certain on the surely read forms; may hold on any form a server might take the value for (each judged once).
+    judged = {form: holds(form) for form in {*forms, *caught} if form is not None}
+    return Truth(_over([judged.get(form) if form is not None else None for form in forms]).must, _over([judged.get(form) if form is not None else None for form in caught]).may)
 
 
 def _path(kind: str, wanted: str, segments: tuple[str, ...] | None, casefold: bool) -> bool | None:
