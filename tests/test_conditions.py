@@ -268,3 +268,22 @@ def test_the_approver_is_told_which_rule_sent_the_call_and_a_per_session_answer_
         return first.approver, second.approver
 
     assert asyncio.run(both()) == ("command", "command")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [" rm -rf /", "\trm -rf /", "\\rm -rf /", "/bin/rm -rf /", "'rm' -rf /", "r\u200bm -rf /", "\uff52\uff4d -rf /", "r\u043c -rf /", "\x00rm", "rm\x00x"],
+)
+def test_a_caught_reading_fires_a_refuse_rule_but_never_an_allow_rule(value: str) -> None:
+    """Spellings a server may read as the refused value: a refuse rule (may) catches them; an allow rule
+    (must) holds only on what the server surely reads, so none of them is allowed by `prefix: rm` either."""
+    assert holds({"arg": "c", "prefix": "rm"}, {"c": value}) == UNKNOWN
+
+
+def test_caught_readings_leave_allow_rules_on_exact_values_as_they_were() -> None:
+    assert holds({"arg": "c", "equals": "it's"}, {"c": "it's"}) == YES  # a shell would read "its": an allow rule does not care
+    assert holds({"arg": "c", "equals": "C:\\data"}, {"c": "C:\\data"}) == YES
+    assert holds({"arg": "c", "equals": "git status"}, {"c": " git status"}) == Truth(False, True)  # not allowed, but caught
+    assert holds({"not": {"arg": "c", "prefix": "rm"}}, {"c": " rm -rf /"}) == Truth(False, True)  # `not` of a caught value is not allowed
+    assert holds({"arg": "c", "prefix": "rm"}, {"c": "$(printf rm) -rf /"}) == NO  # the blocklist's limit (HR008)
+    assert holds({"arg": "c", "regex": "rm -rf .*"}, {"c": "rm\t -rf  /"}) == UNKNOWN  # a shell splits words at any blanks

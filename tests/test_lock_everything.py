@@ -115,19 +115,22 @@ def get_prompt(request_id: int) -> dict[str, Any]:
 
 
 def test_a_prompt_is_served_only_once_a_listing_showed_it_unchanged(box: Any) -> None:
-    """A client that gets a prompt without listing prompts first would get the changed one: refused, never
-    sent to the server; once a listing has shown it pinned and unchanged, it is served."""
+    """A client that gets a prompt without listing prompts first would get the changed one: the relay lists
+    the prompts itself first, so it is refused, never sent to the server (a completion naming it too);
+    unchanged, it is served."""
     spec = locked_spec(box, "pin-get")
     offer(box, changed("prompt"))
+    completion = {"jsonrpc": "2.0", "id": 2, "method": "completion/complete", "params": {"ref": {"type": "ref/prompt", "name": "summarize"}, "argument": {"name": "a", "value": ""}}}
     try:
-        replies, status, stderr = raw_session(spec, "r1", [get_prompt(1)])
+        replies, status, stderr = raw_session(spec, "r1", [get_prompt(1), completion])
     finally:
         offer(box, OFFER)
-    assert "refused by policy" in replies[1]["error"]["message"] and "list them first" in replies[1]["error"]["message"], (replies, stderr)
-    assert not [line for line in received(box, "pin-get", "r1", "received.log") if "prompts/get" in line]
+    for request_id in (1, 2):
+        assert "refused by policy" in replies[request_id]["error"]["message"] and "differs from its pin" in replies[request_id]["error"]["message"], (replies, stderr)
+    assert not [line for line in received(box, "pin-get", "r1", "received.log") if "prompts/get" in line or "completion/complete" in line]
     listing = {"jsonrpc": "2.0", "id": 2, "method": "prompts/list"}
     replies, status, stderr = raw_session(spec, "r2", [get_prompt(1), listing, Await(2), get_prompt(3)])
-    assert "error" in replies[1] and replies[2]["result"]["prompts"] == OFFER["prompts"], replies
+    assert replies[1]["result"]["messages"] and replies[2]["result"]["prompts"] == OFFER["prompts"], replies
     assert replies[3]["result"]["messages"], (replies, stderr)
     assert status == 0, stderr
 

@@ -172,10 +172,10 @@ def test_prompts_and_resources_are_merged_routed_by_owner_and_leave_with_their_s
     by_id = {message.get("id"): message for message in seen}
     assert sorted(p["name"] for p in by_id[1]["result"]["prompts"]) == ["a__summary", "b__summary", "plan"]  # both of a's pages
     assert "nextCursor" not in by_id[1]["result"] and by_id[2]["error"]["code"] == -32602  # one page: a cursor is refused
-    assert [r["name"] for r in by_id[3]["result"]["resources"]] == ["a", "a"]  # the shared URI is a's, the first to list it
-    assert by_id[4]["result"]["contents"][0]["text"] == "from a"
+    assert [r["uri"] for r in by_id[3]["result"]["resources"]] == ["file:///a.txt"]  # the URI both list is nobody's: left out
+    assert "several servers" in by_id[4]["error"]["message"]  # and its read refused, whichever server listed it first
     assert "result" in by_id[5] and [m["params"]["name"] for m in b.received if m.get("method") == "prompts/get"] == ["summary"]
     assert [m["params"]["name"] for m in a.received if m.get("method") == "prompts/get"] == ["plan"]  # the prefix never reaches a server
     assert {"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"} in seen  # b ended: its prompts left
     assert "b" in by_id[7]["error"]["message"] and "ended" in by_id[7]["error"]["message"]
-    assert not [m for m in a.received if m.get("method") == "resources/read" and m["params"]["uri"] != "file:///shared"]
+    assert not [m for m in [*a.received, *b.received] if m.get("method") == "resources/read"]

@@ -179,12 +179,18 @@ def test_one_endpoint_serves_two_sandboxed_servers_each_under_its_own_policy(req
 
 
 def raw_agent_session(
-    spec: Path, run_id: str, batches: list[list[dict[str, Any]]], expected: set[Any], pause: float = 1.0, send_when: Callable[[int], bool] | None = None
+    spec: Path,
+    run_id: str,
+    batches: list[list[Any]],
+    expected: set[Any],
+    pause: float = 1.0,
+    agent: str = "tester",
+    send_when: Callable[[int], bool] | None = None,
 ) -> dict[Any, Any]:
-    """Raw lines to `mcpspec run --agent tester`: each batch sent ``pause`` seconds after the one before, and
+    """Raw lines to `mcpspec run --agent AGENT`: each batch sent ``pause`` seconds after the one before, and
     once ``send_when(its index in batches)`` holds (a loaded machine starts sandboxes slowly); the replies by id
     (a null id's under None, in a list) once every ``expected`` id is answered."""
-    process = subprocess.Popen([*RUN, str(spec), "--agent", "tester", "--run-id", run_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen([*RUN, str(spec), "--agent", agent, "--run-id", run_id], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None
     hello = {"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     first = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]

@@ -87,3 +87,41 @@ def test_the_rules_of_this_session_lint_clean_and_the_plan_shows_them_as_written
     shown = plan_data(plan)["servers"]["probe"]["tools"]["write_path"]
     assert shown["when"]["value"] == [{"name": "output area", "if": {"arg": "path", "glob": "/workspace/output/**"}, "then": "allow"}]
     assert shown["otherwise"] == {"value": "approve", "from": "servers.probe.tools.write_path.otherwise"}
+
+
+BLOCKLIST = """\
+      echo:
+        effects: []
+        when:
+          - {if: {arg: text, prefix: rm}, then: refuse}
+        otherwise: allow"""
+# Each is what a shell runs as `rm ...` (or shows as rm to whoever reads it): a refuse rule catches them all.
+RM_SPELLINGS = [
+    " rm -rf /", "\trm -rf /", "\n rm -rf /", "\\rm -rf /", "/bin/rm -rf /", "/usr/bin/rm -rf /", "'rm' -rf /", '"r"m -rf /',
+    "r\u200bm -rf /", "\u202erm -rf /", "\uff52\uff4d -rf /", "r\u043c -rf /", "\x00rm -rf /", "rm\x00",
+]  # fmt: skip
+
+
+def test_a_refuse_rule_catches_every_spelling_a_shell_reads_as_the_refused_value(box: Any) -> None:
+    """`prefix: rm` with `then: refuse` is a blocklist (HR008 says so): every spelling the relay can tell a
+    shell reads as rm is refused before the server; what it cannot tell (`$(printf rm)`) passes, which is
+    why HR008 asks for an allow rule on an exact set instead."""
+    audit = box.base / "audit-blocklist.jsonl"
+    spec = write_spec(box, "blocklist", BLOCKLIST, server=f"    logging: {{sink: {audit}}}")
+
+    async def steps(client: Any) -> Any:
+        refused = [await client.call_tool("echo", {"text": text}) for text in RM_SPELLINGS]
+        passed = [await client.call_tool("echo", {"text": text}) for text in ("ls -l", "grep rm notes.txt", "$(printf rm) -rf /")]
+        return refused, passed
+
+    refused, passed = session(spec, "r1", steps)
+    for text, result in zip(RM_SPELLINGS, refused, strict=True):
+        assert result.is_error and "argument rule when[0]" in text_of(result), (text, text_of(result))
+    assert [json.loads(text_of(result))["text"] for result in passed] == ["ls -l", "grep rm notes.txt", "$(printf rm) -rf /"]
+    assert received(box, "blocklist", "r1") == ["echo"] * 3  # no refused spelling reached the server
+    from mcpspec import api
+    from mcpspec.rules.engine import run_rules
+    from mcpspec.rules.registry import find
+
+    rule = find("HR008")
+    assert rule is not None and [finding.code for finding in run_rules(api.load(spec), [rule])] == ["HR008"]

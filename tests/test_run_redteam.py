@@ -127,6 +127,23 @@ def test_a_call_judged_before_list_changed_is_judged_again_if_sent_after(box: An
     assert status == 3, stderr
 
 
+def test_a_resource_read_judged_before_list_changed_is_judged_again_if_sent_after(box: Any) -> None:
+    """As above for resources/read: judged (notes://all shown clean) while a large call fills the server's
+    input; the server then poisons notes://all and says so; the read, sent after, is judged again: refused."""
+    spec = write_spec(box, "choke-res", "      late: {effects: []}", script="raw_server.py")
+    inputs = mode(box, "choke-res", "choke_resources")
+    read = {"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {"uri": "notes://all"}}
+    big = call(1, "late", seconds=0, pad="x" * (3 << 20))
+    past = b" " * (1 << 20)
+    messages = [{"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, Await(9), read, big, past, lambda: (inputs / "go").touch()]
+    replies, status, stderr = raw_session(spec, "r1", messages, wait=30)
+    assert replies[1]["result"]["content"][0]["text"] == "late", stderr
+    assert "refused by policy" in replies[2]["error"]["message"] and "notes://all" in replies[2]["error"]["message"], (replies[2], stderr)
+    seen = [json.loads(line) for line in received(box, "choke-res", "r1", "received.log") if line.strip()]
+    assert not [m for m in seen if isinstance(m, dict) and m.get("method") == "resources/read"]
+    assert status == 3, stderr
+
+
 def test_a_cancelled_call_whose_id_is_reused_can_still_be_cancelled(box: Any) -> None:
     """Cancel a call while it awaits approval, reuse its id at once, cancel again: neither reaches the server."""
     spec = write_spec(box, "reuse", "      echo: {effects: [], approval: always}\n      late: {effects: []}", script="raw_server.py")

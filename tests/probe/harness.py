@@ -88,6 +88,7 @@ class Sandbox:
         shutil.copy2(PROBE.with_name("shifting_server.py"), self.probe_dir / "shifting_server.py")
         shutil.copy2(PROBE.with_name("handshake_only_server.py"), self.probe_dir / "handshake_only_server.py")
         shutil.copy2(PROBE.with_name("rawio.py"), self.probe_dir / "rawio.py")
+        shutil.copy2(PROBE.with_name("resource_server.py"), self.probe_dir / "resource_server.py")
         for path in (self.site, self.probe_dir):
             for item in [path, *path.rglob("*")]:
                 item.chmod(0o755 if item.is_dir() else 0o644)

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mcpspec.conditions.glob import Glob
 from mcpspec.conditions.paths import readings
 from mcpspec.conditions.saferegex import MAX_VALUE_CHARS, SafeRegex
+from mcpspec.poisoning.text import latin, visible
 from mcpspec.spec.conditions import AllOf, AnyOf, ArgRule, ArgTest, NotOf
 
 Condition = ArgTest | AllOf | AnyOf | NotOf
@@ -59,11 +61,55 @@ def _number(value: Any) -> bool:
 
 
 def _strings(value: str, casefold: bool) -> Sequence[str | None]:
-    """A plain string as a server may read it: as written and NFKC-folded; too long: unknown."""
-    if len(value) > MAX_VALUE_CHARS:
+    """A plain string as a server reads it: as written and NFKC-folded; too long, or with a NUL (a C
+    string ends there): unknown."""
+    if len(value) > MAX_VALUE_CHARS or "\x00" in value:
         return [None]
     forms = {value, unicodedata.normalize("NFKC", value)}
     return sorted(form.casefold() if casefold else form for form in forms)
+
+
+_ESCAPED = re.compile(r"\\(.)", re.DOTALL)
+_SPACES = re.compile(r"\s+")
+MAX_CAUGHT_READINGS = 32
+
+
+def _command_name(form: str) -> str:
+    """``form`` with its first word's directories dropped: ``/bin/rm -rf x`` runs what ``rm -rf x`` does."""
+    head, space, rest = form.partition(" ")
+    return head.rsplit("/", 1)[-1] + space + rest if "/" in head else form
+
+
+_CAUGHT_READINGS: tuple[Callable[[str], str], ...] = (
+    lambda form: unicodedata.normalize("NFKC", form),
+    str.strip,  # what surrounds a value: most servers, and every shell, drop it
+    lambda form: _SPACES.sub(" ", form).strip(),  # a shell splits words at any run of blanks
+    visible,  # zero-width, bidi, tag and control characters
+    lambda form: _ESCAPED.sub(r"\1", form).replace("'", "").replace('"', ""),  # a shell's quote and backslash removal
+    latin,  # Cyrillic and Greek look-alikes
+    _command_name,
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _caught(value: str, casefold: bool) -> tuple[str | None, ...]:
+    """Every string a server might take ``value`` for, for rules that catch (refuse, approve): the readings
+    of :func:`_strings` and all that the readings above reach from them; more than ``MAX_CAUGHT_READINGS``: unknown too.
+    An allow rule never needs them: it holds on the value as the server surely reads it."""
+    base = _strings(value, False)
+    if None in base:
+        return (None,)
+    forms: set[str] = {form for form in base if form is not None}
+    todo = list(forms)
+    while todo and len(forms) <= MAX_CAUGHT_READINGS:
+        form = todo.pop()
+        for reading in _CAUGHT_READINGS:
+            other = reading(form)
+            if other not in forms:
+                forms.add(other)
+                todo.append(other)
+    found: tuple[str | None, ...] = tuple(sorted({form.casefold() if casefold else form for form in forms}))
+    return (*found, None) if todo else found
 
 
 def test(item: ArgTest, arguments: Mapping[str, Any]) -> Truth:
@@ -89,11 +135,15 @@ def test(item: ArgTest, arguments: Mapping[str, Any]) -> Truth:
     if kind == "regex":
         # `.` is read both ways: "rm .*" must not let "rm -rf /\n" past a refuse rule, nor allow it.
         regexes = [_regex(wanted, casefold), _regex(wanted, casefold, dotall=True)]
-        return _over([None if form is None else regex.fullmatch(form) for form in _strings(value, False) for regex in regexes])
-    wanted = wanted.casefold() if casefold else wanted
-    if kind == "equals":
-        return _over([None if form is None else form == wanted for form in _strings(value, casefold)])
-    return _over([None if form is None else form.startswith(wanted) for form in _strings(value, casefold)])
+        holds: Callable[[str], bool] = lambda form: any(regex.fullmatch(form) for regex in regexes)  # noqa: E731
+        forms, caught = _strings(value, False), _caught(value, False)
+    else:
+        wanted = wanted.casefold() if casefold else wanted
+        holds = wanted.__eq__ if kind == "equals" else lambda form: form.startswith(wanted)
+        forms, caught = _strings(value, casefold), _caught(value, casefold)
+    # Holds for certain on the surely read forms; may hold on any form a server might take the value for (each judged once).
+    judged = {form: holds(form) for form in {*forms, *caught} if form is not None}
+    return Truth(_over([judged.get(form) if form is not None else None for form in forms]).must, _over([judged.get(form) if form is not None else None for form in caught]).may)
 
 
 def _path(kind: str, wanted: str, segments: tuple[str, ...] | None, casefold: bool) -> bool | None:

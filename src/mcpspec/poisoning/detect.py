@@ -241,15 +241,13 @@ def length(text: str, own_description: bool) -> Iterator[Hit]:
 # --- text hidden in base64 ---
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]{24,}={0,2}|[A-Za-z0-9_-]{24,}={0,2}")
-MAX_DECODED = 16  # base64 runs decoded in one string
+MAX_DECODED = 16  # base64 runs decoded in one string, at every depth together
+MAX_DEPTH = 4  # base64 in base64 in ...: a model peels as many layers as it is asked to; each adds a third
 
 
-def decoded(text: str) -> Iterator[str]:
-    """What each base64 run of ``text`` (standard or URL-safe, 24 characters or more) decodes to,
-    when that is printable UTF-8 text: a model decodes an instruction written in base64."""
-    for count, match in enumerate(_BASE64.finditer(text)):
-        if count >= MAX_DECODED:
-            return
+def _runs(text: str) -> Iterator[str]:
+    """What each base64 run of ``text`` decodes to, when that is printable UTF-8 text."""
+    for match in _BASE64.finditer(text):
         token = match.group(0).rstrip("=")
         try:
             raw = base64.b64decode(token + "=" * (-len(token) % 4), altchars=b"-_" if "-" in token or "_" in token else None, validate=True)
@@ -258,6 +256,24 @@ def decoded(text: str) -> Iterator[str]:
             continue
         if plain and sum(char.isprintable() or char in "\n\t" for char in plain) >= 0.9 * len(plain):
             yield plain
+
+
+def decoded(text: str) -> Iterator[tuple[str, int]]:
+    """What each base64 run of ``text`` (standard or URL-safe, 24 characters or more) decodes to, when
+    that is printable UTF-8 text, and what the runs in that decode to, down to ``MAX_DEPTH`` layers;
+    each with its depth (1: decoded once). A model decodes an instruction written in base64, and in
+    base64 of base64. At most ``MAX_DECODED`` runs in all, the shallower first."""
+    layer, count = [text], 0
+    for depth in range(1, MAX_DEPTH + 1):
+        below: list[str] = []
+        for source in layer:
+            for plain in _runs(source):
+                if count >= MAX_DECODED:
+                    return
+                count += 1
+                yield plain, depth
+                below.append(plain)
+        layer = below
 
 
 def _read(text: str, ctx: ServerContext) -> Iterator[Hit]:
@@ -270,9 +286,10 @@ def scan_string(text: str, ctx: ServerContext, own_description: bool) -> Iterato
     """Every per-string rule on one string (and on what its tag characters spell and its base64 decodes to)."""
     yield from invisible(text)
     for candidate in (text, tag_payload(text)):
-        if candidate:
-            yield from _read(candidate, ctx)
-    for plain in decoded(text):
-        for rule, message in _read(plain, ctx):
-            yield rule, f"in base64: {message}"
+        if not candidate:
+            continue
+        yield from _read(candidate, ctx)
+        for plain, depth in decoded(candidate):
+            for rule, message in _read(plain, ctx):
+                yield rule, f"in base64{f' ({depth} layers)' if depth > 1 else ''}: {message}"
     yield from length(text, own_description)

@@ -63,6 +63,11 @@ def tag_payload(text: str) -> str:
     return "".join(chr(ord(c) - 0xE0000) for c in text if 0xE0020 <= ord(c) <= 0xE007E)
 
 
+def latin(text: str) -> str:
+    """``text`` with the look-alike letters of other scripts mapped to the Latin ones they are drawn like."""
+    return text.translate(_LOOKALIKE_TABLE)
+
+
 @functools.lru_cache(maxsize=8192)
 def fold(text: str) -> str:
     """NFKC, invisibles stripped, casefolded, look-alikes mapped to Latin, punctuation and spacing one space."""

@@ -49,11 +49,28 @@ class Member:
         self.pipe = Pipe(self.writer)
 
 
+# Writes an audit line to one server's audit log: (server, event, fields).
+AuditTo = Callable[[str, str, Mapping[str, Any]], None]
+
+
+def _no_audit(server: str, event: str, fields: Mapping[str, Any]) -> None:
+    pass
+
+
 class Endpoint:
     """Serves the client on ``client_in``/``client_out``; ``run`` returns when the client or every server has gone."""
 
-    def __init__(self, agent: str, members: Sequence[Member], client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter, note: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        agent: str,
+        members: Sequence[Member],
+        client_in: asyncio.StreamReader,
+        client_out: asyncio.StreamWriter,
+        note: Callable[[str], None],
+        audit: AuditTo = _no_audit,
+    ) -> None:
         self.agent = agent
+        self.audit = audit
         self.members = {member.name: member for member in members}
         self.client_in = client_in
         self.client = Pipe(client_out)
@@ -63,7 +80,9 @@ class Endpoint:
         self.requests: dict[RequestId, asyncio.Task[None]] = {}  # the client's requests not yet answered
         self.sent: dict[RequestId, tuple[Member, int]] = {}  # where each went, for a cancellation
         self.names: dict[str, dict[str, tuple[str, str]]] = {}  # kind -> shown name -> (server, real name): the client's view
-        self.uris: dict[str, str] = {}  # resource URI -> server
+        self.uris: dict[str, str] = {}  # resource URI -> the one server whose last listing named it
+        self.ambiguous: dict[str, list[str]] = {}  # resource URI -> the servers that all list it: refused, never routed
+        self.resources_known = False  # resources listed since the last resources list_changed: who owns a URI is known
         self.modern = True  # until the client sends initialize: 2026-07-28 results say their resultType
         self.client_ended = False
         self.all_gone = asyncio.Event()
@@ -286,15 +305,22 @@ class Endpoint:
                 for server, listed in items.items() for item in listed
                 if isinstance(item, dict) and (server, str(item.get("name"))) in by_real
             ]  # fmt: skip
-        merged: list[dict[str, Any]] = []
+        if key != "resources":
+            return [item for listed in items.values() for item in listed]
+        owners: dict[str, list[str]] = {}
         for server, listed in items.items():
             for item in listed:
                 uri = item.get("uri") if isinstance(item, dict) else None
-                if key == "resources" and isinstance(uri, str) and self.uris.setdefault(uri, server) != server:
-                    self.note(f"{server}: left out resource {uri!r}: {self.uris[uri]} lists it too")
-                    continue
-                merged.append(item)
-        return merged
+                if isinstance(uri, str) and server not in owners.setdefault(uri, []):
+                    owners[uri].append(server)
+        self.resources_known = True
+        self.uris = {uri: servers[0] for uri, servers in owners.items() if len(servers) == 1}
+        self.ambiguous = {uri: servers for uri, servers in owners.items() if len(servers) > 1}
+        for uri, servers in self.ambiguous.items():
+            self.note(f"left out resource {uri[:200]!r}: {', '.join(servers)} all list it (a read of it is refused)")
+            for server in servers:
+                self.audit(server, "pin_refused", {"item": f"resource {uri}", "reason": "ambiguous", "detail": f"servers {', '.join(servers)} of the agent all list it"})
+        return [item for listed in items.values() for item in listed if not (isinstance(item, dict) and item.get("uri") in self.ambiguous)]
 
     async def routed(self, client_id: RequestId, method: str, params: dict[str, Any]) -> None:
         owner = await self.owner(method, params)
@@ -326,7 +352,16 @@ class Endpoint:
             if found is None:
                 return f"refused by mcpspec run: no server of agent {self.agent!r} offers a {kind[:-1]} named {str(name)[:100]!r}"
             return self.members[found[0]], {**params, "name": found[1]}
+        if not self.resources_known:  # the client has not listed them: list as it would have (who lists a URI decides)
+            meta = {"_meta": params["_meta"]} if isinstance(params.get("_meta"), dict) else None
+            for listing in ("resources/list", "resources/templates/list"):
+                await self.list_all(listing, meta)
         uri = params.get("uri")
+        if isinstance(uri, str) and uri in self.ambiguous:
+            servers = self.ambiguous[uri]
+            for name in servers:
+                self.audit(name, "message_refused", {"direction": "client", "method": method, "reason": f"resource {uri[:200]!r} is listed by servers {', '.join(servers)}"})
+            return f"refused by policy: resource {uri[:200]!r} is listed by several servers of agent {self.agent!r} ({', '.join(servers)}): which one would answer is ambiguous"
         server = self.uris.get(uri) if isinstance(uri, str) else None
         if server is None:
             holders = [member for member in self.live() if "resources" in member.offered or "resourceTemplates" in member.offered]
@@ -363,6 +398,8 @@ class Endpoint:
         if "id" in message:
             return  # a relay answers its server's requests itself; it sends none
         method, params = str(message["method"]), message.get("params")
+        if method == CHANGED["resources"]:
+            self.resources_known = False
         if method == "notifications/message" and isinstance(params, dict):
             params = {**params, "logger": f"{member.name}/{params.get('logger', '')}".rstrip("/")}
         await self.client.send(dump({"jsonrpc": "2.0", "method": method, **({"params": params} if isinstance(params, dict) else {})}))
@@ -375,6 +412,7 @@ class Endpoint:
                 waiter.set_exception(Gone(member.name))
                 self.pending.pop(own_id, None)
         self.uris = {uri: server for uri, server in self.uris.items() if server != member.name}
+        # An ambiguous URI stays refused until the next listing: the client was never shown it.
         if not self.live():
             self.all_gone.set()
             return

@@ -10,6 +10,7 @@ from mcp.types import Tool
 
 from mcpspec.ir.plan import EffectiveSandbox
 from mcpspec.poisoning.screening import Guard, detail, evidence
+from mcpspec.run import uris
 from mcpspec.run.lockfile import ITEM_OF, KEY_OF, Kind, Lock, ToolCheck, canonical
 
 
@@ -47,6 +48,8 @@ class ToolPolicy:
     pages: dict[str, Hidden | None] | None = None  # the listing being read; None until its first page
     hidden_items: dict[Kind, set[str]] = field(default_factory=dict)  # prompts, resources...: hidden by their last listing
     shown_items: dict[Kind, set[str]] = field(default_factory=dict)  # shown by a listing read since the server's last list_changed
+    known_items: set[Kind] = field(default_factory=set)  # listed whole (every page) by the relay since the server's last list_changed
+    items_epoch: int = 0  # counts the server's prompts and resources list_changed: a verdict taken before the last one is stale
     epoch: int = 0
     poison: Guard | None = None  # the tool-poisoning checks (mcpspec run always has them)
     refused_poisoned: set[str] = field(default_factory=set)
@@ -132,9 +135,33 @@ class ToolPolicy:
             return f"the {ITEM_OF[kind]} {key!r} was not listed since the server last changed them, so it cannot be checked against mcp-sandbox.lock (list them first)"
         return None
 
+    def resource_refusal(self, uri: str, reference: bool = False) -> str | None:
+        """Why a request naming resource ``uri`` is refused (run/uris.py has the rule); None when it may go on.
+        ``reference``: a completion's reference, which may name a template as it is."""
+        shown, hidden = self.shown_items.get("resources", set()), self.hidden_items.get("resources", set())
+        templates, hidden_templates = self.shown_items.get("resource_templates", set()), self.hidden_items.get("resource_templates", set())
+        if uri in shown or (reference and uri in templates):
+            return None
+        if len(uri) > uris.MAX_URI_CHARS:  # every reading of it would have to be judged whole
+            return f"the resource URI is longer than {uris.MAX_URI_CHARS} characters, too long to judge against what listings hide"
+        spelt = uris.hidden_resource(uri, hidden)
+        if spelt is not None:
+            read_as = "" if spelt == uri else f" may be read as {spelt[:200]!r}, which"
+            return f"the resource {uri[:200]!r}{read_as} was hidden by its listing (not pinned, changed since mcp-sandbox.lock or a tool-poisoning finding)"
+        if uris.allowed_by_template(uri, templates) is not None:
+            return None
+        matched = uris.hidden_template(uri, hidden_templates)
+        if matched is not None:
+            return f"the resource {uri[:200]!r} comes under the resource template {matched[:200]!r}, which its listing hid, and under no template shown"
+        if self.lock is not None:
+            return f"the resource {uri[:200]!r} is neither a resource nor under a resource template that mcp-sandbox.lock pins and the server's last listing showed unchanged"
+        return None
+
     def forget_items(self, kind: Kind) -> None:
         """The server said its prompts (or resources) changed: only a new listing shows which are pinned."""
         self.shown_items.pop(kind, None)
+        self.known_items.discard(kind)
+        self.items_epoch += 1
 
     def learn(self, tools: Iterable[Tool], hidden: Iterable[Hidden], first: bool, last: bool, epoch: int) -> None:
         """Remember the verdicts of one page of a listing asked for in ``epoch``; the last page makes them the offer."""

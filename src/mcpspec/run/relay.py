@@ -68,6 +68,9 @@ SERVER_NOTIFICATIONS = frozenset(
 # server capabilities (those it relays; experimental, extensions and tasks are not).
 INITIALIZE_KEYS = frozenset({"protocolVersion", "capabilities", "serverInfo", "instructions"})
 SERVER_CAPABILITIES = ("logging", "prompts", "resources", "tools", "completions")
+NAMING = frozenset({"prompts/get", "resources/read", "resources/subscribe", "completion/complete"})  # judged by what listings hide
+PROMPT_LISTS: tuple[tuple[str, Kind], ...] = (("prompts/list", "prompts"),)
+RESOURCE_LISTS: tuple[tuple[str, Kind], ...] = (("resources/list", "resources"), ("resources/templates/list", "resource_templates"))
 LISTS: dict[str, Kind] = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resource_templates"}
 LIST_KEYS: dict[Kind, str] = {"tools": "tools", "prompts": "prompts", "resources": "resources", "resource_templates": "resourceTemplates"}
 
@@ -75,6 +78,7 @@ RequestId = int | str
 # Calls awaiting a decision (listing, limits, approval) hold their arguments: so many, so large at most.
 MAX_JUDGING, MAX_JUDGING_BYTES = 64, 16 * 1024 * 1024
 MAX_PAGES = 100  # pages of tools/list the relay reads to check the tools against the lock
+MAX_REJUDGED = 8  # verdicts on a request naming a prompt or resource made stale by list_changed before it is refused
 
 
 class PinRefused(Exception):
@@ -352,15 +356,14 @@ class Relay:
             self.audit.write("message_refused", direction="client", reason=f"params carry {answers[0]}", method=request.method)
             await self.client_error(client_id, INVALID_PARAMS, f"refused by mcpspec run: {answers[0]} answers a server's request for input, which is never relayed")
             return
-        if request.method == "tools/call" and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
+        judged_apart = request.method == "tools/call" or request.method in NAMING
+        if judged_apart and (len(self.judging) >= MAX_JUDGING or self.judging_bytes + size > MAX_JUDGING_BYTES):
             self.audit.write("message_refused", direction="client", reason="too many calls awaiting a decision", method=request.method)
             text = f"refused by mcpspec run: too many calls awaiting a decision (at most {MAX_JUDGING}, {MAX_JUDGING_BYTES // 2**20} MiB)"
+            if request.method != "tools/call":
+                await self.client_error(client_id, INTERNAL_ERROR, text)
+                return
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=self.call_result(text))))
-            return
-        refusal = self.policy.item_refusal("prompts", str(params.get("name"))) if request.method == "prompts/get" and isinstance(params, dict) else None
-        if refusal is not None:
-            self.audit.write("message_refused", direction="client", reason=refusal, method=request.method)
-            await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
             return
         params, wrong = self.revisions.judge(request.method, params)
         if wrong is None and self.revisions.must_probe(request.method, params):
@@ -374,13 +377,84 @@ class Relay:
             await self.client.send(_wire(JSONRPCResponse(jsonrpc="2.0", id=client_id, result=result)))
             return
         self.in_flight.add(client_id)
-        if request.method == "tools/call":
-            self.judging[client_id] = task = self.spawn(self.call(client_id, params))
+        if judged_apart:  # the relay may list first (or ask an approver): the client's other messages go on meanwhile
+            judge = self.call(client_id, params) if request.method == "tools/call" else self.named(client_id, request.method, params)
+            self.judging[client_id] = task = self.spawn(judge)
             task.add_done_callback(self.held(size))
         else:
             pending = Pending(client_id, request.method, time.monotonic())
             pending.first_page = not (isinstance(params, dict) and params.get("cursor") is not None)
             await self.forward(pending, params)
+
+    async def named(self, client_id: RequestId, method: str, params: Any) -> None:
+        """A request naming a prompt or a resource: sent on, or refused (JSON-RPC error, audited). Sent only
+        if the relay has read no prompts or resources list_changed since its verdict (else judged again)."""
+        try:
+            for _ in range(MAX_REJUDGED):
+                epoch = self.policy.items_epoch
+                refusal = await self.naming_refusal(method, params)
+                if refusal is not None:
+                    break
+                async with self.server.lock:
+                    if epoch == self.policy.items_epoch:
+                        self.judged(client_id)  # from now on a cancellation goes to the server, as for any request in flight
+                        pending = Pending(client_id, method, time.monotonic())
+                        await self.server.raw(self.request_line(self.register(pending, None), pending, params))
+                        return
+            else:
+                refusal = f"the server said its lists changed {MAX_REJUDGED} times while the request was judged"
+        finally:
+            self.judged(client_id)
+        self.in_flight.discard(client_id)
+        self.audit.write("message_refused", direction="client", reason=refusal, method=method)
+        await self.client_error(client_id, INVALID_PARAMS, f"refused by policy: {refusal}")
+
+    async def naming_refusal(self, method: str, params: Any) -> str | None:
+        """Why a request naming a resource (or, completing, a prompt) is refused: what a listing hides is
+        refused by name too (run/uris.py); None when it may go on."""
+        if not isinstance(params, dict):
+            return f"{method} names what it reads in object params"
+        ref = params.get("ref") if method == "completion/complete" else {**params, "type": "ref/prompt" if method == "prompts/get" else "ref/resource"}
+        kind = ref.get("type") if isinstance(ref, dict) else None
+        if isinstance(ref, dict) and kind == "ref/prompt" and isinstance(ref.get("name"), str):
+            failure = await self.list_items_myself(PROMPT_LISTS)
+            return failure or self.policy.item_refusal("prompts", ref["name"])
+        if not isinstance(ref, dict) or kind != "ref/resource" or not isinstance(ref.get("uri"), str):
+            return f"{method} names a prompt by a string name, or a resource by a string uri" + (" in its ref" if method == "completion/complete" else "")
+        if self.policy.lock is None and self.policy.poison is None:
+            return None
+        failure = await self.list_items_myself(RESOURCE_LISTS)
+        return failure or self.policy.resource_refusal(ref["uri"], reference=method == "completion/complete")
+
+    async def list_items_myself(self, lists: tuple[tuple[str, Kind], ...]) -> str | None:
+        """List the server's prompts, or resources and templates (every page), unless a whole listing since its
+        last list_changed is known, so a request can be judged by what listings hide; why it could not be."""
+        if self.policy.lock is None and self.policy.poison is None:
+            return None
+        async with self.listing:
+            for method, kind in lists:
+                if kind in self.policy.known_items:
+                    continue
+                cursor: Any = None
+                for _ in range(MAX_PAGES):
+                    try:
+                        result = await self.ask_server(method, {"cursor": cursor} if cursor is not None else {}, LISTING_TIMEOUT)
+                    except ValueError:  # an error answer: the server lists none of this kind, nothing of it is shown
+                        break
+                    except TimeoutError:
+                        return f"the server did not answer its {method} in time, so the request cannot be judged"
+                    try:
+                        self.screen_items(kind, checked_result(method, result))
+                    except (Refused, ValueError) as exc:  # as an error answer: nothing of this kind is shown (with a lock, nothing may be read)
+                        self.audit.write("message_refused", direction="server", reason=f"not a {method} result: {exc}"[:300], method=method)
+                        break
+                    cursor = result.get("nextCursor")
+                    if cursor is None:
+                        break
+                else:
+                    return f"the server's {method} has more than {MAX_PAGES} pages, so the request cannot be judged"
+                self.policy.known_items.add(kind)
+        return None
 
     async def forward(self, pending: Pending, params: Any) -> int:
         server_id = self.register(pending, None)
@@ -815,6 +889,9 @@ class Relay:
                 self.policy.forget()
             elif method == "notifications/prompts/list_changed":
                 self.policy.forget_items("prompts")
+            elif method == "notifications/resources/list_changed":
+                self.policy.forget_items("resources")
+                self.policy.forget_items("resource_templates")
             await self.client.send(_wire(JSONRPCNotification(jsonrpc="2.0", method=method, params=params if isinstance(params, dict) else None)))
             return
         request_id = message["id"]

@@ -472,7 +472,12 @@ async def _serve_agent(agent: str, servers: list[_Server], lock: Lock | None, op
             relay = await _started(server, lock, approver, relay_in, relay_out)
             runs.append(asyncio.create_task(_relayed(relay, relay_out)))
             members.append(Member(server.sandbox.name, member_in, member_out))
-        await Endpoint(agent, members, client_in, client_out, lambda text: _say(f"agent {agent}: {text}")).run()
+        by_name = {server.sandbox.name: server for server in servers}
+
+        def audit(name: str, event: str, fields: Mapping[str, Any]) -> None:
+            by_name[name].audit.write(event, **fields)
+
+        await Endpoint(agent, members, client_in, client_out, lambda text: _say(f"agent {agent}: {text}"), audit).run()
     finally:
         for member in members:  # a server that could not start stops the others: their relays see the end of input
             member.writer.close()

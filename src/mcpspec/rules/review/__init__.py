@@ -9,6 +9,7 @@ from mcpspec.rules.review import (
     argument_condition_vacuous,
     coarse_approval_irreversible,
     path_compared_as_string,
+    refuse_rule_blocklist,
     sensitive_tool_without_approval,
     tool_effects_undeclared,
 )
@@ -21,4 +22,5 @@ RULES: tuple[Rule, ...] = (
     argument_condition_vacuous.RULE,
     argument_condition_unknown_argument.RULE,
     path_compared_as_string.RULE,
+    refuse_rule_blocklist.RULE,
 )

@@ -124,16 +124,21 @@ CAPABILITIES["call-policy"] = Capability(
     "approval for its approver (denied without one), who is shown the exact arguments the server will get (only the spec's own "
     "secrets masked, by name; everything escaped to printable ASCII; nothing cut), and enforces rate limits and call timeouts. "
     "A tool's argument rules (`when`) allow, send to approval or refuse a call by its arguments, a path read every way a server "
-    "may read it (dot segments, percent-escapes, backslashes, NFKC) and an argument that cannot be judged never allowed. "
+    "may read it (dot segments, percent-escapes, backslashes, NFKC) and an argument that cannot be judged never allowed; a refuse "
+    "rule catches a string every way a shell may read it (blanks, quotes, backslashes, invisible characters, /bin/rm), though it "
+    "stays a blocklist (lint HR008). "
     "A server may ask the client nothing: roots, elicitation and sampling requests are refused wherever they are carried "
     "(a request, an input_required result of any method, a tasks result, a notification, a batch, _meta, an error's data). "
     "With mcp-sandbox.lock, whatever differs from it (initialize instructions and serverInfo, every field of every tool, "
-    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped. All of it holds the same on "
+    "prompt, resource and resource template) is refused, and keys the lock cannot pin are stripped. A prompt, resource or "
+    "template a listing hides is refused by name too (prompts/get, resources/read and subscribe, completion/complete), a URI "
+    "in every spelling the server may take for it (case, percent-escapes, dot segments, backslashes, NFKC, a query). All of it holds the same on "
     "MCP 2025-06-18, 2025-11-25 and 2026-07-28 (the spec's protocol_revisions; others refused with -32022), and a listing "
     "reaches a 2026-07-28 client uncacheable (ttlMs 0)",
     (_RUN + "test_allowlist_filters_the_listing_and_refuses_unlisted_calls_before_the_server",
      _RUN + "test_approval_command_allows_or_denies_and_a_denied_call_never_arrives",
      "tests/test_run_argrules_real.py::test_a_tool_runs_inside_the_allowed_area_needs_approval_outside_and_hostile_paths_never_pass",
+     "tests/test_run_argrules_real.py::test_a_refuse_rule_catches_every_spelling_a_shell_reads_as_the_refused_value",
      _RUN + "test_rate_limit_refuses_the_call_over_the_rate", _RUN + "test_call_timeout_answers_the_client_and_cancels_at_the_server",
      _CARRIERS + "test_a_request_for_input_inside_a_result_is_refused",
      _CARRIERS + "test_a_request_for_input_in_a_notification_a_batch_or_a_request_never_reaches_the_client",
@@ -142,8 +147,11 @@ CAPABILITIES["call-policy"] = Capability(
      _LOCK + "test_a_change_after_locking_is_shown_by_check_and_refused_by_run",
      _LOCK + "test_keys_the_lock_cannot_pin_never_reach_the_client",
      _LOCK + "test_a_prompt_is_served_only_once_a_listing_showed_it_unchanged",
+     "tests/test_run_resources_real.py::test_a_hidden_resource_or_template_is_refused_by_name_in_every_spelling",
+     "tests/test_run_resources_real.py::test_with_a_lock_only_a_pinned_resource_or_template_shown_unchanged_is_read",
      "tests/test_run_redteam.py::test_a_listing_answered_just_before_list_changed_does_not_renew_the_verdicts",
      "tests/test_run_redteam.py::test_a_call_judged_before_list_changed_is_judged_again_if_sent_after",
+     "tests/test_run_redteam.py::test_a_resource_read_judged_before_list_changed_is_judged_again_if_sent_after",
      "tests/test_run_revisions_real.py::test_every_policy_holds_on_each_revision"),
 )
 
