@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from mcpspec.boundary import egress
+from mcpspec.boundary import egress, refused
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.facts import approval_mode
@@ -46,6 +46,7 @@ class Excess:
 def check(spec: Plan, boundary: Plan) -> list[Excess]:
     """Every excess of every server of ``spec`` over ``boundary``."""
     policies: dict[str, egress.Policy] = {}
+    opened: refused.OpenLeaks = {}
     found: list[Excess] = []
     for name, sandbox in spec.servers.items():
         ceiling = boundary.servers.get(name) or boundary.servers.get(ANY_SERVER)
@@ -54,7 +55,7 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
             continue
         if ceiling.name not in policies:
             policies[ceiling.name] = _policy(ceiling)
-        found.extend(_egress(sandbox, ceiling, policies[ceiling.name]))
+        found.extend(_egress(sandbox, ceiling, policies[ceiling.name], opened))
         found.extend(_mounts(sandbox, ceiling))
         found.extend(_secrets(sandbox, ceiling))
         found.extend(_maxima(sandbox, ceiling))
@@ -71,8 +72,8 @@ def _policy(sandbox: EffectiveSandbox) -> egress.Policy:
 # --- egress ---
 
 
-def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy) -> Iterator[Excess]:
-    for leak in egress.leaks(_policy(sandbox), limit):
+def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy, opened: refused.OpenLeaks) -> Iterator[Excess]:
+    for leak in refused.leaks(sandbox.egress, limit, opened):
         yield Excess("BX001", sandbox.name, _entry_path(sandbox, leak.entry), f"{sandbox.name} may reach {leak.request}{_via(leak.entry)}; the boundary allows {_allowed(ceiling, leak)}")
 
 
