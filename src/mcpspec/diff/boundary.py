@@ -7,7 +7,8 @@ differently is neutral, with the new words.
 
 from __future__ import annotations
 
-from mcpspec.boundary.check import KINDS, Excess, check
+from mcpspec.boundary.check import KINDS, check
+from mcpspec.boundary.excess import Excess
 from mcpspec.diagnostics import format_path
 from mcpspec.diff.model import Change
 from mcpspec.ir.plan import Plan
