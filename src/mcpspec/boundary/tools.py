@@ -57,16 +57,17 @@ def _canonical(rule: ArgRule) -> str:
 
 def _strictest(rules: Sequence[_Rule], default: _Rule, true: tuple[str, bool] | None, false: set[tuple[str, bool]]) -> _Rule:
     """The strictest decision ``rules`` reach on a call where ``true`` holds and ``false`` do not
-    (the other conditions as the call pleases)."""
-    best = default
-    for rule in rules:
-        if rule.fact in false:
+    (the other conditions as the call pleases): an earlier rule whose condition may hold, the rule
+    of ``true`` (which fires at the latest), or ``default`` when no rule need fire."""
+    best: _Rule | None = None
+    for candidate in rules:
+        if candidate.fact in false:
             continue
-        if rule.fact == true:
-            return rule if rule.level < best.level else best
-        if rule.level < best.level:
-            best = rule
-    return best
+        if best is None or candidate.level < best.level:
+            best = candidate
+        if candidate.fact == true:
+            return best
+    return default if best is None or default.level < best.level else best
 
 
 def argument_rules(spec: Plan, sandbox: EffectiveSandbox, boundary: Plan, ceiling: EffectiveSandbox) -> Iterator[Excess]:

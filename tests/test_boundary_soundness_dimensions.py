@@ -1,0 +1,166 @@
+"""Soundness of the check's newer dimensions against independent oracles, with hypothesis:
+
+- egress through the proxy (`via: proxy`): the oracle decides one request as the squid rules of
+  mcpspec.targets.egress do (metadata names and never ranges first, then the spec's deny, its
+  address entries, the refused ranges, its names, its default); if the check passes, no sampled
+  request the proxy lets through is refused by the boundary, and every witness is one it lets
+  through and the boundary refuses;
+- argument rules: if the check passes, no sampled call is decided more freely by the spec's
+  rules (as `mcpspec run` decides it) than by the boundary's.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_boundary_soundness import Written, oracle, policies, requests
+
+from mcpspec.addresses import METADATA_HOSTS, NEVER_NETWORKS, REFUSED_NETWORKS
+from mcpspec.api import load_text
+from mcpspec.boundary import egress, refused
+from mcpspec.boundary.check import check
+from mcpspec.boundary.tools import decision
+from mcpspec.ir.plan import EgressPolicy
+
+SPECIAL = ["127.0.0.1", "127.9.9.9", "169.254.169.254", "10.1.2.3", "192.168.1.1", "0.0.0.0", "100.100.100.200", "::1", "fe80::1", "fd00:ec2::254",
+           "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:8.8.8.8", "8.8.8.8", "2606:4700::1",
+           "metadata.google.internal", "host.docker.internal", "203.0.113.7"]
+SPECIAL_ENTRIES = ["127.0.0.0/8", "127.0.0.1:8080", "169.254.169.254:80", "10.0.0.0/8:443", "[::1]:8080", "fe80::/10", "[64:ff9b::a9fe:a9fe]:80", "0.0.0.0/0", "::/0"]
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def proxied(policy: Written, host: str, port: int) -> bool:
+    """Whether squid lets ``host:port`` through for a `via: proxy` server with ``policy``."""
+    from test_boundary_soundness import _matches
+
+    address = _address(host)
+    if host in METADATA_HOSTS or (address is not None and any(address in n for n in NEVER_NETWORKS if n.version == address.version)):
+        return False
+    if any(_matches(entry, host, port) for entry in policy.deny):
+        return False
+    if address is None:
+        return oracle(policy, host, port)
+    if any(entry.kind == "cidr" and _matches(entry, host, port) for entry in policy.allow):
+        return True
+    if any(address in n for n in REFUSED_NETWORKS if n.version == address.version):
+        return False
+    return policy.default == "allow"
+
+
+def _plan_policy(written: Written) -> EgressPolicy:
+    return EgressPolicy(default=written.default, via="proxy", allow=tuple(written.allow), deny=tuple(written.deny))  # type: ignore[arg-type]
+
+
+with_special = st.builds(
+    lambda w, extra, deny: Written(w.default, [*w.allow, *extra], [*w.deny, *deny]),
+    policies,
+    st.lists(st.sampled_from(SPECIAL_ENTRIES), max_size=2).map(lambda texts: [egress_entry(t) for t in texts]),
+    st.lists(st.sampled_from(SPECIAL_ENTRIES), max_size=1).map(lambda texts: [egress_entry(t) for t in texts]),
+)
+
+
+def egress_entry(text: str) -> Any:
+    from mcpspec.spec.values import parse_destination
+
+    return parse_destination(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), with_special, policies)
+def test_through_the_proxy_a_passing_check_leaves_no_sampled_request_outside(data: st.DataObject, spec: Written, boundary: Written) -> None:
+    limit = egress.policy(boundary.default, boundary.allow, boundary.deny)
+    found = refused.leaks(_plan_policy(spec), limit, {})
+    for leak in found:
+        assert proxied(spec, leak.host, leak.port), f"the witness {leak.request} is refused by the proxy"
+        assert not oracle(boundary, leak.host, leak.port), f"the witness {leak.request} is allowed by the boundary"
+    if found:
+        return
+    for _ in range(20):
+        host, port = data.draw(st.one_of(requests(spec), st.tuples(st.sampled_from(SPECIAL), st.sampled_from([80, 443, 8080, 1]))))
+        if proxied(spec, host, port):
+            assert oracle(boundary, host, port), f"check passed, yet the proxy lets {host}:{port} through and the boundary does not"
+
+
+def test_an_extra_inside_the_refused_ranges_is_no_excess_but_a_listed_one_is() -> None:
+    boundary = egress.policy("allow", [], [egress_entry("10.0.0.0/8"), egress_entry("127.0.0.0/8"), egress_entry("169.254.0.0/16")])
+    assert refused.leaks(_plan_policy(Written("allow", [], [])), boundary, {}) == []
+    listed = refused.leaks(_plan_policy(Written("allow", [egress_entry("127.0.0.1:8080")], [])), boundary, {})
+    assert [leak.request for leak in listed] == ["127.0.0.1:8080"]
+    direct = EgressPolicy(default="allow", via="direct", allow=(), deny=())  # type: ignore[arg-type]
+    assert [leak.request for leak in refused.leaks(direct, boundary, {})] == ["10.0.0.0:1"]
+    # names contained, addresses not: the open part of a default allow gives the witness
+    no_v4 = egress.policy("allow", [], [egress_entry("0.0.0.0/0")])
+    (leak,) = refused.leaks(_plan_policy(Written("allow", [], [])), no_v4, {})
+    assert (leak.request, leak.entry) == ("1.0.0.0:1", None) and proxied(Written("allow", [], []), leak.host, leak.port)
+
+
+# --- argument rules ---
+
+CONDITIONS = [
+    '{arg: path, glob: "/etc/**"}', '{arg: path, glob: "/workspace/output/**"}', "{arg: path, prefix: /workspace}", "{arg: path, prefix: /workspace, path: true}",
+    "{arg: branch, equals: main}", "{arg: force, equals: true}", "{arg: count, range: {min: 1, max: 10}}",
+    '{not: {arg: branch, equals: main}}', '{any: [{arg: force, equals: true}, {arg: path, glob: "/etc/**"}]}',
+]
+ACTIONS = ["allow", "approve", "refuse"]
+rule_lists = st.lists(st.tuples(st.sampled_from(CONDITIONS), st.sampled_from(ACTIONS)), max_size=4)
+otherwise = st.sampled_from([None, *ACTIONS])
+approvals = st.sampled_from([None, "always", "per-session", "never"])
+ARGUMENTS = st.fixed_dictionaries({}, optional={
+    "path": st.sampled_from(["/etc/passwd", "/etc", "/workspace/output/a", "/workspace/../etc/x", "/workspacex", "/workspace", "relative", "/ETC/passwd"]),
+    "branch": st.sampled_from(["main", "dev", "MAIN", ""]),
+    "force": st.sampled_from([True, False, "true", 1]),
+    "count": st.sampled_from([0, 1, 5, 10, 11, "5", 2.5]),
+})
+
+
+def _tool_yaml(rules: list[tuple[str, str]], fallback: str | None, approval: str | None) -> str:
+    lines = ["      t:", "        effects: [reads_private]"]
+    if approval is not None:
+        lines.append(f"        approval: {approval}")
+    if rules:
+        lines.append("        when:")
+        lines += [f"          - {{if: {condition}, then: {action}}}" for condition, action in rules]
+        if fallback is not None:
+            lines.append(f"        otherwise: {fallback}")
+    return "\n".join(lines)
+
+
+def _plan(server: str, tool: str) -> Any:
+    return load_text(f"version: 1\nproject: p\nservers:\n  {server}:\n    command: [x]\n    tools:\n{tool}\n", f"{server}.yaml")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), rule_lists, otherwise, approvals, rule_lists.filter(bool), otherwise, approvals)
+def test_a_passing_check_leaves_no_sampled_call_decided_more_freely(
+    data: st.DataObject, mine: list[tuple[str, str]], mine_else: str | None, mine_approval: str | None,
+    theirs: list[tuple[str, str]], theirs_else: str | None, theirs_approval: str | None,
+) -> None:
+    spec = _plan("s", _tool_yaml(mine, mine_else, mine_approval))
+    boundary = _plan("any-server", _tool_yaml(theirs, theirs_else, theirs_approval))
+    found = [e for e in check(spec, boundary) if e.code == "BX012"]
+    tool, own = spec.servers["s"].tools["t"], boundary.servers["any-server"].tools["t"]
+    if found:
+        return
+    for _ in range(25):
+        arguments = data.draw(ARGUMENTS)
+        ours, limit = decision(spec, tool, arguments), decision(boundary, own, arguments)
+        assert ours.level <= limit.level, f"check passed, yet {arguments} is {ours.label} in the spec and {limit.label} in the boundary"
+
+
+@settings(max_examples=200, deadline=None)
+@given(rule_lists, otherwise, approvals)
+def test_every_tool_is_within_itself(rules: list[tuple[str, str]], fallback: str | None, approval: str | None) -> None:
+    tool = _tool_yaml(rules, fallback, approval)
+    assert [e.message for e in check(_plan("s", tool), _plan("any-server", tool)) if e.code == "BX012"] == []
