@@ -16,7 +16,6 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_boundary_soundness import Written, oracle, policies, requests
 
 from mcpspec.addresses import METADATA_HOSTS, NEVER_NETWORKS, REFUSED_NETWORKS
 from mcpspec.api import load_text
@@ -24,6 +23,7 @@ from mcpspec.boundary import egress, refused
 from mcpspec.boundary.check import check
 from mcpspec.boundary.tools import decision
 from mcpspec.ir.plan import EgressPolicy
+from test_boundary_soundness import Written, _matches, oracle, policies, requests
 
 SPECIAL = ["127.0.0.1", "127.9.9.9", "169.254.169.254", "10.1.2.3", "192.168.1.1", "0.0.0.0", "100.100.100.200", "::1", "fe80::1", "fd00:ec2::254",
            "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1", "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:8.8.8.8", "8.8.8.8", "2606:4700::1",
@@ -43,8 +43,6 @@ def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 
 def proxied(policy: Written, host: str, port: int) -> bool:
     """Whether squid lets ``host:port`` through for a `via: proxy` server with ``policy``."""
-    from test_boundary_soundness import _matches
-
     address = _address(host)
     if host in METADATA_HOSTS or (address is not None and any(address in n for n in NEVER_NETWORKS if n.version == address.version)):
         return False
