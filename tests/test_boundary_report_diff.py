@@ -19,8 +19,9 @@ EXCESS = "docs has process.max_runtime none; the boundary allows at most 15m"
 
 
 def _versions(tmp_path: Path) -> tuple[Path, Path]:
-    """The example as it is (one excess) and with the fix docs/boundary.md names (none)."""
-    text = SPEC.read_text(encoding="utf-8")
+    """The example with its exec tools approved at every call (one excess left: no max_runtime) and
+    with the fix docs/boundary.md names (none)."""
+    text = SPEC.read_text(encoding="utf-8").replace("        approval: per-session\n", "        approval: always\n")
     assert LIMITLESS in text
     old, new = tmp_path / "old.mcp-sandbox.yaml", tmp_path / "new.mcp-sandbox.yaml"
     old.write_text(text, encoding="utf-8")
