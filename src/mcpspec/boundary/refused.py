@@ -60,19 +60,39 @@ def _open() -> tuple[Destination, ...]:
     return tuple(out)
 
 
+@functools.cache
+def _never_spans() -> tuple[tuple[Destination, tuple[egress.Span, ...]], ...]:
+    return tuple((entry, tuple(egress.address_spans(entry, True))) for entry in _never() if entry.kind == "cidr")
+
+
+def _touching(allow: Sequence[Destination]) -> list[Destination]:
+    """The never entries that take something from these allow entries (the others change nothing,
+    and leaving them out keeps a large spec's comparison small)."""
+    spans = [span for entry in allow if entry.kind == "cidr" for span in egress.address_spans(entry, False)]
+    names = [entry for entry in allow if entry.kind != "cidr"]
+    found: list[Destination] = []
+    for entry in _never():
+        if entry.kind != "cidr" and any(entry.host == name.host or (name.kind == "wildcard" and entry.host.endswith(name.host[1:])) for name in names):
+            found.append(entry)
+    for entry, never in _never_spans():
+        if any(a.family == b.family and a.low <= b.high and b.low <= a.high for a in spans for b in never):
+            found.append(entry)
+    return found
+
+
 def leaks(mine: EgressPolicy, limit: egress.Policy, opened: OpenLeaks) -> list[egress.Leak]:
     """:func:`egress.leaks` of what the server reaches at run time: its policy less what the proxy
     always refuses. A leak through the open part is the default's (entry None)."""
     if mine.via != "proxy":
         return egress.leaks(egress.policy(mine.default, mine.allow, mine.deny), limit)
-    deny = (*mine.deny, *_never())
+    deny = (*mine.deny, *_touching(mine.allow))
     if mine.default != "allow":
         return egress.leaks(egress.policy("deny", mine.allow, deny), limit)
     names = [entry for entry in mine.allow if entry.kind != "cidr"]
     addresses = [entry for entry in mine.allow if entry.kind == "cidr"]
     # Names stay open (the default); addresses only where an address entry allows, or in the open part.
     listed = egress.policy("deny", addresses, deny)
-    words = egress.policy("allow", names, [entry for entry in deny if entry.kind != "cidr"])
+    words = egress.policy("allow", names, [entry for entry in (*mine.deny, *_never()) if entry.kind != "cidr"])
     spec = egress.Policy(words.names, listed.spans, listed.pieces, words.known, words.under)
     found = egress.leaks(spec, limit)
     key = (id(limit), tuple(entry for entry in mine.deny if entry.kind == "cidr"))
