@@ -304,6 +304,30 @@ def test_the_pre_commit_hook_runs_on_the_documented_files(repo: Path) -> None:
     assert "notes.yaml" not in result.stdout
 
 
+def test_the_check_hook_holds_the_staged_specs_to_the_configured_boundary(repo: Path) -> None:
+    """pre-commit runs the mcpspec-check hook on the files it selects, and the boundary comes from `within:`."""
+    manifest = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    hook = {**manifest["mcpspec-check"], "language": "system", "entry": f"{BIN / 'mcpspec'} check"}
+    hook.pop("minimum_pre_commit_version", None)
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [hook]}]}), encoding="utf-8")
+    shutil.copy(ROOT / "docs" / "boundary" / "acme-org.yaml", repo / "boundary.yaml")
+    (repo / ".mcpspec.yaml").write_text("within: boundary.yaml\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(repo / ".pre-commit-home"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run([str(BIN / "pre-commit"), "run", "--files", "mcp-sandbox.yaml", "notes.yaml", "--verbose"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "mcp-sandbox.yaml:114:5: BX004 docs has process.max_runtime none; the boundary allows at most 15m" in result.stdout
+    assert "notes.yaml" not in result.stdout, "the hook selects specs by name, as lint's does"
+    spec = repo / "mcp-sandbox.yaml"
+    limitless = "  process: {allow: [], listeners: false, background: {allowed: false}}"
+    fixed = spec.read_text(encoding="utf-8").replace(limitless, limitless[:-1] + ", max_runtime: 10m}", 1).replace("        approval: per-session\n", "        approval: always\n")
+    spec.write_text(fixed, encoding="utf-8")
+    _git(repo, "add", "-A")
+    result = subprocess.run([str(BIN / "pre-commit"), "run", "--files", "mcp-sandbox.yaml", "--verbose"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "mcp-sandbox.yaml stays within" in result.stdout
+
+
 def test_the_boundary_step_checks_every_spec_against_the_configured_boundary(repo: Path) -> None:
     """The boundary job with `within:` in the config: exit 1 on an excess, SARIF on the spec line;
     and the review's report and diff read the same config."""
