@@ -52,3 +52,13 @@ def test_the_check_hook_selects_the_files_lint_does() -> None:
     assert hooks["mcpspec-check"]["entry"] == "mcpspec check"
     assert hooks["mcpspec-check"]["files"] == hooks["mcpspec-lint"]["files"]
     assert "id: mcpspec-check" in DOC
+
+
+def test_explain_knows_every_excess_code_and_slug() -> None:
+    from mcpspec.boundary.check import KINDS
+
+    for code, (slug, summary) in KINDS.items():
+        for name in (code, slug):
+            found = run_cli("explain", name)
+            assert found.returncode == 0 and found.stdout.startswith(f"{code} {slug}\n") and summary in found.stdout, name
+    assert run_cli("explain", "BX999").returncode == 2

@@ -296,6 +296,13 @@ def explain(rule: Annotated[str, typer.Argument(help="A rule ID or slug, an egre
 
     found = find(rule)
     if found is None:
+        from mcpspec.boundary.check import KINDS
+
+        excess = next(((code, slug, summary) for code, (slug, summary) in KINDS.items() if rule in (code, code.lower(), slug)), None)
+        if excess is not None:
+            code, slug, summary = excess
+            sys.stdout.write(f"{code} {slug}\n\n`mcpspec check --within BOUNDARY` reports {summary}, at the spec value that allows it,\nwith one concrete counterexample (docs/boundary.md lists what each spec value is compared with).\n")
+            return
         _usage(f"no rule is named {rule!r} (see `mcpspec rules`; `mcpspec explain @` lists the egress presets)")
     sys.stdout.write(render_rule(found))
 
