@@ -108,7 +108,9 @@ def test_an_extra_inside_the_refused_ranges_is_no_excess_but_a_listed_one_is() -
 
 CONDITIONS = [
     '{arg: path, glob: "/etc/**"}', '{arg: path, glob: "/workspace/output/**"}', "{arg: path, prefix: /workspace}", "{arg: path, prefix: /workspace, path: true}",
-    "{arg: branch, equals: main}", "{arg: force, equals: true}", "{arg: count, range: {min: 1, max: 10}}",
+    '{arg: path, glob: "/ETC/**", case: insensitive}', '{arg: path, glob: "/workspace/*/a"}', "{arg: path, equals: /etc/passwd, path: true}",
+    "{arg: branch, equals: main}", "{arg: branch, equals: MAIN, case: insensitive}", "{arg: branch, equals: dev}",
+    "{arg: force, equals: true}", "{arg: count, range: {min: 1, max: 10}}",
     '{not: {arg: branch, equals: main}}', '{any: [{arg: force, equals: true}, {arg: path, glob: "/etc/**"}]}',
 ]
 ACTIONS = ["allow", "approve", "refuse"]
@@ -116,8 +118,10 @@ rule_lists = st.lists(st.tuples(st.sampled_from(CONDITIONS), st.sampled_from(ACT
 otherwise = st.sampled_from([None, *ACTIONS])
 approvals = st.sampled_from([None, "always", "per-session", "never"])
 ARGUMENTS = st.fixed_dictionaries({}, optional={
-    "path": st.sampled_from(["/etc/passwd", "/etc", "/workspace/output/a", "/workspace/../etc/x", "/workspacex", "/workspace", "relative", "/ETC/passwd"]),
-    "branch": st.sampled_from(["main", "dev", "MAIN", ""]),
+    "path": st.sampled_from(["/etc/passwd", "/etc", "/workspace/output/a", "/workspace/../etc/x", "/workspacex", "/workspace", "relative", "/ETC/passwd",
+                             "/Workspace/Output/a", "/workspace/output/%2e%2e/%2e%2e/etc/passwd", "%2Fetc%2Fpasswd", "/workspace\\..\\etc", "／etc／passwd",
+                             "/workspace/output/../../etc/passwd", "/workspace/OUTPUT/x", "/etc/../workspace/output/a"]),
+    "branch": st.sampled_from(["main", "dev", "MAIN", "", "ｍａｉｎ", "Main"]),
     "force": st.sampled_from([True, False, "true", 1]),
     "count": st.sampled_from([0, 1, 5, 10, 11, "5", 2.5]),
 })
@@ -139,7 +143,7 @@ def _plan(server: str, tool: str) -> Any:
     return load_text(f"version: 1\nproject: p\nservers:\n  {server}:\n    command: [x]\n    tools:\n{tool}\n", f"{server}.yaml")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.data(), rule_lists, otherwise, approvals, rule_lists.filter(bool), otherwise, approvals)
 def test_a_passing_check_leaves_no_sampled_call_decided_more_freely(
     data: st.DataObject, mine: list[tuple[str, str]], mine_else: str | None, mine_approval: str | None,
@@ -162,3 +166,20 @@ def test_a_passing_check_leaves_no_sampled_call_decided_more_freely(
 def test_every_tool_is_within_itself(rules: list[tuple[str, str]], fallback: str | None, approval: str | None) -> None:
     tool = _tool_yaml(rules, fallback, approval)
     assert [e.message for e in check(_plan("s", tool), _plan("any-server", tool)) if e.code == "BX012"] == []
+
+
+def _excesses(mine: list[tuple[str, str]], theirs: list[tuple[str, str]]) -> list[str]:
+    spec, boundary = _plan("s", _tool_yaml(mine, "refuse", None)), _plan("any-server", _tool_yaml(theirs, None, None))
+    return [e.message for e in check(spec, boundary) if e.code == "BX012"]
+
+
+def test_an_allow_rule_apart_from_the_boundarys_refusal_is_contained_and_one_that_meets_it_is_not() -> None:
+    etc = ('{arg: path, glob: "/etc/**"}', "refuse")
+    assert _excesses([('{arg: path, glob: "/workspace/output/**"}', "allow")], [etc]) == []
+    assert _excesses([("{arg: branch, equals: dev}", "allow")], [("{arg: branch, equals: main}", "refuse")]) == []
+    # letter case: an insensitive refusal of /ETC/** meets an allow of /etc/**, and MAIN meets main
+    (found,) = _excesses([('{arg: path, glob: "/etc/**"}', "allow")], [('{arg: path, glob: "/ETC/**", case: insensitive}', "refuse")])
+    assert '{"path": "/etc/x"}' in found, found
+    assert _excesses([("{arg: branch, equals: main}", "allow")], [("{arg: branch, equals: MAIN, case: insensitive}", "refuse")]) != []
+    # a string prefix is not a path: /workspace/../etc/passwd starts with /workspace
+    assert _excesses([("{arg: path, prefix: /workspace}", "allow")], [etc]) != []

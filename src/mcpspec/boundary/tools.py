@@ -15,8 +15,9 @@ may report a pair whose conditions can never hold together (say ``/workspace/**`
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mcpspec.boundary.excess import Excess
@@ -37,11 +38,12 @@ class _Rule:
     fact: tuple[str, bool]  # the condition's text, and whether it fires when it surely holds (allow)
     level: int
     label: str  # when[i], otherwise or the approval that decides
+    condition: Any = field(default=None, compare=False)  # the rule's condition (None: otherwise or approval)
 
 
 def _rules(plan: Plan, tool: Tool) -> tuple[list[_Rule], _Rule]:
     rules = [
-        _Rule((_canonical(rule), rule.then == "allow"), _LEVEL[rule.then], f"when[{index}]" + (f" ({rule.name})" if rule.name else ""))
+        _Rule((_canonical(rule), rule.then == "allow"), _LEVEL[rule.then], f"when[{index}]" + (f" ({rule.name})" if rule.name else ""), rule.if_)
         for index, rule in enumerate(tool.when)
     ]
     if tool.otherwise is not None:
@@ -55,13 +57,17 @@ def _canonical(rule: ArgRule) -> str:
     return json.dumps(data, sort_keys=True)
 
 
-def _strictest(rules: Sequence[_Rule], default: _Rule, true: tuple[str, bool] | None, false: set[tuple[str, bool]]) -> _Rule:
-    """The strictest decision ``rules`` reach on a call where ``true`` holds and ``false`` do not
-    (the other conditions as the call pleases): an earlier rule whose condition may hold, the rule
-    of ``true`` (which fires at the latest), or ``default`` when no rule need fire."""
+def _strictest(rules: Sequence[_Rule], default: _Rule, deciding: _Rule | None, false: set[tuple[str, bool]]) -> _Rule:
+    """The strictest decision ``rules`` reach on a call where ``deciding``'s condition holds and
+    ``false`` do not (the other conditions as the call pleases): an earlier rule whose condition may
+    hold, the rule of the same condition (which fires at the latest), or ``default`` when no rule
+    need fire. A condition that cannot hold beside ``deciding``'s sure one is left out."""
+    true = deciding.fact if deciding is not None else None
     best: _Rule | None = None
     for candidate in rules:
         if candidate.fact in false:
+            continue
+        if deciding is not None and deciding.fact[1] and candidate.fact != true and disjoint(deciding.condition, candidate.condition):
             continue
         if best is None or candidate.level < best.level:
             best = candidate
@@ -108,7 +114,7 @@ def _excess(spec: Plan, tool: Tool, boundary: Plan, own: Tool) -> tuple[int, _Ru
         earlier = {rule.fact for rule in mine[:index]}
         if index < len(mine) and deciding.fact in earlier:
             continue  # an earlier rule with the same condition always fires first
-        strictest = _strictest(theirs, their_default, deciding.fact if index < len(mine) else None, earlier)
+        strictest = _strictest(theirs, their_default, deciding if index < len(mine) else None, earlier)
         if deciding.level > strictest.level:
             return index, deciding, strictest
     return None
@@ -161,6 +167,38 @@ def _near(test: ArgTest) -> list[Any]:
         value = value.replace("**", "x").replace("*", "x").replace("?", "x")
     base = value.rstrip("/")
     return [value, value + "x", f"{base}/x", f"{base}/../etc/passwd", value.upper()]
+
+
+def disjoint(sure: Any, other: Any) -> bool:
+    """Whether ``other`` cannot even possibly hold (an approve or refuse rule's reading) on a call
+    where ``sure`` surely holds (an allow rule's): two single tests of one argument that name
+    different strings, or paths whose literal leading segments part (``/workspace/output/**`` and
+    ``/etc/**``). A surely holding test has judged every reading of the argument, each of which it
+    names; letter case is ignored, so a test of either case that could match is never left out."""
+    if not (isinstance(sure, ArgTest) and isinstance(other, ArgTest)) or sure.arg != other.arg:
+        return False
+    if sure.is_path and other.is_path and {sure.kind, other.kind} <= {"glob", "prefix", "equals"}:
+        mine, theirs = _literal(sure), _literal(other)
+        common = min(len(mine), len(theirs))
+        return mine[:common] != theirs[:common]
+    if not sure.is_path and not other.is_path and sure.kind == other.kind == "equals":
+        a, b = sure.equals, other.equals
+        if isinstance(a, str) and isinstance(b, str):
+            return a.casefold() != b.casefold() and unicodedata.normalize("NFKC", a).casefold() != unicodedata.normalize("NFKC", b).casefold()
+    return False
+
+
+def _literal(test: ArgTest) -> tuple[str, ...]:
+    """The leading segments a path test fixes, case folded (a glob's up to its first wildcard)."""
+    parts = tuple(part.casefold() for part in str(getattr(test, test.kind)).split("/") if part)
+    if test.kind != "glob":
+        return parts
+    fixed: list[str] = []
+    for part in parts:
+        if "*" in part or "?" in part:
+            break
+        fixed.append(part)
+    return tuple(fixed)
 
 
 def _text(tool: Tool, label: str) -> str:
