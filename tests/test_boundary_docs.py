@@ -3,6 +3,7 @@ what check prints, the fix it names makes the check pass, and the pre-commit hoo
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -62,3 +63,14 @@ def test_explain_knows_every_excess_code_and_slug() -> None:
             found = run_cli("explain", name)
             assert found.returncode == 0 and found.stdout.startswith(f"{code} {slug}\n") and summary in found.stdout, name
     assert run_cli("explain", "BX999").returncode == 2
+
+
+def test_the_counts_the_page_gives_for_the_other_examples_are_what_check_finds() -> None:
+    said = re.search(r"\(`data-connector`, `deploy-tool`, `package-analysis`\) exceed it by (\d+), (\d+)\s+and (\d+).*?by more than (\d+)", DOC, re.DOTALL)
+    assert said is not None
+    found = run_cli("check", "examples/data-connector.yaml", "examples/deploy-tool.yaml", "examples/package-analysis.yaml", "examples/risky.yaml", "--within", BOUNDARY, "-f", "json")
+    counts: dict[str, int] = {}
+    for row in json.loads(found.stdout)["excesses"]:
+        counts[row["file"]] = counts.get(row["file"], 0) + 1
+    assert [counts[f"examples/{name}.yaml"] for name in ("data-connector", "deploy-tool", "package-analysis")] == [int(n) for n in said.groups()[:3]]
+    assert counts["examples/risky.yaml"] > int(said.group(4))
