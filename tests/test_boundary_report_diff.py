@@ -11,7 +11,6 @@ from pathlib import Path
 from conftest import REPO, run_cli
 from mcpspec import api
 
-BOUNDARY = REPO / "docs" / "boundary" / "acme-org.yaml"
 SPEC = REPO / "examples" / "coding-agent.yaml"
 LIMITLESS = "  process: {allow: [], listeners: false, background: {allowed: false}}"
 LIMITED = "  process: {allow: [], listeners: false, background: {allowed: false}, max_runtime: 10m}"
@@ -19,13 +18,15 @@ EXCESS = "docs has process.max_runtime none; the boundary allows at most 15m"
 
 
 def _versions(tmp_path: Path) -> tuple[Path, Path]:
-    """The example with its exec tools approved at every call (one excess left: no max_runtime) and
-    with the fix docs/boundary.md names (none)."""
-    text = SPEC.read_text(encoding="utf-8").replace("        approval: per-session\n", "        approval: always\n")
+    """The example as it is and with a time limit on spawned commands, and (as tmp_path/boundary.yaml)
+    a boundary that is the example itself with a 15m limit: the first exceeds it once, the second not
+    (a spec is within itself, so no other comparison the check learns changes this)."""
+    text = SPEC.read_text(encoding="utf-8")
     assert LIMITLESS in text
     old, new = tmp_path / "old.mcp-sandbox.yaml", tmp_path / "new.mcp-sandbox.yaml"
     old.write_text(text, encoding="utf-8")
     new.write_text(text.replace(LIMITLESS, LIMITED), encoding="utf-8")
+    (tmp_path / "boundary.yaml").write_text(text.replace(LIMITLESS, LIMITLESS[:-1] + ", max_runtime: 15m}"), encoding="utf-8")
     return old, new
 
 
@@ -52,8 +53,9 @@ class _Section(HTMLParser):
 
 def test_the_html_report_shows_each_excess_at_its_spec_line(tmp_path: Path) -> None:
     old, new = _versions(tmp_path)
+    boundary = tmp_path / "boundary.yaml"
     page = tmp_path / "report.html"
-    found = run_cli("report", str(old), "--within", str(BOUNDARY), "-o", str(page), "--fail-on", "never")
+    found = run_cli("report", str(old), "--within", str(boundary), "-o", str(page), "--fail-on", "never")
     assert found.returncode == 1 and "1 excess(es) over the boundary" in found.stderr
     section = _Section()
     section.feed(page.read_text(encoding="utf-8"))
@@ -63,7 +65,7 @@ def test_the_html_report_shows_each_excess_at_its_spec_line(tmp_path: Path) -> N
     assert article["data-code"] == "BX004" and article["data-line"] == str(line) and article["data-path"] == "servers.docs.process.max_runtime"
     assert EXCESS in "".join(section.texts)
     # the same spec, fixed: the section says it stays within, and the exit is lint's
-    fixed = run_cli("report", str(new), "--within", str(BOUNDARY), "-o", str(page), "--fail-on", "never")
+    fixed = run_cli("report", str(new), "--within", str(boundary), "-o", str(page), "--fail-on", "never")
     assert fixed.returncode == 0, fixed.stderr
     section = _Section()
     section.feed(page.read_text(encoding="utf-8"))
@@ -75,7 +77,7 @@ def test_the_html_report_shows_each_excess_at_its_spec_line(tmp_path: Path) -> N
 
 def test_the_markdown_report_finds_the_boundary_in_the_config(tmp_path: Path) -> None:
     old, _ = _versions(tmp_path)
-    (tmp_path / ".mcpspec.yaml").write_text(f"within: {BOUNDARY}\n", encoding="utf-8")
+    (tmp_path / ".mcpspec.yaml").write_text("within: boundary.yaml\n", encoding="utf-8")
     found = run_cli("report", old.name, "-f", "markdown", "--fail-on", "never", cwd=tmp_path)
     assert found.returncode == 1
     assert "### Boundary excesses (1)" in found.stdout and "❌ **1 boundary excess**" in found.stdout
@@ -84,7 +86,7 @@ def test_the_markdown_report_finds_the_boundary_in_the_config(tmp_path: Path) ->
 
 
 def test_a_report_with_a_bad_boundary_exits_2_naming_its_line(tmp_path: Path) -> None:
-    bad = tmp_path / "boundary.yaml"
+    bad = tmp_path / "bad-boundary.yaml"
     bad.write_text("version: 1\nproject: b\nservers:\n  any-server: {command: [x], egress: {default: maybe}}\n", encoding="utf-8")
     found = run_cli("report", str(SPEC), "--within", str(bad), "-f", "markdown")
     assert found.returncode == 2 and f"{bad}:4:" in found.stderr and "Traceback" not in found.stderr
@@ -92,18 +94,19 @@ def test_a_report_with_a_bad_boundary_exits_2_naming_its_line(tmp_path: Path) ->
 
 def test_the_diff_names_the_excesses_a_change_adds_and_removes(tmp_path: Path) -> None:
     old, new = _versions(tmp_path)
-    fixing = run_cli("diff", str(old), str(new), "--within", str(BOUNDARY), "--fail-on-growth")
+    boundary = tmp_path / "boundary.yaml"
+    fixing = run_cli("diff", str(old), str(new), "--within", str(boundary), "--fail-on-growth")
     assert fixing.returncode == 0, fixing.stdout
     assert f"- docs boundary: excess removed: BX004 lifecycle-excess at servers.docs.process.max_runtime: {EXCESS}" in fixing.stdout.splitlines()
-    assert fixing.stdout.splitlines()[-1].endswith(f"boundary {BOUNDARY}: 0 excesses added, 1 removed")
+    assert fixing.stdout.splitlines()[-1].endswith(f"boundary {boundary}: 0 excesses added, 1 removed")
     # the other way round, the excess is new: growth, exit 1 with --fail-on-growth
-    breaking = run_cli("diff", str(new), str(old), "--within", str(BOUNDARY), "--fail-on-growth", "-f", "json")
+    breaking = run_cli("diff", str(new), str(old), "--within", str(boundary), "--fail-on-growth", "-f", "json")
     assert breaking.returncode == 1
     data = json.loads(breaking.stdout)
-    assert data["grew"] is True and data["boundary"] == {"file": str(BOUNDARY), "added": 1, "removed": 0, "reworded": 0}
+    assert data["grew"] is True and data["boundary"] == {"file": str(boundary), "added": 1, "removed": 0, "reworded": 0}
     (change,) = [c for c in data["changes"] if c["category"] == "boundary"]
     assert change["effect"] == "grew" and change["server"] == "docs" and EXCESS in change["message"]
-    markdown = run_cli("diff", str(new), str(old), "--within", str(BOUNDARY), "-f", "markdown")
+    markdown = run_cli("diff", str(new), str(old), "--within", str(boundary), "-f", "markdown")
     assert "Excesses over the boundary: boundary" in markdown.stdout and "1 excess added, 0 removed" in markdown.stdout
     assert "new excess: BX004" in markdown.stdout
 
