@@ -4,7 +4,8 @@
 
 The boundary's one `any-server` ceiling allows 200 egress rules (names, wildcards, IPv4 and IPv6
 CIDRs, on single ports or every port); each spec server allows four destinations inside them and
-one outside, and has a mount and a secret. Prints the time to resolve both files and the time of
+one outside, and has a mount, a secret, an image from the boundary's registry and a tool whose
+argument rules the boundary's refuse rule is compared with (contained). Prints the time to resolve both files and the time of
 the check itself, best of three. `--open` gives every server and the boundary `default: allow`
 with `deny: [@private, @metadata]` (the slowest shape: every name either file writes is a class
 to compare, and the pair is contained, so no witness cuts the search short).
@@ -31,7 +32,8 @@ def boundary(rules: int) -> str:
         allow.append(
             [f"api{i}.corp.example:443", f"*.team{i}.corp.example:*", f"10.{i % 256}.{i // 256}.0/24:5432", f"2001:db8:{i:x}::/48"][kind]
         )
-    lines = ["version: 1", "project: org", "secrets:", "  vault-1h: {provider: vault, ref: any, ttl: 1h}", "servers:", "  any-server:", "    command: [any]"]
+    lines = ["version: 1", "project: org", "images:", "  acme: ghcr.io/acme", "secrets:", "  vault-1h: {provider: vault, ref: any, ttl: 1h}", "servers:", "  any-server:", "    command: [any]"]
+    lines += ["    tools:", "      write_file:", "        effects: [writes_local]", '        when: [{if: {arg: path, glob: "/etc/**"}, then: refuse}]']
     lines += ["    egress:", "      allow:"] + [f'        - "{entry}"' for entry in allow]
     lines += ["    mounts:", "      - {from: /srv/mcp, to: /srv, mode: rw}", "    secrets:", "      - {use: vault-1h, as: {env: X}}"]
     return "\n".join(lines) + "\n"
@@ -43,7 +45,9 @@ def spec(servers: int, rules: int) -> str:
         r = (i * 4) % rules
         allow = [f"api{r}.corp.example:443", f"x{i}.team{r + 1}.corp.example:443", f"10.{(r + 2) % 256}.{(r + 2) // 256}.7:5432", f"[2001:db8:{r + 3:x}::9]:443"]
         allow.append(f"outside{i}.example.net:443")
-        lines += [f"  s{i}:", f"    command: [server{i}]", "    egress:", "      allow:"] + [f'        - "{entry}"' for entry in allow]
+        lines += [f"  s{i}:", f"    command: [server{i}]", f"    image: ghcr.io/acme/server{i}:1.0", "    egress:", "      allow:"] + [f'        - "{entry}"' for entry in allow]
+        lines += ["    tools:", "      write_file:", "        effects: [writes_local]", "        when:", '          - {if: {arg: path, glob: "/etc/**"}, then: refuse}',
+                  f'          - {{if: {{arg: path, glob: "/workspace/s{i}/**"}}, then: allow}}', "        otherwise: refuse"]
         lines += ["    mounts:", f"      - {{from: /srv/mcp/s{i}, to: /data}}", "    secrets:", "      - {use: token, as: {env: TOKEN}}"]
     return "\n".join(lines) + "\n"
 

@@ -93,3 +93,21 @@ def test_the_sarif_log_is_valid_sarif() -> None:
     log = json.loads(found.stdout)
     jsonschema.validate(log, schema)
     assert {rule["id"] for rule in log["runs"][0]["tool"]["driver"]["rules"]} == {"BX006"}
+
+
+def test_every_newer_dimension_has_a_contained_pair_and_an_excess_that_shows_only_after_resolution() -> None:
+    """Images, env, logging, transport, argument rules, tool limits and the proxy's refusals each have
+    a pair that stays within and one that does not; some differ only once defaults, the images list,
+    built-in defaults or the proxy's refusals are applied."""
+    verdicts = {name: (CORPUS / name / "expected.txt").read_text(encoding="utf-8") for name in CASES}
+    for code, within, beyond in (
+        ("BX008", "image-registry-contained", "image-from-images-map"),
+        ("BX009", "env-list-contained", "env-from-defaults"),
+        ("BX010", "logging-contained", "logging-builtin-audit"),
+        ("BX011", "transport-contained", "transport-bind-wide"),
+        ("BX012", "when-refuse-kept", "when-refuse-dropped"),
+        ("BX013", "tool-limits-contained", "tool-rate-from-server"),
+        ("BX001", "refused-ranges-contained", "refused-loopback-listed"),
+    ):
+        assert "stays within" in verdicts[within], within
+        assert f" {code} " in verdicts[beyond], beyond

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "ci.md"
 WORKFLOW = ROOT / "docs" / "ci" / "mcpspec.yml"
 REVIEW_WORKFLOW = ROOT / "docs" / "ci" / "mcpspec-review.yml"
-WORKFLOWS = {"lint": WORKFLOW, "review": REVIEW_WORKFLOW}  # job -> the workflow that holds it
+BOUNDARY_WORKFLOW = ROOT / "docs" / "ci" / "mcpspec-boundary.yml"
+WORKFLOWS = {"lint": WORKFLOW, "review": REVIEW_WORKFLOW, "boundary": BOUNDARY_WORKFLOW}  # job -> the workflow that holds it
 MATCHER = ROOT / "docs" / "ci" / "mcpspec-matcher.json"
 BIN = Path(sys.executable).parent
 SEVERITY_OF_OWNER = {"mcpspec-spec-error": "error", "mcpspec-finding-error": "error", "mcpspec-finding-warning": "warning"}
@@ -68,10 +69,10 @@ def test_the_workflow_can_annotate_upload_and_comment() -> None:
 def test_label_events_re_run_the_review_and_never_touch_lints_result() -> None:
     """YAML 1.1 reads `on` as True. Lint's workflow has no label event, so no run of it can replace
     a failed lint; and no job has an `if:`, since a skipped job passes a required check."""
-    lint, review = _workflow(WORKFLOW), _workflow(REVIEW_WORKFLOW)
-    assert lint[True] == {"push": {"branches": ["main"]}, "pull_request": {"types": ["opened", "synchronize", "reopened"]}}
+    lint, review, boundary = _workflow(WORKFLOW), _workflow(REVIEW_WORKFLOW), _workflow(BOUNDARY_WORKFLOW)
+    assert lint[True] == boundary[True] == {"push": {"branches": ["main"]}, "pull_request": {"types": ["opened", "synchronize", "reopened"]}}
     assert review[True] == {"pull_request": {"types": ["opened", "synchronize", "reopened", "labeled", "unlabeled"]}}
-    assert all("if" not in job for workflow in (lint, review) for job in workflow["jobs"].values())
+    assert all("if" not in job for workflow in (lint, review, boundary) for job in workflow["jobs"].values())
 
 
 USES = re.compile(r"^\s*(?:- )?uses: ([\w.-]+/[\w./-]+)@([0-9a-f]{40})  # v\d+\.\d+\.\d+$")
@@ -85,7 +86,10 @@ def test_every_action_is_pinned_to_a_full_commit_hash_with_its_release_named() -
     assert not unpinned, unpinned
     steps = [step for path in WORKFLOWS.values() for job in _workflow(path)["jobs"].values() for step in job["steps"]]
     assert len([step for step in steps if "uses" in step]) == len(lines)
-    assert "uses:" not in DOC.read_text(encoding="utf-8").replace(texts[0], "").replace(texts[1], ""), "the page shows no other action"
+    page = DOC.read_text(encoding="utf-8")
+    for text in texts:
+        page = page.replace(text, "")
+    assert "uses:" not in page, "the page shows no other action"
 
 
 def _lint(*arguments: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
@@ -298,3 +302,58 @@ def test_the_pre_commit_hook_runs_on_the_documented_files(repo: Path) -> None:
     assert result.returncode == 1, result.stdout + result.stderr
     assert "team/legacy.mcp-sandbox.yaml:" in result.stdout
     assert "notes.yaml" not in result.stdout
+
+
+def test_the_check_hook_holds_the_staged_specs_to_the_configured_boundary(repo: Path) -> None:
+    """pre-commit runs the mcpspec-check hook on the files it selects, and the boundary comes from `within:`."""
+    manifest = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    hook = {**manifest["mcpspec-check"], "language": "system", "entry": f"{BIN / 'mcpspec'} check"}
+    hook.pop("minimum_pre_commit_version", None)
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump({"repos": [{"repo": "local", "hooks": [hook]}]}), encoding="utf-8")
+    shutil.copy(ROOT / "docs" / "boundary" / "acme-org.yaml", repo / "boundary.yaml")
+    (repo / ".mcpspec.yaml").write_text("within: boundary.yaml\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    env = {**os.environ, "PRE_COMMIT_HOME": str(repo / ".pre-commit-home"), "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    result = subprocess.run([str(BIN / "pre-commit"), "run", "--files", "mcp-sandbox.yaml", "notes.yaml", "--verbose"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "mcp-sandbox.yaml:114:5: BX004 docs has process.max_runtime none; the boundary allows at most 15m" in result.stdout
+    assert "notes.yaml" not in result.stdout, "the hook selects specs by name, as lint's does"
+    spec = repo / "mcp-sandbox.yaml"
+    limitless = "  process: {allow: [], listeners: false, background: {allowed: false}}"
+    fixed = spec.read_text(encoding="utf-8").replace(limitless, limitless[:-1] + ", max_runtime: 10m}", 1).replace("        approval: per-session\n", "        approval: always\n")
+    spec.write_text(fixed, encoding="utf-8")
+    _git(repo, "add", "-A")
+    result = subprocess.run([str(BIN / "pre-commit"), "run", "--files", "mcp-sandbox.yaml", "--verbose"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "mcp-sandbox.yaml stays within" in result.stdout
+
+
+def test_the_boundary_step_checks_every_spec_against_the_configured_boundary(repo: Path) -> None:
+    """The boundary job with `within:` in the config: exit 1 on an excess, SARIF on the spec line;
+    and the review's report and diff read the same config."""
+    shutil.copy(ROOT / "docs" / "boundary" / "acme-org.yaml", repo / "boundary.yaml")
+    (repo / ".mcpspec.yaml").write_text("within: boundary.yaml\n", encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "boundary")
+    base = _git(repo, "rev-parse", "HEAD")
+    result = _run_step("boundary", "Check every spec against the boundary", repo)
+    assert result.returncode == 1, result.stderr
+    verdicts = [line for line in result.stdout.splitlines() if " excesses over " in line]
+    assert [line.split(" over ")[0] for line in verdicts] == ["mcp-sandbox.yaml: 3 excesses", "team/legacy.mcp-sandbox.yaml: 229 excesses"], verdicts
+    sarif = json.loads((repo / "boundary.sarif").read_text(encoding="utf-8"))
+    found = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]) for r in sarif["runs"][0]["results"]}
+    assert ("BX004", "mcp-sandbox.yaml") in found and ("BX007", "mcp-sandbox.yaml") in found and ("BX001", "team/legacy.mcp-sandbox.yaml") in found
+    # a pull request that removes a time limit: the review says the excess is new, and fails as growth
+    spec = repo / "mcp-sandbox.yaml"
+    text = spec.read_text(encoding="utf-8")
+    limitless = "  process: {allow: [], listeners: false, background: {allowed: false}}"
+    spec.write_text(text.replace(limitless, limitless[:-1] + ", max_runtime: 10m}", 1), encoding="utf-8")
+    assert spec.read_text(encoding="utf-8") != text
+    _git(repo, "commit", "-q", "-am", "limit")
+    base = _git(repo, "rev-parse", "HEAD")
+    spec.write_text(text, encoding="utf-8")
+    result, outputs = _review(repo, base)
+    assert result.returncode == 0, result.stderr
+    assert "grew=true" in outputs
+    comment = (repo / "comment.md").read_text(encoding="utf-8")
+    assert "new excess: BX004" in comment and "### Boundary excesses (3)" in comment

@@ -205,7 +205,8 @@ def test_output_file_is_written_atomically(tmp_path: Path) -> None:
 
 def test_json_is_stable_and_documented() -> None:
     data = json.loads(json_output(_diff(CASES_DIR / "secret-scope-widened")))
-    assert list(data) == ["schema", "old", "new", "target", "verdict", "grew", "shrank", "counts", "findings", "changes"]
+    assert list(data) == ["schema", "old", "new", "target", "verdict", "grew", "shrank", "counts", "findings", "boundary", "changes"]
+    assert data["boundary"] is None  # no boundary given
     assert data["schema"] == "mcpspec-diff/2"
     assert data["counts"] == {"grew": 1, "shrank": 0, "neutral": 0}
     assert data["changes"] == [{

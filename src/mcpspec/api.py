@@ -337,12 +337,14 @@ def review_file(
     settings: Settings | None = None,
     target: str | None = None,
     rule_docs_url: str = DEFAULT_DOCS_URL,
+    within: tuple[str | os.PathLike[str], Plan] | None = None,
 ) -> tuple[Review, bool]:
     """The reviewer's report of one file (``mcpspec report``) and whether lint would fail it.
 
     The findings are exactly those :func:`lint_files` reports with ``settings`` (baseline
     applied); an invalid spec gives a report of its errors. Raises ``UsageError`` when the
-    file cannot be read and ConfigError for an unknown ``target``.
+    file cannot be read and ConfigError for an unknown ``target``. ``within`` (the boundary's
+    name and plan) adds its excesses (``mcpspec check --within``).
     """
     from mcpspec.report.review.data import review
     from mcpspec.targets import TARGET_NAMES
@@ -357,4 +359,8 @@ def review_file(
     run = lint_files([path], chosen)
     with gc_paused():
         found = review(run.report.files[0], plan, fail_on=chosen.fail_on, failed=run.failed, today=chosen.today, target=target, rule_docs_url=rule_docs_url)
+    if within is not None:
+        from mcpspec.report.review.excesses import add_excesses
+
+        add_excesses(found, plan, str(within[0]), within[1], run.report.files[0].text)
     return found, run.failed

@@ -22,6 +22,7 @@ from mcpspec.targets import TARGET_NAMES
 
 if TYPE_CHECKING:
     from mcpspec.api import LintRun
+    from mcpspec.ir.plan import Plan
     from mcpspec.settings import Flags, Settings
     from mcpspec.source.discover import SpecText
 
@@ -33,6 +34,7 @@ EXIT_USAGE = 2
 CLIENT_TARGET_NOTE = "--target client: a client config starts each server under `mcpspec run` (bwrap's sandbox) or a compose service; give --target bwrap or compose"
 # --max-chars below this leaves no room for a Markdown report's head and its truncation note.
 MIN_COMMENT_CHARS = 2_000
+WITHIN_HELP = "The boundary: a spec file whose values are ceilings (default: the config's within:, if any); its excesses are shown (docs/boundary.md)."
 CONFIG_HELP = "Config file (default: .mcpspec.yaml or [tool.mcpspec] found upward)."
 
 app = App(
@@ -119,6 +121,28 @@ def _settings_per_spec(flags: Flags, specs: list[Path | SpecText]) -> list[tuple
         return settings_per_spec(flags, specs)
     except ConfigError as exc:
         _usage(str(exc))
+
+
+def _boundary(within: Path | None, chosen: Settings, required: bool) -> tuple[Path, Plan] | None:
+    """The boundary plan ``--within`` names, else the config's ``within:``; None when neither does
+    (a usage error when ``required``). A boundary that is not a valid spec exits 2 with its errors."""
+    from mcpspec import api
+    from mcpspec.report import text
+    from mcpspec.report.model import LintReport
+
+    path = within if within is not None else chosen.config.within
+    if path is None:
+        if required:
+            _usage("give the boundary: --within BOUNDARY.yaml, or `within:` in the config")
+        return None
+    try:
+        plan, lint = api.load_or_errors(path, None)
+    except _usage_errors() as exc:
+        _usage(str(exc))
+    if plan is None:
+        sys.stderr.write(text.render(LintReport([lint])))
+        raise typer.Exit(EXIT_USAGE)
+    return path, plan
 
 
 def _colour(stream: object) -> bool:
@@ -272,6 +296,13 @@ def explain(rule: Annotated[str, typer.Argument(help="A rule ID or slug, an egre
 
     found = find(rule)
     if found is None:
+        from mcpspec.boundary.check import KINDS
+
+        excess = next(((code, slug, summary) for code, (slug, summary) in KINDS.items() if rule in (code, code.lower(), slug)), None)
+        if excess is not None:
+            code, slug, summary = excess
+            sys.stdout.write(f"{code} {slug}\n\n`mcpspec check --within BOUNDARY` reports {summary}, at the spec value that allows it,\nwith one concrete counterexample (docs/boundary.md lists what each spec value is compared with).\n")
+            return
         _usage(f"no rule is named {rule!r} (see `mcpspec rules`; `mcpspec explain @` lists the egress presets)")
     sys.stdout.write(render_rule(found))
 
@@ -488,12 +519,14 @@ def report(
     max_chars: Annotated[int | None, typer.Option("--max-chars", min=MIN_COMMENT_CHARS, metavar="N", help="Markdown only: at most N characters (default 65000; GitHub's comment limit is 65536).")] = None,
     fail_on: Annotated[str | None, typer.Option("--fail-on", help="Lowest severity that fails the run, as for lint.")] = None,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings fail the run.")] = False,
+    within: Annotated[Path | None, typer.Option("--within", "-w", metavar="BOUNDARY", help=WITHIN_HELP)] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Write the reviewer's risk report: a self-contained HTML page or Markdown for a pull-request
     comment (summary and risk tiers, the trust picture, one card per server, every finding with its
-    rule, waivers, and with --target what that target enforces). Exit status as for lint; the report
-    is written either way (for an invalid spec it shows the errors)."""
+    rule, waivers, with --target what that target enforces, and with a boundary its excesses).
+    Exit status as for lint, and 1 for a boundary excess; the report is written either way (for an
+    invalid spec it shows the errors)."""
     from mcpspec import api
     from mcpspec.report.review.formats import format_for, render_report
     from mcpspec.settings import Flags
@@ -507,11 +540,15 @@ def report(
     if target == "client":
         _usage(CLIENT_TARGET_NOTE)
     chosen = _settings(Flags(config, fail_on=fail_on, docs_url=docs_url), file)
+    boundary = _boundary(within, chosen, required=False)
     try:
-        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=chosen.docs_url)
+        found, failed = api.review_file(file, chosen, target=target, rule_docs_url=chosen.docs_url, within=boundary)
     except _usage_errors() as exc:
         _usage(str(exc))
     _emit(render_report(found, chosen_format, max_chars), output, f"the {chosen_format} report")
+    if found.excesses and not exit_zero:
+        typer.echo(f"mcpspec: exit 1: the report shows {len(found.excesses)} excess(es) over the boundary {found.boundary} (--exit-zero to exit 0)", err=True)
+        raise typer.Exit(EXIT_FINDINGS)
     if failed and not exit_zero:
         typer.echo(f"mcpspec: exit 1: the report shows findings at or above --fail-on {chosen.fail_on} (--exit-zero to exit 0)", err=True)
         raise typer.Exit(EXIT_FINDINGS)
@@ -554,14 +591,16 @@ def diff(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file (atomically) instead of stdout.")] = None,
     fail_on_growth: Annotated[bool, typer.Option("--fail-on-growth", help="Exit 1 when a privilege grew or a lint finding is new (for a required check).")] = False,
     max_chars: Annotated[int | None, typer.Option("--max-chars", min=MIN_COMMENT_CHARS, metavar="N", help="Markdown only: at most N characters (default 65000; GitHub's comment limit is 65536).")] = None,
+    within: Annotated[Path | None, typer.Option("--within", "-w", metavar="BOUNDARY", help=WITHIN_HELP)] = None,
     config: Annotated[Path | None, typer.Option("--config", help=CONFIG_HELP)] = None,
 ) -> None:
     """Compare the privileges two versions of a spec grant, server by server (resolved plans,
     not YAML text), and print one verdict line, lint's new and resolved findings counted apart
-    (see docs/diff.md).
+    (see docs/diff.md); with a boundary (--within or the config's within:), the excesses over it
+    the change adds or removes.
 
-    Exit status: 0, or 1 with --fail-on-growth when a privilege grew or a finding is new; 2 when
-    a version cannot be read or is not a valid spec."""
+    Exit status: 0, or 1 with --fail-on-growth when a privilege grew, a finding or an excess is
+    new; 2 when a version or the boundary cannot be read or is not a valid spec."""
     from mcpspec.diff.render import FORMATS, RENDERERS
     from mcpspec.diff.run import diff_plans, load_side
     from mcpspec.report import text
@@ -577,6 +616,7 @@ def diff(
     if target == "client":
         _usage(CLIENT_TARGET_NOTE)
     chosen = _settings(Flags(config), None if new.startswith("git:") else Path(new))
+    boundary = _boundary(within, chosen, required=False)
     try:
         sides = [load_side(old), load_side(new)]
     except _usage_errors() as exc:
@@ -588,7 +628,7 @@ def diff(
     before, after = sides[0].plan, sides[1].plan
     assert before is not None and after is not None
     try:
-        found = diff_plans(before, after, chosen, target, (old, new))
+        found = diff_plans(before, after, chosen, target, (old, new), (str(boundary[0]), boundary[1]) if boundary is not None else None)
     except _usage_errors() as exc:
         _usage(str(exc))
     if max_chars is not None:

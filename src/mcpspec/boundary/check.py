@@ -9,9 +9,9 @@ of what each server gets, never of what the text says.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
-from mcpspec.boundary import egress
+from mcpspec.boundary import egress, refused, runtime, tools
+from mcpspec.boundary.excess import Excess as Excess  # re-exported: callers name it from here
 from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.facts import approval_mode
@@ -28,24 +28,21 @@ KINDS = {
     "BX005": ("resource-excess", "a resource limit above the boundary's maximum"),
     "BX006": ("process-excess", "a process, package or listener permission the boundary does not give"),
     "BX007": ("approval-excess", "a tool call that runs with less approval than the boundary requires, or an unlisted tool the boundary refuses"),
+    "BX008": ("image-excess", "an image from a registry, repository, tag or digest the boundary does not allow"),
+    "BX009": ("env-excess", "a host environment variable passed through that the boundary does not pass"),
+    "BX010": ("logging-excess", "audit or redaction off, an audit field dropped, or prompts or output logged where the boundary says otherwise"),
+    "BX011": ("transport-excess", "a listener, bind address, missing authentication or accepted Origin beyond the boundary's transport"),
+    "BX012": ("argument-rule-excess", "a tool call that argument rules let through where the boundary's when rules refuse it or send it to approval"),
+    "BX013": ("tool-limit-excess", "a tool's call timeout or rate above the boundary's for that tool"),
 }
 _APPROVAL = {None: 0, "per-session": 1, "always": 2}
 _MODES = {"per-task": 0, "per-session": 1, "long-lived": 2}
 
 
-@dataclass(frozen=True, slots=True)
-class Excess:
-    """One thing the spec allows and the boundary does not, with the spec path that allows it."""
-
-    code: str
-    server: str
-    path: SpecPath
-    message: str
-
-
 def check(spec: Plan, boundary: Plan) -> list[Excess]:
     """Every excess of every server of ``spec`` over ``boundary``."""
     policies: dict[str, egress.Policy] = {}
+    opened: refused.OpenLeaks = {}
     found: list[Excess] = []
     for name, sandbox in spec.servers.items():
         ceiling = boundary.servers.get(name) or boundary.servers.get(ANY_SERVER)
@@ -54,12 +51,18 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
             continue
         if ceiling.name not in policies:
             policies[ceiling.name] = _policy(ceiling)
-        found.extend(_egress(sandbox, ceiling, policies[ceiling.name]))
+        found.extend(_egress(sandbox, ceiling, policies[ceiling.name], opened))
         found.extend(_mounts(sandbox, ceiling))
         found.extend(_secrets(sandbox, ceiling))
         found.extend(_maxima(sandbox, ceiling))
         found.extend(_process(sandbox, ceiling))
         found.extend(_approvals(spec, sandbox, boundary, ceiling))
+        found.extend(runtime.images(sandbox, boundary, ceiling))
+        found.extend(runtime.env(sandbox, ceiling))
+        found.extend(runtime.logging(sandbox, ceiling))
+        found.extend(runtime.transport(sandbox, ceiling))
+        found.extend(tools.argument_rules(spec, sandbox, boundary, ceiling))
+        found.extend(tools.limits(sandbox, ceiling))
     return found
 
 
@@ -71,8 +74,8 @@ def _policy(sandbox: EffectiveSandbox) -> egress.Policy:
 # --- egress ---
 
 
-def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy) -> Iterator[Excess]:
-    for leak in egress.leaks(_policy(sandbox), limit):
+def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy, opened: refused.OpenLeaks) -> Iterator[Excess]:
+    for leak in refused.leaks(sandbox.egress, limit, opened):
         yield Excess("BX001", sandbox.name, _entry_path(sandbox, leak.entry), f"{sandbox.name} may reach {leak.request}{_via(leak.entry)}; the boundary allows {_allowed(ceiling, leak)}")
 
 

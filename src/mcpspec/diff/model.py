@@ -19,7 +19,7 @@ EFFECTS: tuple[Effect, ...] = ("grew", "shrank", "neutral")
 CATEGORIES = (
     "server", "agents", "placement", "trust", "transport", "runtime", "identity", "resources", "env",
     "egress", "secrets", "mounts", "process", "lifecycle", "limits", "logging", "tools",
-    "approvals", "workspace", "waivers", "findings", "attack-paths", "enforcement",
+    "approvals", "workspace", "waivers", "boundary", "findings", "attack-paths", "enforcement",
 )
 PROJECT = ""  # the scope of a change that concerns no single server
 # Lint's verdict on the new version, not a privilege: counted apart from privilege changes.
@@ -59,6 +59,7 @@ class Diff:
     new: str
     changes: tuple[Change, ...]
     target: str | None = None
+    boundary: str | None = None  # the boundary whose excesses are compared (category "boundary")
 
     @property
     def grew(self) -> bool:
@@ -82,6 +83,15 @@ class Diff:
     def counts(self) -> dict[str, int]:
         """Privilege changes by effect (findings apart)."""
         return {effect: sum(1 for c in self.privileges if c.effect == effect) for effect in EFFECTS}
+
+    def excess_counts(self) -> dict[str, int]:
+        """Excesses over the boundary the change adds, removes and rewords (a new one counts as growth)."""
+        kinds = {"grew": "added", "shrank": "removed", "neutral": "reworded"}
+        out = dict.fromkeys(kinds.values(), 0)
+        for change in self.changes:
+            if change.category == "boundary":
+                out[kinds[change.effect]] += 1
+        return out
 
     def finding_counts(self) -> dict[str, dict[str, int]]:
         """``{"findings": {...}, "attack-paths": {...}}``, each counting what is new, resolved,

@@ -29,7 +29,15 @@ def verdict_line(diff: Diff) -> str:
     counts = diff.counts()
     tail = f" ({counts['grew']} grew, {counts['shrank']} shrank, {counts['neutral']} neutral)" if diff.privileges else ""
     found = findings_summary(diff)
-    return f"verdict: {diff.verdict}{tail}" + (f"; {found}" if found else "")
+    return f"verdict: {diff.verdict}{tail}" + (f"; {found}" if found else "") + (f"; {excess_summary(diff)}" if diff.boundary is not None else "")
+
+
+def excess_summary(diff: Diff) -> str:
+    """``boundary: 1 excess added, 0 removed over B``: said whenever a boundary was given."""
+    counted = diff.excess_counts()
+    added = counted["added"]
+    tail = f", {counted['reworded']} reworded" if counted["reworded"] else ""
+    return f"boundary {diff.boundary}: {added} excess{'es' if added != 1 else ''} added, {counted['removed']} removed{tail}"
 
 
 _FINDING_WORDS = {
@@ -85,6 +93,7 @@ def json_output(diff: Diff) -> str:
         "shrank": diff.shrank,
         "counts": diff.counts(),
         "findings": diff.finding_counts(),
+        "boundary": {"file": redact(diff.boundary), **diff.excess_counts()} if diff.boundary is not None else None,
         "changes": [
             {
                 "server": None if c.server == PROJECT else c.server,
@@ -130,7 +139,8 @@ def markdown(diff: Diff, limit: int = MARKDOWN_LIMIT) -> str:
         "",
     ]
     if not diff.changes:
-        return "\n".join([*head, "No privilege changed.", ""])
+        within = [f"Excesses over the boundary: {_md(excess_summary(diff))}.", ""] if diff.boundary is not None else []
+        return "\n".join([*head, "No privilege changed.", "", *within])
     if diff.privileges:
         head += ["| grew | shrank | neutral |", "|---:|---:|---:|", f"| {counts['grew']} | {counts['shrank']} | {counts['neutral']} |", ""]
     else:
@@ -138,6 +148,8 @@ def markdown(diff: Diff, limit: int = MARKDOWN_LIMIT) -> str:
     found = findings_summary(diff)
     if found:
         head += [f"Lint findings, apart from privileges: {found}.", ""]
+    if diff.boundary is not None:
+        head += [f"Excesses over the boundary: {_md(excess_summary(diff))}.", ""]
     out = "\n".join(head) + "\n"
     shown = 0
     for server, changes in diff.by_server():

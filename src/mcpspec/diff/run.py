@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mcpspec.diagnostics import SpecError
+from mcpspec.diff.boundary import compare_excesses
 from mcpspec.diff.compare import compare_plans
 from mcpspec.diff.enforcement import compare_enforcement
 from mcpspec.diff.findings import compare_findings
@@ -80,8 +81,11 @@ def canonical(plan: Plan) -> Plan:
     return dataclasses.replace(plan, servers=servers, agents=agents, derived={})
 
 
-def diff_plans(old: Plan, new: Plan, settings: Settings, target: str | None = None, names: tuple[str, str] = ("old", "new")) -> Diff:
-    """The changes from ``old`` to ``new``; findings as lint reports them with ``settings``."""
+def diff_plans(
+    old: Plan, new: Plan, settings: Settings, target: str | None = None, names: tuple[str, str] = ("old", "new"), within: tuple[str, Plan] | None = None
+) -> Diff:
+    """The changes from ``old`` to ``new``; findings as lint reports them with ``settings``; with
+    ``within`` (a boundary's name and plan), the excesses over it that the change adds or removes."""
     with gc_paused():
         changes = compare_plans(old, new)
         found_old = lint_plan(canonical(old), settings.lint_options(old.file))
@@ -89,4 +93,6 @@ def diff_plans(old: Plan, new: Plan, settings: Settings, target: str | None = No
         changes += compare_findings(found_old, found_new)
         if target is not None:
             changes += compare_enforcement(old, new, target)
-    return Diff(names[0], names[1], ordered(changes), target)
+        if within is not None:
+            changes += compare_excesses(old, new, within[1])
+    return Diff(names[0], names[1], ordered(changes), target, within[0] if within is not None else None)

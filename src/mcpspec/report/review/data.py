@@ -193,6 +193,8 @@ class Review:
     shown: GraphView | None = None
     target: str | None = None
     rule_docs_url: str = DEFAULT_DOCS_URL
+    boundary: str | None = None  # the boundary file the excesses are measured against
+    excesses: list[FindingView] = field(default_factory=list)
 
     @property
     def valid(self) -> bool:
@@ -232,13 +234,13 @@ def review(
         rule_docs_url=rule_docs_url,
     )
     if plan is None:
-        out.errors = [_finding(r, n, lines, ()) for n, r in enumerate(lint.results)]
+        out.errors = [finding_view(r, n, lines, ()) for n, r in enumerate(lint.results)]
         return out
     graph = build(plan)
     out.shown = view(graph, lint.results)
     attributed = _Attribution(plan, out.shown)
     for number_, result in enumerate(lint.results):
-        shown = _finding(result, number_, lines, attributed.servers(result))
+        shown = finding_view(result, number_, lines, attributed.servers(result))
         (out.suppressed if result.suppression is not None else out.findings).append(shown)
     # Most severe first: a reviewer reads the criticals before a low at line 3.
     out.findings.sort(key=_severity_first)
@@ -267,7 +269,7 @@ def _severity_first(item: FindingView) -> tuple[int, str, int, int, str]:
     return (LEVELS.index(item.severity), item.file, item.line, item.column, item.code)
 
 
-def _finding(result: Result, index: int, lines: list[str], servers: Iterable[str]) -> FindingView:
+def finding_view(result: Result, index: int, lines: list[str], servers: Iterable[str]) -> FindingView:
     rule = find(result.code) if result.severity != "error" else None
     suppression = None
     if result.suppression is not None:

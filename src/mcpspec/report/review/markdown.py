@@ -101,6 +101,9 @@ def _blocks(report: Review, excerpts: bool, compact: bool) -> list[str]:
     out.append(_summary(report))
     if report.shown is not None:
         out.append(_picture(report))
+    if report.boundary is not None:
+        out.append(_boundary(report))
+        out.extend(_finding(f, report, excerpts, compact) for f in report.excesses)
     out.append(_waivers(report))
     out.append(f"### Findings ({len(report.findings)})" + ("\n\nNo finding: every rule passes." if not report.findings else ""))
     for level in LEVELS:
@@ -127,6 +130,10 @@ def _head(report: Review) -> str:
         verdict = f"❌ **fails lint** (--fail-on {report.fail_on})"
     else:
         verdict = f"✅ **passes lint** (--fail-on {report.fail_on})"
+    if report.excesses:
+        verdict += f" · ❌ **{len(report.excesses)} boundary excess{'es' if len(report.excesses) != 1 else ''}**"
+    elif report.boundary is not None:
+        verdict += " · ✅ **within the boundary**"
     lines = [f"## mcpspec report: {text(report.project or report.file)}", "", f"{code(report.file)} · {text(report.generator)} · {report.today} · {verdict}"]
     if report.target:
         lines[-1] += f" · target {text(report.target)}"
@@ -228,6 +235,14 @@ def _finding(f: FindingView, report: Review, excerpts: bool, compact: bool) -> s
         block = fenced(f"{'>' if line.hit else ' '}{line.number:>4} | {line.text}" for line in f.excerpt)
         parts += ["", "  <details><summary>source</summary>", "", *("  " + line for line in block.splitlines()), "", "  </details>"]
     return "\n".join(parts)
+
+
+def _boundary(report: Review) -> str:
+    assert report.boundary is not None
+    head = f"### Boundary excesses ({len(report.excesses)})\n\nMeasured against the boundary {code(report.boundary)} (<code>mcpspec check --within</code>): "
+    if not report.excesses:
+        return head + "the spec stays within it."
+    return head + "each excess is one concrete request, mount or value the spec allows and the boundary does not, at the spec value that allows it."
 
 
 def _waivers(report: Review) -> str:
