@@ -16,6 +16,7 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.facts import approval_mode
 from mcpspec.spec.values import Destination
+from mcpspec.targets.egress import egress_plan
 
 ANY_SERVER = "any-server"
 # Code, slug and what it compares: SARIF and JSON name excesses by these.
@@ -68,10 +69,24 @@ def _policy(sandbox: EffectiveSandbox) -> egress.Policy:
     return egress.policy(policy.default, policy.allow, policy.deny)
 
 
+def _unfiltered(sandbox: EffectiveSandbox) -> bool:
+    """Whether the targets give the server the host network: ``via: direct`` with any egress at all,
+    where bwrap and compose filter nothing and systemd only addresses (the spec's entries bind
+    nothing, so the server may reach every destination)."""
+    return egress_plan(sandbox).mode == "direct-open"
+
+
+_OPEN = egress.policy("allow", (), ())
+
+
 # --- egress ---
 
 
 def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy) -> Iterator[Excess]:
+    if _unfiltered(sandbox):
+        for leak in egress.leaks(_OPEN, limit)[:1]:
+            yield Excess("BX001", sandbox.name, sandbox.origin("egress.via"), f"{sandbox.name} may reach {leak.request} (egress.via: direct shares the host network, which filters nothing); the boundary allows {_allowed(ceiling, leak)}")
+        return
     for leak in egress.leaks(_policy(sandbox), limit):
         yield Excess("BX001", sandbox.name, _entry_path(sandbox, leak.entry), f"{sandbox.name} may reach {leak.request}{_via(leak.entry)}; the boundary allows {_allowed(ceiling, leak)}")
 
