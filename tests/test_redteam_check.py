@@ -10,10 +10,15 @@ so a test that passes proves both that the escape is real and that the check now
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
+from egress_lab import FAR_V4, PORT, Lab, make_lab, status
 from mcpspec.api import load_text
 from mcpspec.boundary.check import Excess, check
+from mcpspec.targets.build import build_plan
 
 sys.path.insert(0, str(Path(__file__).parent / "probe"))
 from harness import Listener, Sandbox, call_tools
@@ -65,3 +70,44 @@ def test_a_direct_server_reaches_what_the_boundary_refuses_and_the_check_names_i
     finally:
         allowed.close()
         denied.close()
+
+
+# --- a CIDR deny of the boundary refuses names that resolve into it ---
+
+
+def test_a_name_both_allow_leaks_into_an_address_only_the_boundary_denies() -> None:
+    boundary = _server('    egress: {allow: ["*.acme.example:443"], deny: ["8.8.8.0/24", "@private"]}\n')
+    (excess,) = _check(_server('    egress: {allow: ["api.acme.example:443"]}\n'), boundary)
+    assert excess.code == "BX001" and "api.acme.example:443 resolving to 8.8.8.0" in excess.message, excess
+    # The spec denying the range too (or more of it) is contained; @private alone is refused for names anyway.
+    assert _check(_server('    egress: {allow: ["api.acme.example:443"], deny: ["8.8.0.0/16"]}\n'), boundary) == []
+    private_only = _server('    egress: {allow: ["*.acme.example:443"], deny: ["@private", "@metadata"]}\n')
+    assert _check(_server('    egress: {allow: ["api.acme.example:443"]}\n'), private_only) == []
+    # A deny on another port only matters on the ports the spec allows.
+    other_port = _server('    egress: {allow: ["*.acme.example:443"], deny: ["8.8.8.0/24:25"]}\n')
+    assert _check(_server('    egress: {allow: ["api.acme.example:443"]}\n'), other_port) == []
+    # IPv6 too, and under a default allow.
+    (v6,) = _check(_server("    egress: {default: allow}\n"), _server('    egress: {default: allow, deny: ["2606:4700::/32"]}\n'))
+    assert "resolving to 2606:4700::" in v6.message, v6
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[Lab]:
+    item = make_lab()
+    yield item
+    item.close()
+
+
+def _squid(egress: str) -> str:
+    plan = load_text(_server(f"    egress: {egress}\n"), "lab.yaml")
+    return build_plan(plan, "bwrap").files["fetch.squid.conf"]
+
+
+def test_the_spec_squid_passes_a_name_the_boundary_squid_refuses_and_the_check_names_it(lab: Lab) -> None:
+    spec, boundary = f'{{allow: ["far.test:{PORT}"]}}', f'{{allow: ["far.test:{PORT}"], deny: ["{FAR_V4.rsplit(".", 1)[0]}.0/24"]}}'
+    request = f"CONNECT far.test:{PORT} HTTP/1.1\r\nHost: far.test:{PORT}\r\n\r\n"
+    (through_spec,) = lab.answers(lab.squid_conf(_squid(spec), lab.own_networks()), [request])
+    (through_boundary,) = lab.answers(lab.squid_conf(_squid(boundary), lab.own_networks()), [request])
+    assert (status(through_spec), status(through_boundary)) == (200, 403)
+    (excess,) = _check(_server(f"    egress: {spec}\n"), _server(f"    egress: {boundary}\n"))
+    assert f"far.test:{PORT} resolving to" in excess.message, excess

@@ -106,6 +106,8 @@ def _via(entry: Destination | None) -> str:
 
 def _allowed(ceiling: EffectiveSandbox, leak: egress.Leak) -> str:
     policy = ceiling.egress
+    if leak.resolved is not None:
+        return f"no name that resolves into {_texts(tuple(d for d in policy.deny if d.kind == 'cidr'))}"
     if policy.default == "allow":
         denied = _texts(policy.deny)
         return "every destination" + (f" but {denied}" if denied else "")

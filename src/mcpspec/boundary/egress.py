@@ -2,7 +2,10 @@
 
 A policy's allowed set is ``base \\ deny``, where ``base`` is every destination when the default
 is allow and the union of the allow entries otherwise. Names and addresses are separate spaces
-(a name entry matches that name, whatever it resolves to; a CIDR entry matches addresses).
+(a name entry matches that name; a CIDR allow entry matches addresses a request names). A CIDR
+deny entry refuses a name too, when the name resolves into it (the proxy checks every address a
+name resolves to): a name both files let through still leaks when the boundary denies an address
+the spec does not, since the name may resolve there.
 An IPv6 entry inside ``::ffff:0:0/96`` stands for the IPv4 addresses it maps, and one that
 holds the whole block covers every IPv4 address too (the proxy checks a mapped address as
 IPv4, see :mod:`mcpspec.addresses`).
@@ -18,9 +21,11 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from mcpspec.addresses import NEVER_NETWORKS, REFUSED_NETWORKS
 from mcpspec.boundary import ports
 from mcpspec.boundary.ports import Ports
 from mcpspec.spec.values import Destination
@@ -165,6 +170,7 @@ class Policy:
     known: frozenset[str]  # every domain written, and each of its parents
     under: dict[str, tuple[str, ...]]  # a domain -> the written domains strictly below it
     memo: dict[str, Ports] = field(default_factory=dict, compare=False)  # a boundary is asked again and again
+    resolving: dict[int, list[Span]] = field(default_factory=dict, compare=False)  # see denied_by_resolution
 
     def allowed(self, name: str) -> Ports:
         """The ports the policy lets ``name`` through on (remembered)."""
@@ -209,10 +215,12 @@ class Leak:
     host: str
     port: int
     entry: Destination | None
+    resolved: str | None = None  # a name's address that the boundary denies and the spec does not
 
     @property
     def request(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        request = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return request if self.resolved is None else f"{request} resolving to {self.resolved}"
 
 
 def leaks(spec: Policy, boundary: Policy) -> list[Leak]:
@@ -226,6 +234,13 @@ def leaks(spec: Policy, boundary: Policy) -> list[Leak]:
                 break
     for leak in _name_leaks(spec, boundary, _entry_candidates(spec, boundary)):
         found.setdefault(id(leak.entry), leak)
+    resolving = _resolution_denied(spec, boundary)
+    if resolving:
+        names = _entry_candidates(spec, boundary)
+        if spec.names.default_allow:
+            names = itertools.chain(_open_candidates(spec, boundary), names)
+        for leak in _resolution_leaks(spec, resolving, names):
+            found.setdefault(id(leak.entry), leak)
     for family in (4, 6):
         for leak in _address_leaks(family, spec, boundary):
             found.setdefault(id(leak.entry), leak)
@@ -263,12 +278,16 @@ def _entry_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
             yield _fresh(below, spec.known, boundary.known)
 
 
-def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> Iterator[Leak]:
+def _unique(candidates: Iterator[str]) -> Iterator[str]:
     seen: set[str] = set()
     for name in candidates:
-        if name in seen:
-            continue
-        seen.add(name)
+        if name not in seen:
+            seen.add(name)
+            yield name
+
+
+def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> Iterator[Leak]:
+    for name in _unique(candidates):
         allowed = spec.names.allowed(name)
         if not allowed:
             continue
@@ -276,6 +295,50 @@ def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> It
         if excess:
             port = excess[0][0]
             yield Leak(name, port, spec.names.entry_for(name, port))
+
+
+# What the proxy refuses for a name whatever the spec says: the special ranges it checks every
+# resolved address against (see mcpspec.targets.egress, rules 2 and 5), per family, unmapped.
+_SPECIAL = tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in (*NEVER_NETWORKS, *REFUSED_NETWORKS))
+
+
+def denied_by_resolution(policy: Policy, family: int) -> list[Span]:
+    """What the policy's CIDR denies refuse of one family outside the special ranges, as allow spans
+    (remembered: a boundary is asked once per server)."""
+    found = policy.resolving.get(family)
+    if found is None:
+        denies = [Span(family, s.low, s.high, s.ports, False, s.entry) for s in policy.spans[family] if s.deny]
+        found = []
+        if denies:
+            special = [Span(family, low, high, ports.ALL, True, None) for version, low, high in _SPECIAL if version == family]
+            cut = pieces(family, [*denies, *special], default_allow=False)
+            ends = [*cut.starts[1:], _TOP[family] + 1]
+            found = [Span(family, low, end - 1, allowed, False, None) for low, end, allowed in zip(cut.starts, ends, cut.allowed, strict=True) if allowed]
+        policy.resolving[family] = found
+    return found
+
+
+def _resolution_denied(spec: Policy, boundary: Policy) -> list[tuple[int, int, Ports]]:
+    """(family, address, ports): one address of each interval that the boundary's CIDR denies refuse
+    and neither the spec's denies nor the proxy's special ranges do, with the ports on which that holds."""
+    found: list[tuple[int, int, Ports]] = []
+    for family in (4, 6):
+        theirs = denied_by_resolution(boundary, family)
+        if theirs:
+            cut = pieces(family, [*theirs, *(s for s in spec.spans[family] if s.deny)], default_allow=False)
+            found += [(family, start, allowed) for start, allowed in zip(cut.starts, cut.allowed, strict=True) if allowed]
+    return found
+
+
+def _resolution_leaks(spec: Policy, denied: list[tuple[int, int, Ports]], candidates: Iterator[str]) -> Iterator[Leak]:
+    for name in _unique(candidates):
+        allowed = spec.names.allowed(name)
+        for family, address, refused in denied:
+            excess = ports.minus(allowed, ports.minus(allowed, refused))
+            if excess:
+                port = excess[0][0]
+                yield Leak(name, port, spec.names.entry_for(name, port), _address(family, address))
+                break
 
 
 def _address_leaks(family: int, spec: Policy, boundary: Policy) -> Iterator[Leak]:
