@@ -111,3 +111,41 @@ def test_the_spec_squid_passes_a_name_the_boundary_squid_refuses_and_the_check_n
     assert (status(through_spec), status(through_boundary)) == (200, 403)
     (excess,) = _check(_server(f"    egress: {spec}\n"), _server(f"    egress: {boundary}\n"))
     assert f"far.test:{PORT} resolving to" in excess.message, excess
+
+
+# --- workspace dirs: where they live on the host, who shares them, how long they are kept ---
+
+WORKSPACE = "workspace:\n  root: {root}\n  per_agent: {per_agent}\n  reset: {reset}\n  dirs:\n    output: {{mode: rw}}\n    tmp: {{mode: rw, tmpfs: true}}\n"
+MOUNT = "    mounts:\n      - {from: workspace.output, to: /workspace/output}\n"
+
+
+def _workspace(root: str = "/srv/mcp/workspaces", per_agent: str = "true", reset: str = "per-task", mount: str = MOUNT) -> str:
+    return _server(mount, WORKSPACE.format(root=root, per_agent=per_agent, reset=reset))
+
+
+def test_a_workspace_outside_the_boundary_root_shared_or_kept_is_an_excess() -> None:
+    boundary = _workspace()
+    assert _check(_workspace(root="/srv/mcp/workspaces/team"), boundary) == []
+    for spec, path in ((_workspace(root="~/.config"), "root"), (_workspace(root="/srv/mcp/workspaces-x"), "root"),
+                       (_workspace(per_agent="false"), "per_agent"), (_workspace(reset="never"), "reset")):
+        (excess,) = _check(spec, boundary)
+        assert excess.path == ("workspace", path), excess
+    # A tmpfs dir is memory: its root does not matter, sharing and keeping still do.
+    tmpfs = "    mounts:\n      - {from: workspace.tmp, to: /tmp}\n"
+    assert _check(_workspace(root="/elsewhere", mount=tmpfs), _workspace(mount=tmpfs)) == []
+    assert [e.path for e in _check(_workspace(per_agent="false", mount=tmpfs), _workspace(mount=tmpfs))] == [("workspace", "per_agent")]
+
+
+def test_a_workspace_root_elsewhere_writes_outside_the_boundary_and_the_check_names_it(sandbox: Sandbox) -> None:
+    spec = sandbox.spec("elsewhere", SITE)
+    launcher = sandbox.build(spec)
+    (written,) = call_tools(launcher, [("write_path", {"path": "/workspace/output/planted.txt", "data": "x"})], {"MCPSPEC_RUN_ID": "run-a", "HOME": "/root"})
+    assert written["ok"] is True, written
+    planted = sandbox.base / "ws-elsewhere" / "tester" / "run-a" / "output" / "planted.txt"
+    assert planted.is_file()  # the write landed under the spec's root, outside the boundary's
+    text = spec.read_text(encoding="utf-8")
+    org_root = sandbox.base / "org-workspaces"
+    assert org_root not in planted.parents
+    boundary = text.replace(f"root: {sandbox.base}/ws-elsewhere", f"root: {org_root}")
+    found = check(load_text(text, str(spec)), load_text(boundary, "boundary.yaml"))
+    assert [(e.code, e.path) for e in found] == [("BX002", ("workspace", "root"))], found

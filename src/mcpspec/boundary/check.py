@@ -57,6 +57,7 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
             policies[ceiling.name] = _policy(ceiling)
         found.extend(_egress(sandbox, ceiling, policies[ceiling.name]))
         found.extend(_mounts(sandbox, ceiling))
+        found.extend(_workspace(spec, sandbox, boundary))
         found.extend(_secrets(sandbox, ceiling))
         found.extend(_maxima(sandbox, ceiling))
         found.extend(_process(sandbox, ceiling))
@@ -152,6 +153,36 @@ def _path_within(path: str, root: str) -> bool:
     if root in (".", "/"):
         return True
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+_RESETS = {"per-task": 0, "per-session": 1, "never": 2}
+
+
+def _workspace(spec: Plan, sandbox: EffectiveSandbox, boundary: Plan) -> Iterator[Excess]:
+    """Where the workspace dirs a server mounts live on the host, and how long and with whom they
+    are shared: the spec's workspace root at or below the boundary's, its own tree per agent
+    where the boundary's is, and emptied at least as often (a tmpfs dir is memory: no root)."""
+    mine, most = spec.workspace, boundary.workspace
+    disk = next((m for m in sandbox.mounts if m.kind == "workspace"), None)
+    used = disk or next((m for m in sandbox.mounts if m.kind == "tmpfs"), None)
+    if mine is None or most is None or used is None:
+        return  # no workspace mount; a boundary without a workspace allows none (see _mounts)
+    name = sandbox.name
+    if disk is not None and not _root_within(mine.root, most.root):
+        yield Excess("BX002", name, ("workspace", "root"), f"{name} may mount {_located(disk)} {disk.mode}; the boundary keeps workspaces under {most.root}")
+    if most.per_agent and not mine.per_agent:
+        yield Excess("BX002", name, ("workspace", "per_agent"), f"{name} shares workspace.{used.source} between agents (workspace.per_agent false); the boundary gives each agent its own")
+    if _RESETS[mine.reset] > _RESETS[most.reset]:
+        yield Excess("BX004", name, ("workspace", "reset"), f"{name} keeps the data of workspace.{used.source} (workspace.reset: {mine.reset}); the boundary empties it {most.reset}")
+
+
+def _root_within(path: str, root: str) -> bool:
+    """Normalized host paths as the spec writes them (``/x``, ``~``, ``~/x``): ``path`` at or below ``root``."""
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+def _located(mount: EffectiveMount) -> str:
+    return f"workspace.{mount.source} at {mount.location}"
 
 
 # --- secrets ---
