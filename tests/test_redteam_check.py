@@ -149,3 +149,19 @@ def test_a_workspace_root_elsewhere_writes_outside_the_boundary_and_the_check_na
     boundary = text.replace(f"root: {sandbox.base}/ws-elsewhere", f"root: {org_root}")
     found = check(load_text(text, str(spec)), load_text(boundary, "boundary.yaml"))
     assert [(e.code, e.path) for e in found] == [("BX002", ("workspace", "root"))], found
+
+
+# --- approvals: a tool whose effects the spec does not declare ---
+
+
+def test_a_tool_with_undeclared_effects_runs_unapproved_and_the_check_names_it() -> None:
+    """HR004: undeclared effects must be assumed to be any effect; `mcpspec run` relays such a tool's
+    calls without asking, so against a boundary that requires approval of exec calls it is an excess."""
+    from mcpspec.run.approvals import approval_mode
+
+    boundary = "version: 1\nproject: org\napprovals: {require: [exec]}\nservers:\n  any-server:\n    command: [any]\n"
+    spec = _server("    tools:\n      shell: {description: runs what it is given}\n      pure: {effects: [none]}\n      asked: {approval: always}\n")
+    assert approval_mode(load_text(spec, "spec.yaml"), "fetch", "shell") is None  # the run asks nobody
+    (excess,) = _check(spec, boundary)
+    assert excess.code == "BX007" and excess.path[:4] == ("servers", "fetch", "tools", "shell"), excess
+    assert "effects undeclared, so possibly exec" in excess.message

@@ -315,10 +315,13 @@ def _approvals(spec: Plan, sandbox: EffectiveSandbox, boundary: Plan, ceiling: E
     for tool_name, tool in sandbox.tools.items():
         mode = approval_mode(spec, tool)
         where = (*sandbox.path, "tools", tool_name, "approval" if tool.approval is not None else "effects")
-        required = [effect for effect in tool.effects if effect in boundary.approvals.require]
+        # Undeclared effects (HR004) may be any effect: each one the boundary requires approval of.
+        effects = tool.effects or boundary.approvals.require
+        required = [effect for effect in effects if effect in boundary.approvals.require]
         if required and mode != "always":
             asked = "once per session" if mode == "per-session" else "without approval"
-            yield Excess("BX007", name, where, f"{name} may run {tool_name} ({required[0]}) {asked}; the boundary requires approval of every {required[0]} call")
+            declared = required[0] if tool.effects else f"effects undeclared, so possibly {required[0]}"
+            yield Excess("BX007", name, where, f"{name} may run {tool_name} ({declared}) {asked}; the boundary requires approval of every {required[0]} call")
             continue
         own = ceiling.tools.get(tool_name)
         least = approval_mode(boundary, own) if own is not None else None
