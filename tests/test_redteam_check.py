@@ -165,3 +165,27 @@ def test_a_tool_with_undeclared_effects_runs_unapproved_and_the_check_names_it()
     (excess,) = _check(spec, boundary)
     assert excess.code == "BX007" and excess.path[:4] == ("servers", "fetch", "tools", "shell"), excess
     assert "effects undeclared, so possibly exec" in excess.message
+
+
+# --- process: a command the boundary denies, allowed by its path ---
+
+
+def test_a_denied_command_allowed_by_its_path_is_an_excess() -> None:
+    boundary = _server("    process: {allow: [git, tail, /usr/bin/curl], deny: [curl, /usr/bin/tail]}\n")
+    for allow in ("[/usr/bin/curl]", "[tail]", "[/usr/local/bin/curl, git]"):
+        found = _check(_server(f"    process: {{allow: {allow}}}\n"), boundary)
+        assert [e.code for e in found] == ["BX006", "BX006"][: len(found)] and found, (allow, found)
+    assert _check(_server("    process: {allow: [git]}\n"), boundary) == []
+    assert _check(_server("    process: {allow: [git, /usr/bin/curl], deny: [curl, /usr/bin/curl]}\n"), boundary) == []
+
+
+def test_a_command_denied_by_name_runs_when_the_spec_allows_its_path_and_the_check_names_it(sandbox: Sandbox) -> None:
+    spec = sandbox.spec("bypath", f"{SITE}\n    process: {{allow: [/usr/bin/tail, /usr/bin/python3]}}")
+    launcher = sandbox.build(spec)
+    (ran,) = call_tools(launcher, [("spawn", {"argv": ["/usr/bin/tail", "--version"]})], {"MCPSPEC_RUN_ID": "run-a", "HOME": "/root"})
+    assert ran["ok"] is True and ran["status"] == 0, ran  # the artifact runs the program the boundary denies
+    text = spec.read_text(encoding="utf-8")
+    boundary = text.replace("process: {allow: [/usr/bin/tail, /usr/bin/python3]}", "process: {allow: [/usr/bin/tail, /usr/bin/python3], deny: [tail]}")
+    found = check(load_text(text, str(spec)), load_text(boundary, "boundary.yaml"))
+    assert [(e.code, e.path[-1]) for e in found] == [("BX006", "allow"), ("BX006", "deny")], found
+    assert "may spawn /usr/bin/tail; the boundary allows only /usr/bin/python3" in found[0].message

@@ -8,6 +8,7 @@ of what each server gets, never of what the text says.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -285,12 +286,14 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
         if mine.allow is None:
             yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn any command (no process.allow); the boundary allows only {', '.join(most.allow) or 'none'}")
         else:
-            extra = [c for c in mine.allow if c not in mine.deny and (c not in most.allow or c in most.deny)]
+            extra = [c for c in mine.allow if c not in mine.deny and (c not in most.allow or _names_any(c, most.deny))]
             if extra:
-                yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn {extra[0]}; the boundary allows only {', '.join(c for c in most.allow if c not in most.deny) or 'none'}")
-    missing = [c for c in most.deny if c not in mine.deny and (mine.allow is None or c in mine.allow)]
+                yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn {extra[0]}; the boundary allows only {', '.join(c for c in most.allow if not _names_any(c, most.deny)) or 'none'}")
+    missing = [c for c in most.deny if c not in mine.deny and (mine.allow is None or _names_any(c, mine.allow))]
     if missing:
-        yield Excess("BX006", name, sandbox.origin("process.deny"), f"{name} may spawn {missing[0]}, which the boundary denies")
+        denied = missing[0]
+        shown = denied if mine.allow is None else next(c for c in mine.allow if _names_any(c, (denied,)))
+        yield Excess("BX006", name, sandbox.origin("process.deny"), f"{name} may spawn {shown}, which the boundary denies" + (f" ({denied})" if shown != denied else ""))
     for key, allowed, limit in (("process.listeners", mine.listeners, most.listeners), ("process.package_install.allowed", mine.package_install.allowed, most.package_install.allowed), ("process.background.allowed", mine.background.allowed, most.background.allowed)):
         if allowed and not limit:
             yield Excess("BX006", name, sandbox.origin(key), f"{name} has {key} true; the boundary says false")
@@ -301,6 +304,14 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
             yield Excess("BX006", name, sandbox.origin("process.package_install.registries"), f"{name} may install from {extra[0]}; the boundary allows {', '.join(limit_install.registries) or 'no registry'}")
         if install.lockfile == "optional" and limit_install.lockfile == "required":
             yield Excess("BX006", name, sandbox.origin("process.package_install.lockfile"), f"{name} may install without a lockfile; the boundary requires one")
+
+
+def _names_any(command: str, commands: tuple[str, ...]) -> bool:
+    """Whether ``commands`` holds ``command`` under either of its names: the targets find a plain name
+    in the PATH directories, so ``curl`` and ``/usr/bin/curl`` are one program (compared by base name;
+    a spec deny must still name a boundary deny exactly to cover it)."""
+    base = posixpath.basename(command)
+    return any(posixpath.basename(other) == base for other in commands)
 
 
 # --- approvals ---
