@@ -189,3 +189,24 @@ def test_a_command_denied_by_name_runs_when_the_spec_allows_its_path_and_the_che
     found = check(load_text(text, str(spec)), load_text(boundary, "boundary.yaml"))
     assert [(e.code, e.path[-1]) for e in found] == [("BX006", "allow"), ("BX006", "deny")], found
     assert "may spawn /usr/bin/tail; the boundary allows only /usr/bin/python3" in found[0].message
+
+
+# --- a tool's own limits ---
+
+
+def test_a_tools_own_call_timeout_replaces_the_servers_and_is_held_to_the_boundary() -> None:
+    boundary = _server("    limits: {call_timeout: 15m}\n    tools:\n      slow: {effects: [none], limits: {call_timeout: 1m, requests_per_minute: 5}}\n")
+    spec = _server("    limits: {call_timeout: 10m}\n    tools:\n      build: {effects: [none], limits: {call_timeout: 24h}}\n      slow: {effects: [none]}\n")
+    plan = load_text(spec, "spec.yaml")
+    from mcpspec.run.limits import CallLimiter
+
+    assert CallLimiter(plan.servers["fetch"]).timeout("build") == 86400  # what `mcpspec run` waits for one call
+    found = _check(spec, boundary)
+    assert [(e.code, e.path[3:]) for e in found] == [
+        ("BX004", ("build", "limits", "call_timeout")),
+        ("BX004", ("slow", "limits", "call_timeout")),
+        ("BX005", ("slow", "limits", "requests_per_minute")),
+    ], found
+    assert "may run one call of build for 1d; the boundary allows at most 15m" in found[0].message
+    within = _server("    limits: {call_timeout: 10m, requests_per_minute: 5}\n    tools:\n      build: {effects: [none], limits: {call_timeout: 5m}}\n      slow: {effects: [none], limits: {call_timeout: 30s}}\n")
+    assert _check(within, boundary) == []

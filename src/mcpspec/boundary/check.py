@@ -61,6 +61,7 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
         found.extend(_workspace(spec, sandbox, boundary))
         found.extend(_secrets(sandbox, ceiling))
         found.extend(_maxima(sandbox, ceiling))
+        found.extend(_tool_limits(sandbox, ceiling))
         found.extend(_process(sandbox, ceiling))
         found.extend(_approvals(spec, sandbox, boundary, ceiling))
     return found
@@ -274,6 +275,28 @@ def _maxima(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[Ex
         value, most = read(sandbox), read(ceiling)
         if not _at_most(value, most):
             yield Excess(code, sandbox.name, sandbox.origin(key), f"{sandbox.name} has {key} {shown(value)}; the boundary allows at most {shown(most)}")
+
+
+def _tool_limits(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[Excess]:
+    """A tool's own call_timeout replaces the server's (run/limits.py), and its own rate adds to it:
+    each is held to the ceiling's for that tool (its own, else the server's) where either file sets one."""
+    for tool_name, tool in sandbox.tools.items():
+        own, theirs = tool.limits, ceiling.tools[tool_name].limits if tool_name in ceiling.tools else None
+        where = (*sandbox.path, "tools", tool_name, "limits")
+        if (own is not None and own.call_timeout is not None) or (theirs is not None and theirs.call_timeout is not None):
+            value, most = sandbox.tool_limits(tool_name).call_timeout, ceiling.tool_limits(tool_name).call_timeout
+            if not _at_most(value, most):
+                yield Excess("BX004", sandbox.name, (*where, "call_timeout"), f"{sandbox.name} may run one call of {tool_name} for {_duration(value)}; the boundary allows at most {_duration(most)}")
+        if theirs is not None and theirs.requests_per_minute is not None:
+            rate, limit = _rate(sandbox, tool_name), _rate(ceiling, tool_name)
+            if not _at_most(rate, limit):
+                yield Excess("BX005", sandbox.name, (*where, "requests_per_minute"), f"{sandbox.name} may call {tool_name} {_number(rate)} times a minute; the boundary allows at most {_number(limit)}")
+
+
+def _rate(sandbox: EffectiveSandbox, tool: str) -> float | None:
+    """The calls of ``tool`` admitted per minute: the lower of the server's rate and its own."""
+    rates = [r for r in (sandbox.limits.requests_per_minute, sandbox.tool_limits(tool).requests_per_minute) if r is not None]
+    return min(rates) if rates else None
 
 
 # --- process and packages ---
