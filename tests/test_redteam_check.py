@@ -210,3 +210,27 @@ def test_a_tools_own_call_timeout_replaces_the_servers_and_is_held_to_the_bounda
     assert "may run one call of build for 1d; the boundary allows at most 15m" in found[0].message
     within = _server("    limits: {call_timeout: 10m, requests_per_minute: 5}\n    tools:\n      build: {effects: [none], limits: {call_timeout: 5m}}\n      slow: {effects: [none], limits: {call_timeout: 30s}}\n")
     assert _check(within, boundary) == []
+
+
+# --- file secrets: a host file copied into the sandbox ---
+
+
+def test_a_file_secret_outside_the_boundarys_file_path_is_an_excess() -> None:
+    boundary = "version: 1\nproject: org\nsecrets:\n  files: {provider: file, ref: /srv/mcp/secrets, ttl: none}\nservers:\n  any-server:\n    command: [any]\n    secrets:\n      - {use: files, as: {env: ANY}}\n"
+    for ref, excess in (("/srv/mcp/secrets/token", False), ("/srv/mcp/secrets", False), ("~/.ssh/id_ed25519", True), ("/srv/mcp/secrets-old/token", True), ("/etc/shadow", True)):
+        spec = _server("    secrets:\n      - {use: key, as: {env: KEY}}\n", f"secrets:\n  key: {{provider: file, ref: {ref}, ttl: none}}\n")
+        assert [e.code for e in _check(spec, boundary)] == (["BX003"] if excess else []), ref
+
+
+def test_a_file_secret_copies_a_host_file_the_boundary_keeps_out_and_the_check_names_it(sandbox: Sandbox) -> None:
+    private = sandbox.base / "private-key"
+    private.write_text("not-for-any-sandbox-5d2e", encoding="utf-8")
+    private.chmod(0o600)
+    spec = sandbox.spec("filesecret", f"{SITE}\n    secrets:\n      - {{use: key, as: {{file: /run/secrets/key}}}}", extra=f"secrets:\n  key: {{provider: file, ref: {private}, ttl: none}}")
+    launcher = sandbox.build(spec)
+    (read,) = call_tools(launcher, [("read_path", {"path": "/run/secrets/key"})], {"MCPSPEC_RUN_ID": "run-a", "HOME": "/root"})
+    assert "not-for-any-sandbox-5d2e" in str(read), read  # the artifact hands the host file to the server
+    text = spec.read_text(encoding="utf-8")
+    boundary = text.replace(f"ref: {private}", f"ref: {sandbox.base}/org-secrets")
+    found = check(load_text(text, str(spec)), load_text(boundary, "boundary.yaml"))
+    assert [e.code for e in found] == ["BX003"], found

@@ -196,15 +196,26 @@ def _secrets(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
         for source in grant.every_source():
             if any(_secret_within(source, allowed) for allowed in offered):
                 continue
-            listed = ", ".join(dict.fromkeys(f"{g.provider} (ttl {_duration(g.ttl)})" for g in offered)) or "no secret"
+            listed = ", ".join(dict.fromkeys(f"{_provider(g)} (ttl {_duration(g.ttl)})" for g in offered)) or "no secret"
             yield Excess(
                 "BX003", sandbox.name, source.secret_path,
-                f"{sandbox.name} may receive secret {grant.name} from {source.provider} with ttl {_duration(source.ttl)}; the boundary allows {listed}",
+                f"{sandbox.name} may receive secret {grant.name} from {_provider(source)} with ttl {_duration(source.ttl)}; the boundary allows {listed}",
             )
 
 
+def _provider(grant: SecretGrant) -> str:
+    return f"file {grant.source}" if grant.provider == "file" and grant.source is not None else grant.provider
+
+
 def _secret_within(grant: SecretGrant, allowed: SecretGrant) -> bool:
-    return grant.provider == allowed.provider and _at_most(grant.ttl, allowed.ttl)
+    """Same provider, ttl at most the boundary's; a file secret is a host file copied into the sandbox,
+    so its path is at or below the boundary's (a ``ref`` of any other provider is not compared)."""
+    if grant.provider != allowed.provider or not _at_most(grant.ttl, allowed.ttl):
+        return False
+    if grant.provider != "file":
+        return True
+    mine, theirs = grant.source, allowed.source
+    return mine is not None and theirs is not None and mine.in_home == theirs.in_home and _path_within(mine.path, theirs.path)
 
 
 # --- maxima ---
