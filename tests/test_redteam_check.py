@@ -9,6 +9,7 @@ so a test that passes proves both that the escape is real and that the check now
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -234,3 +235,34 @@ def test_a_file_secret_copies_a_host_file_the_boundary_keeps_out_and_the_check_n
     boundary = text.replace(f"ref: {private}", f"ref: {sandbox.base}/org-secrets")
     found = check(load_text(text, str(spec)), load_text(boundary, "boundary.yaml"))
     assert [e.code for e in found] == ["BX003"], found
+
+
+# --- identity and a writable root ---
+
+
+def test_another_identity_or_a_writable_root_is_an_excess() -> None:
+    boundary = _server("    runtime: {user: 65532}\n")
+    assert _check(_server(""), boundary) == []  # the built-in default is 65532 on both sides
+    found = _check(_server("    runtime: {user: 0, read_only_root: false}\n"), boundary)
+    assert [(e.code, e.message.split(" runs with ")[-1].split(";")[0]) for e in found][:2] == [("BX006", "runtime.user 0"), ("BX006", "runtime.group 0")], found
+    assert found[2].path[-1] == "read_only_root" and len(found) == 3, found
+
+
+def test_another_uid_reads_a_mounted_file_the_boundarys_cannot_and_the_check_names_it(sandbox: Sandbox) -> None:
+    """A root launcher runs bwrap as the spec's uid on the host: a uid of a real user reads that user's
+    private files in every mount, which the boundary's identity (65532) cannot."""
+    if os.geteuid() != 0:
+        if os.environ.get("MCPSPEC_REQUIRE_REAL_TOOLS") == "1":
+            pytest.fail("the launcher runs the spec's uid only when started as root (MCPSPEC_REQUIRE_REAL_TOOLS=1)")
+        pytest.skip("the launcher runs the spec's uid only when started as root")
+    private = sandbox.probe_dir / "owned-by-1000.txt"
+    private.write_text("uid-1000-only-81c4", encoding="utf-8")
+    os.chown(private, 1000, 1000)
+    private.chmod(0o600)
+    spec = sandbox.spec("uid", f"{SITE}\n    runtime: {{user: 1000}}")
+    launcher = sandbox.build(spec)
+    got = call_tools(launcher, [("identity", {}), ("read_path", {"path": "/probe/owned-by-1000.txt"})], {"MCPSPEC_RUN_ID": "run-a", "HOME": "/root"})
+    assert got[0]["uid"] == 1000 and "uid-1000-only-81c4" in str(got[1]), got
+    text = spec.read_text(encoding="utf-8")
+    found = check(load_text(text, str(spec)), load_text(text.replace("    runtime: {user: 1000}\n", ""), "boundary.yaml"))
+    assert [(e.code, e.path[-1]) for e in found] == [("BX006", "user"), ("BX006", "user")], found

@@ -63,6 +63,7 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
         found.extend(_maxima(sandbox, ceiling))
         found.extend(_tool_limits(sandbox, ceiling))
         found.extend(_process(sandbox, ceiling))
+        found.extend(_identity(sandbox, ceiling))
         found.extend(_approvals(spec, sandbox, boundary, ceiling))
     return found
 
@@ -338,6 +339,18 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
             yield Excess("BX006", name, sandbox.origin("process.package_install.registries"), f"{name} may install from {extra[0]}; the boundary allows {', '.join(limit_install.registries) or 'no registry'}")
         if install.lockfile == "optional" and limit_install.lockfile == "required":
             yield Excess("BX006", name, sandbox.origin("process.package_install.lockfile"), f"{name} may install without a lockfile; the boundary requires one")
+
+
+def _identity(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[Excess]:
+    """Who the server runs as: a root launcher runs bwrap as this uid and gid on the host (0 as
+    65532) and the containers as themselves, so another identity reaches the files and processes
+    the boundary's does not; and a writable root where the boundary's is read-only."""
+    mine, theirs = sandbox.identity, ceiling.identity
+    for key, value, limit in (("runtime.user", mine.uid, theirs.uid), ("runtime.group", mine.gid, theirs.gid)):
+        if value != limit:
+            yield Excess("BX006", sandbox.name, sandbox.origin(key), f"{sandbox.name} runs with {key} {value}; the boundary runs servers as {limit}")
+    if not sandbox.read_only_root and ceiling.read_only_root:
+        yield Excess("BX006", sandbox.name, sandbox.origin("runtime.read_only_root"), f"{sandbox.name} may write its root filesystem (runtime.read_only_root false); the boundary says true")
 
 
 def _names_any(command: str, commands: tuple[str, ...]) -> bool:
