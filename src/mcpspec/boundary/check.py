@@ -324,11 +324,15 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
             extra = [c for c in mine.allow if c not in mine.deny and (c not in most.allow or _names_any(c, most.deny))]
             if extra:
                 yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn {extra[0]}; the boundary allows only {', '.join(c for c in most.allow if not _names_any(c, most.deny)) or 'none'}")
-    missing = [c for c in most.deny if c not in mine.deny and (mine.allow is None or _names_any(c, mine.allow))]
+    # No target enforces process.allow (bwrap and systemd hide only what process.deny names), so
+    # every program the boundary denies is one the server may spawn unless the spec denies it too.
+    missing = [c for c in most.deny if c not in mine.deny]
     if missing:
         denied = missing[0]
-        shown = denied if mine.allow is None else next(c for c in mine.allow if _names_any(c, (denied,)))
-        yield Excess("BX006", name, sandbox.origin("process.deny"), f"{name} may spawn {shown}, which the boundary denies" + (f" ({denied})" if shown != denied else ""))
+        named = next((c for c in (*(mine.allow or ()), *sandbox.command[:1]) if _names_any(c, (denied,))), None)
+        shown = named or denied
+        why = "" if mine.allow is None or named is not None else " (process.allow is not enforced by any target: only process.deny hides a program)"
+        yield Excess("BX006", name, sandbox.origin("process.deny"), f"{name} may spawn {shown}, which the boundary denies" + (f" ({denied})" if shown != denied else "") + why)
     for key, allowed, limit in (("process.listeners", mine.listeners, most.listeners), ("process.package_install.allowed", mine.package_install.allowed, most.package_install.allowed), ("process.background.allowed", mine.background.allowed, most.background.allowed)):
         if allowed and not limit:
             yield Excess("BX006", name, sandbox.origin(key), f"{name} has {key} true; the boundary says false")
