@@ -231,3 +231,30 @@ def test_through_whole_specs_every_excess_points_at_the_entry_that_allows_its_wi
         written = lines[span.line - 1][span.col - 1 : span.end_col - 1].strip("\"")
         via = excess.message.split("(", 1)[1].split(")", 1)[0]
         assert written == ("allow" if via == "egress.default: allow" else via.removeprefix("through ")), (written, excess.message)
+
+
+def _effective(policy: Written, via: str) -> Written:
+    """What the targets build, not what the entries say: with `via: direct` and any egress at all the
+    server gets the host network (bwrap and compose filter nothing), so every request passes."""
+    if via == "direct" and (policy.default == "allow" or policy.allow):
+        return Written("allow", [], [])
+    return policy
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), policies, policies, st.sampled_from(["proxy", "direct"]))
+def test_through_whole_specs_a_passing_check_leaves_nothing_the_built_egress_allows_outside(data: st.DataObject, spec: Written, boundary: Written, via: str) -> None:
+    """The oracle reads `egress.via` as the targets build it: a spec that passes allows no sampled
+    request (by name, address, or name resolving to an address) that the boundary refuses."""
+    from mcpspec.api import load_text
+    from mcpspec.boundary.check import check
+
+    text = _yaml(spec, False, "fetch").replace("    egress: {", f"    egress: {{via: {via}, ")
+    found = [e for e in check(load_text(text, "spec.yaml"), load_text(_yaml(boundary, False, "any-server"), "boundary.yaml")) if e.code == "BX001"]
+    built = _effective(spec, via)
+    if found:
+        return
+    for _ in range(30):
+        host, port, resolved = data.draw(requests(built if built.allow or built.deny else Written("allow", boundary.allow, boundary.deny), boundary))
+        if oracle(built, host, port, resolved):
+            assert oracle(boundary, host, port, resolved), f"check passed, yet the built spec ({via}) allows {host}:{port} (resolving to {resolved}) and the boundary does not"
