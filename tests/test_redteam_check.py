@@ -284,3 +284,20 @@ def test_the_servers_own_program_is_held_to_the_boundarys_deny(sandbox: Sandbox)
     for denied, said in (("python3", "python3, which the boundary denies"), ("tail", "tail, which the boundary denies (process.allow is not enforced")):
         found = check(load_text(text, str(spec)), load_text(text.replace("process: {allow: [git]}", f"process: {{allow: [git], deny: [{denied}]}}"), "boundary.yaml"))
         assert [e.code for e in found] == ["BX006"] and said in found[0].message, found
+
+
+def test_under_cilium_a_name_reaches_the_private_ranges_the_spec_lists_so_the_check_counts_them() -> None:
+    """k8s --egress cilium excepts the spec's own CIDR entries from its egressDeny of the refused
+    ranges, and its toFQDNs rule lets a name reach them: a boundary deny there is not covered."""
+    from mcpspec.targets.egress import egress_plan
+    from mcpspec.targets.k8s.network import cilium_policy
+
+    spec = _server('    egress: {allow: ["db.acme.example:443", "10.0.0.0/8:5432"]}\n')
+    plan = load_text(spec, "spec.yaml")
+    policy = cilium_policy(plan, plan.servers["fetch"], egress_plan(plan.servers["fetch"]))
+    assert policy is not None
+    denied = policy["spec"]["egressDeny"][0]["toCIDRSet"]
+    assert {"cidr": "10.0.0.0/8"} not in denied and not any(d["cidr"] == "10.0.0.0/8" for d in denied)  # the name may resolve into 10/8
+    boundary = _server('    egress: {allow: ["db.acme.example:443", "10.0.0.0/8:5432"], deny: ["10.0.0.0/8:443"]}\n')
+    (excess,) = _check(spec, boundary)
+    assert "db.acme.example:443 resolving to 10.0.0.0" in excess.message, excess

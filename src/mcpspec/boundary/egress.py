@@ -4,8 +4,8 @@ A policy's allowed set is ``base \\ deny``, where ``base`` is every destination 
 is allow and the union of the allow entries otherwise. Names and addresses are separate spaces
 (a name entry matches that name; a CIDR allow entry matches addresses a request names). A CIDR
 deny entry refuses a name too, when the name resolves into it (the proxy checks every address a
-name resolves to): a name both files let through still leaks when the boundary denies an address
-the spec does not, since the name may resolve there.
+name resolves to, as Cilium's egressDeny does): a name both files let through still leaks when the
+boundary denies an address the spec does not, since the name may resolve there.
 An IPv6 entry inside ``::ffff:0:0/96`` stands for the IPv4 addresses it maps, and one that
 holds the whole block covers every IPv4 address too (the proxy checks a mapped address as
 IPv4, see :mod:`mcpspec.addresses`).
@@ -297,36 +297,64 @@ def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> It
             yield Leak(name, port, spec.names.entry_for(name, port))
 
 
-# What the proxy refuses for a name whatever the spec says: the special ranges it checks every
-# resolved address against (see mcpspec.targets.egress, rules 2 and 5), per family, unmapped.
-_SPECIAL = tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in (*NEVER_NETWORKS, *REFUSED_NETWORKS))
+# What every target refuses for a name whatever the spec says (mcpspec.addresses): the never ranges
+# always; the refused ranges too, but for the parts a spec's CIDR allow entry lists (squid refuses
+# them for names anyway, Cilium's toFQDNs policy lets a name reach them: the check assumes the latter).
+_NEVER = tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in NEVER_NETWORKS)
+_REFUSED = tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in REFUSED_NETWORKS)
+
+
+def _spans(ranges: Sequence[tuple[int, int, int]], family: int, deny: bool) -> list[Span]:
+    return [Span(family, low, high, ports.ALL, deny, None) for version, low, high in ranges if version == family]
+
+
+def _allowed_spans(family: int, spans: Sequence[Span]) -> list[Span]:
+    """The intervals (with their ports) that ``spans`` leave allowed under a default deny."""
+    cut = pieces(family, spans, default_allow=False)
+    ends = [*cut.starts[1:], _TOP[family] + 1]
+    return [Span(family, low, end - 1, allowed, False, None) for low, end, allowed in zip(cut.starts, ends, cut.allowed, strict=True) if allowed]
 
 
 def denied_by_resolution(policy: Policy, family: int) -> list[Span]:
-    """What the policy's CIDR denies refuse of one family outside the special ranges, as allow spans
+    """What the policy's CIDR denies refuse of one family outside the never ranges, as allow spans
     (remembered: a boundary is asked once per server)."""
     found = policy.resolving.get(family)
     if found is None:
         denies = [Span(family, s.low, s.high, s.ports, False, s.entry) for s in policy.spans[family] if s.deny]
-        found = []
-        if denies:
-            special = [Span(family, low, high, ports.ALL, True, None) for version, low, high in _SPECIAL if version == family]
-            cut = pieces(family, [*denies, *special], default_allow=False)
-            ends = [*cut.starts[1:], _TOP[family] + 1]
-            found = [Span(family, low, end - 1, allowed, False, None) for low, end, allowed in zip(cut.starts, ends, cut.allowed, strict=True) if allowed]
-        policy.resolving[family] = found
+        found = policy.resolving[family] = _allowed_spans(family, [*denies, *_spans(_NEVER, family, True)]) if denies else []
     return found
+
+
+def _covered(spans: Sequence[Span], denies: Sequence[Span]) -> bool:
+    """Whether every span lies inside the union of ``denies`` (a quick answer for the usual case of a
+    spec that denies what the boundary does; False sends the caller to the exact sweep)."""
+    merged: list[list[int]] = []
+    for low, high in sorted((d.low, d.high) for d in denies):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    starts = [low for low, _ in merged]
+    for span in spans:
+        index = bisect.bisect_right(starts, span.low) - 1
+        if index < 0 or merged[index][1] < span.high:
+            return False
+    return True
 
 
 def _resolution_denied(spec: Policy, boundary: Policy) -> list[tuple[int, int, Ports]]:
     """(family, address, ports): one address of each interval that the boundary's CIDR denies refuse
-    and neither the spec's denies nor the proxy's special ranges do, with the ports on which that holds."""
+    and neither the spec's denies nor the ranges every target refuses for a name do, with the ports
+    on which that holds."""
     found: list[tuple[int, int, Ports]] = []
     for family in (4, 6):
         theirs = denied_by_resolution(boundary, family)
-        if theirs:
-            cut = pieces(family, [*theirs, *(s for s in spec.spans[family] if s.deny)], default_allow=False)
-            found += [(family, start, allowed) for start, allowed in zip(cut.starts, cut.allowed, strict=True) if allowed]
+        if not theirs or _covered(theirs, [s for s in spec.spans[family] if s.deny and s.ports == ports.ALL]):
+            continue
+        listed = [Span(family, s.low, s.high, ports.ALL, True, None) for s in spec.spans[family] if not s.deny]
+        refused = [Span(family, s.low, s.high, s.ports, True, None) for s in _allowed_spans(family, [*_spans(_REFUSED, family, False), *listed])]
+        cut = pieces(family, [*theirs, *(s for s in spec.spans[family] if s.deny), *refused], default_allow=False)
+        found += [(family, start, allowed) for start, allowed in zip(cut.starts, cut.allowed, strict=True) if allowed]
     return found
 
 
