@@ -27,7 +27,8 @@ def test_the_output_shown_is_what_check_prints_and_the_fix_passes(tmp_path: Path
     assert found.returncode == 1 and found.stdout.splitlines() == lines
     spec = (REPO / "examples" / "coding-agent.yaml").read_text(encoding="utf-8")
     fixed = spec.replace("  process: {allow: [], listeners: false, background: {allowed: false}}", "  process: {allow: [], deny: [curl, wget, ssh, scp, nc, sudo], listeners: false, background: {allowed: false}, max_runtime: 10m}")
-    assert fixed != spec
+    fixed = fixed.replace("    placement: agent ", "    placement: dedicated ")
+    assert fixed != spec and "placement: agent" not in fixed
     (tmp_path / "coding-agent.yaml").write_text(fixed, encoding="utf-8")
     assert run_cli("check", str(tmp_path / "coding-agent.yaml"), "--within", str(REPO / BOUNDARY)).returncode == 0
 

@@ -301,3 +301,19 @@ def test_under_cilium_a_name_reaches_the_private_ranges_the_spec_lists_so_the_ch
     boundary = _server('    egress: {allow: ["db.acme.example:443", "10.0.0.0/8:5432"], deny: ["10.0.0.0/8:443"]}\n')
     (excess,) = _check(spec, boundary)
     assert "db.acme.example:443 resolving to 10.0.0.0" in excess.message, excess
+
+
+# --- placement: agent: the agent's network, not the server's egress ---
+
+
+def test_a_server_placed_in_the_agents_pod_gets_the_agents_network_and_the_check_names_it() -> None:
+    from mcpspec.targets.grants import ANY
+    from mcpspec.targets.k8s.reader import read_build
+
+    waiver = "waivers:\n  - {rule: TG001, at: servers.fetch, reason: red team, expires: 2099-01-01}\nagents:\n  coder: {servers: [fetch]}\n"
+    spec = _server('    placement: agent\n    image: ghcr.io/acme/fetch@sha256:' + "a" * 64 + '\n    egress: {allow: ["api.acme.example:443"]}\n', waiver)
+    built = build_plan(load_text(spec, "spec.yaml"), "k8s")
+    grants = read_build(built.files)["fetch"]
+    assert grants.egress.default == "allow" and ANY in grants.egress.allow, grants.egress  # what the manifests let it reach
+    (excess,) = _check(spec, _server('    egress: {allow: ["*.acme.example:443"]}\n'))
+    assert excess.code == "BX001" and excess.path == ("servers", "fetch", "placement") and "placement: agent" in excess.message, excess

@@ -73,23 +73,32 @@ def _policy(sandbox: EffectiveSandbox) -> egress.Policy:
     return egress.policy(policy.default, policy.allow, policy.deny)
 
 
-def _unfiltered(sandbox: EffectiveSandbox) -> bool:
-    """Whether the targets give the server the host network: ``via: direct`` with any egress at all,
-    where bwrap and compose filter nothing and systemd only addresses (the spec's entries bind
-    nothing, so the server may reach every destination)."""
-    return egress_plan(sandbox).mode == "direct-open"
+def _unfiltered(sandbox: EffectiveSandbox) -> str | None:
+    """Why a target gives the server a network its egress entries do not bind, if one does:
+    ``via: direct`` with any egress at all (bwrap and compose share the host network, systemd
+    filters only addresses), or ``placement: agent`` (k8s puts it in the agent's pod, whose
+    network no build of the spec filters). The server may then reach every destination."""
+    if sandbox.placement == "agent":
+        return "placement"
+    return "egress.via" if egress_plan(sandbox).mode == "direct-open" else None
 
 
 _OPEN = egress.policy("allow", (), ())
+_UNFILTERED = {
+    "egress.via": "egress.via: direct shares the host network, which filters nothing",
+    "placement": "placement: agent puts it in the agent's pod, whose network no build of the spec filters",
+}
 
 
 # --- egress ---
 
 
 def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy) -> Iterator[Excess]:
-    if _unfiltered(sandbox):
+    why = _unfiltered(sandbox)
+    if why is not None:
+        said = _UNFILTERED[why]
         for leak in egress.leaks(_OPEN, limit)[:1]:
-            yield Excess("BX001", sandbox.name, sandbox.origin("egress.via"), f"{sandbox.name} may reach {leak.request} (egress.via: direct shares the host network, which filters nothing); the boundary allows {_allowed(ceiling, leak)}")
+            yield Excess("BX001", sandbox.name, sandbox.origin(why), f"{sandbox.name} may reach {leak.request} ({said}); the boundary allows {_allowed(ceiling, leak)}")
         return
     for leak in egress.leaks(_policy(sandbox), limit):
         yield Excess("BX001", sandbox.name, _entry_path(sandbox, leak.entry), f"{sandbox.name} may reach {leak.request}{_via(leak.entry)}; the boundary allows {_allowed(ceiling, leak)}")
