@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from egress_lab import FAR_V4, PORT, Lab, make_lab, status
 from mcpspec.api import load_text
@@ -25,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent / "probe"))
 from harness import Listener, Sandbox, call_tools
 
 import test_target_bwrap_real
+from build_properties import specs
 
 sandbox = test_target_bwrap_real.sandbox  # the fixture: bwrap, squid and the probe's SDK copy
 
@@ -317,3 +319,35 @@ def test_a_server_placed_in_the_agents_pod_gets_the_agents_network_and_the_check
     assert grants.egress.default == "allow" and ANY in grants.egress.allow, grants.egress  # what the manifests let it reach
     (excess,) = _check(spec, _server('    egress: {allow: ["*.acme.example:443"]}\n'))
     assert excess.code == "BX001" and excess.path == ("servers", "fetch", "placement") and "placement: agent" in excess.message, excess
+
+
+# --- every target, read back: a server the check holds to its own text gets no wider egress ---
+
+
+@settings(max_examples=int(os.environ.get("MCPSPEC_REDTEAM_EXAMPLES", "100")), deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(specs())
+def test_every_build_of_a_server_the_check_passes_reaches_no_more_than_its_text(spec: dict[str, object]) -> None:
+    """The spec is its own boundary, each server its own ceiling read as written: where the check
+    finds no egress excess, no target's artifacts (read back from the files alone) let the server
+    reach more than its entries say, whatever TG finding the target reports about it."""
+    import json
+
+    from build_properties import READERS, _check_egress, build_all, dump, effective
+    from mcpspec.targets.build import MANIFEST
+
+    text = dump(spec)
+    plan = load_text(text, "mcp-sandbox.yaml")
+    flagged = {e.server for e in check(plan, plan) if e.code == "BX001"}
+    problems: list[str] = []
+    for target, build in build_all(text).items():
+        grants = READERS[target](build.files)
+        for name, entry in json.loads(build.files[MANIFEST])["servers"].items():
+            if not entry["built"] or name not in grants or name in flagged:
+                continue
+            egress = effective(spec, name)["egress"]
+            allow, deny = list(egress["allow"] or []), list(egress["deny"] or [])
+            found = _check_egress(grants[name], egress, allow, deny, {"egress-deny": "full"})
+            opened = egress["default"] == "allow"  # every destination is the spec's, whatever network the rule names
+            problems += [f"{target}/{name}: {p}" for p in found if not (opened and p.startswith("egress to "))]
+    assert not problems, "\n".join(problems) + "\n\nspec:\n" + text
