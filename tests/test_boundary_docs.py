@@ -29,9 +29,7 @@ def test_the_output_shown_is_what_check_prints_and_the_fix_passes(tmp_path: Path
         found = run_cli(*command.removeprefix("$ mcpspec ").split())
         assert found.returncode == 1 and found.stdout.splitlines() == lines, command
     spec = (REPO / "examples" / "coding-agent.yaml").read_text(encoding="utf-8")
-    fixed = spec.replace("  process: {allow: [], listeners: false, background: {allowed: false}}", "  process: {allow: [], listeners: false, background: {allowed: false}, max_runtime: 10m}")
-    fixed = fixed.replace("        approval: per-session\n", "        approval: always\n")
-    assert fixed.count("approval: always") == spec.count("approval: always") + 2
+    fixed = within_acme(spec)
     (tmp_path / "coding-agent.yaml").write_text(fixed, encoding="utf-8")
     assert run_cli("check", str(tmp_path / "coding-agent.yaml"), "--within", str(REPO / BOUNDARY)).returncode == 0
 
@@ -74,3 +72,13 @@ def test_the_counts_the_page_gives_for_the_other_examples_are_what_check_finds()
         counts[row["file"]] = counts.get(row["file"], 0) + 1
     assert [counts[f"examples/{name}.yaml"] for name in ("data-connector", "deploy-tool", "package-analysis")] == [int(n) for n in said.groups()[:3]]
     assert counts["examples/risky.yaml"] > int(said.group(4))
+
+
+def within_acme(spec: str) -> str:
+    """The coding agent example, fixed as the doc says, so that it stays within the worked boundary."""
+    limitless = "  process: {allow: [], listeners: false, background: {allowed: false}}"
+    fixed = spec.replace(limitless, "  process: {allow: [], deny: [curl, wget, ssh, scp, nc, sudo], listeners: false, background: {allowed: false}, max_runtime: 10m}")
+    fixed = fixed.replace("        approval: per-session\n", "        approval: always\n")
+    fixed = fixed.replace("    placement: agent ", "    placement: dedicated ")
+    assert fixed.count("approval: always") == spec.count("approval: always") + 2 and "placement: agent" not in fixed and limitless not in fixed
+    return fixed

@@ -5,6 +5,12 @@ The oracle decides one request by reading the entries as docs/boundary.md define
 the classes, intervals or sweeps of mcpspec.boundary.egress: if the check passes, no sampled
 request the spec allows is refused by the boundary; and every witness the check prints is a
 request the spec allows and the boundary refuses.
+
+A request for a name carries the address the name resolves to (or none drawn), because the
+proxy (and Cilium's egressDeny) refuses a name whose address a CIDR deny entry holds, and every
+target refuses the special ranges of mcpspec.addresses for a name but where a spec's CIDR allow
+entry lists them (mcpspec.targets.egress, k8s.network): an oracle that kept names and addresses
+apart trusted the check's own model and missed a boundary's CIDR deny.
 """
 
 from __future__ import annotations
@@ -16,11 +22,12 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcpspec.addresses import NEVER_NETWORKS, REFUSED_NETWORKS
 from mcpspec.boundary import egress
 from mcpspec.spec.values import Destination, parse_destination
 
 NAMES = ["acme.example", "api.acme.example", "a.api.acme.example", "python.org", "docs.python.org", "x.acme.example"]
-NETWORKS = ["10.0.0.0/8", "10.1.0.0/16", "10.1.2.3", "203.0.113.0/24", "0.0.0.0/0", "2001:db8::/32", "2001:db8::1", "::ffff:10.1.0.0/112", "::/64", "::/0", "fd00::/8"]
+NETWORKS = ["8.8.8.0/24", "2606:4700::/32", "10.0.0.0/8", "10.1.0.0/16", "10.1.2.3", "203.0.113.0/24", "0.0.0.0/0", "2001:db8::/32", "2001:db8::1", "::ffff:10.1.0.0/112", "::/64", "::/0", "fd00::/8"]
 PORTS = [None, 80, 443, 8080, 1, 65535]
 MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
 
@@ -78,27 +85,52 @@ def _matches(entry: Destination, host: str, port: int) -> bool:
     return address.version == 4 and isinstance(network, ipaddress.IPv6Network) and network.supernet_of(MAPPED)
 
 
-def oracle(policy: Written, host: str, port: int) -> bool:
+def _in(address: str, networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]) -> bool:
+    parsed = ipaddress.ip_address(address)
+    return any(parsed in network for network in networks)
+
+
+def oracle(policy: Written, host: str, port: int, resolved: str | None = None, ceiling: bool = False) -> bool:
+    """Whether ``policy`` lets a request for ``host:port`` through; for a name, ``resolved`` is the
+    address it resolves to when that is known. Every target refuses a name the never ranges; a
+    spec's name reaches the refused ranges only where a CIDR allow entry of its lists them (Cilium's
+    toFQDNs; squid refuses even those), while a ``ceiling`` (the boundary) is read as written."""
     allowed = policy.default == "allow" or any(_matches(e, host, port) for e in policy.allow)
-    return allowed and not any(_matches(e, host, port) for e in policy.deny)
+    if not allowed or any(_matches(e, host, port) for e in policy.deny):
+        return False
+    if resolved is None:
+        return True
+    if _in(resolved, NEVER_NETWORKS) or any(e.kind == "cidr" and _matches(e, resolved, port) for e in policy.deny):
+        return False
+    listed = any(e.kind == "cidr" and _matches(e, resolved, e.port or port) for e in policy.allow)
+    return ceiling or listed or not _in(resolved, REFUSED_NETWORKS)
+
+
+def _address_in(draw: st.DrawFn, network: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
+    return str(network.network_address + draw(st.integers(0, network.num_addresses - 1)))
 
 
 @st.composite
-def requests(draw: st.DrawFn, policy: Written) -> tuple[str, int]:
-    """A request drawn from the spec's entries (or anywhere, for a default allow)."""
+def requests(draw: st.DrawFn, policy: Written, boundary: Written | None = None) -> tuple[str, int, str | None]:
+    """A request drawn from the spec's entries (or anywhere, for a default allow); a name's request
+    may resolve to an address of a network of NETWORKS, most often one the boundary denies."""
     port = draw(st.one_of(st.sampled_from([80, 443, 8080, 1, 65535, 22]), st.integers(1, 65535)))
     pool = policy.allow + policy.deny
     if not pool or draw(st.booleans()):
-        return draw(st.sampled_from([*NAMES, "x.api.acme.example", "other.test", "10.1.2.3", "8.8.8.8", "::ffff:10.1.2.3", "2001:db8::5", "::1"])), port
-    entry = draw(st.sampled_from(pool))
-    port = entry.port if entry.port is not None and draw(st.booleans()) else port
-    if entry.kind == "domain":
-        return entry.host, port
-    if entry.kind == "wildcard":
-        return draw(st.sampled_from(["x", "api", "a.api", "deep.x"])) + entry.host[1:], port
-    network = entry.network
-    offset = draw(st.integers(0, network.num_addresses - 1))
-    return str(network.network_address + offset), port
+        host = draw(st.sampled_from([*NAMES, "x.api.acme.example", "other.test", "10.1.2.3", "8.8.8.8", "::ffff:10.1.2.3", "2001:db8::5", "::1"]))
+    else:
+        entry = draw(st.sampled_from(pool))
+        port = entry.port if entry.port is not None and draw(st.booleans()) else port
+        if entry.kind == "cidr":
+            return _address_in(draw, entry.network), port, None
+        host = entry.host if entry.kind == "domain" else draw(st.sampled_from(["x", "api", "a.api", "deep.x"])) + entry.host[1:]
+    if any(char.isdigit() for char in host.split(".")[-1]) or ":" in host:
+        return host, port, None
+    denied = [e.network for e in (boundary.deny if boundary is not None else []) if e.kind == "cidr"]
+    pool = st.sampled_from(denied) if denied and draw(st.booleans()) else st.sampled_from([ipaddress.ip_network(n) for n in NETWORKS])
+    if draw(st.booleans()):
+        return host, port, None
+    return host, port, _address_in(draw, _as_ipv4(draw(pool)))
 
 
 def _policy(written: Written) -> egress.Policy:
@@ -110,14 +142,14 @@ def _policy(written: Written) -> egress.Policy:
 def test_a_passing_check_leaves_no_sampled_request_outside(data: st.DataObject, spec: Written, boundary: Written) -> None:
     found = egress.leaks(_policy(spec), _policy(boundary))
     for leak in found:
-        assert oracle(spec, leak.host, leak.port), f"the witness {leak.request} is not allowed by the spec"
-        assert not oracle(boundary, leak.host, leak.port), f"the witness {leak.request} is allowed by the boundary"
+        assert oracle(spec, leak.host, leak.port, leak.resolved), f"the witness {leak.request} is not allowed by the spec"
+        assert not oracle(boundary, leak.host, leak.port, leak.resolved, ceiling=True), f"the witness {leak.request} is allowed by the boundary"
     if found:
         return
     for _ in range(30):
-        host, port = data.draw(requests(spec))
-        if oracle(spec, host, port):
-            assert oracle(boundary, host, port), f"check passed, yet the spec allows {host}:{port} and the boundary does not"
+        host, port, resolved = data.draw(requests(spec, boundary))
+        if oracle(spec, host, port, resolved):
+            assert oracle(boundary, host, port, resolved, ceiling=True), f"check passed, yet the spec allows {host}:{port} (resolving to {resolved}) and the boundary does not"
 
 
 @settings(max_examples=200, deadline=None)
@@ -194,11 +226,40 @@ def test_through_whole_specs_every_excess_points_at_the_entry_that_allows_its_wi
     lines = text.splitlines()
     for excess in check(plan, limits):
         assert excess.code == "BX001", excess.message
-        request = excess.message.split(" may reach ", 1)[1].split(" ", 1)[0]
+        reached = excess.message.split(" may reach ", 1)[1]
+        request = reached.split(" ", 1)[0]
+        resolved = reached.split(" resolving to ", 1)[1].split(" ", 1)[0] if " resolving to " in reached.split(" (", 1)[0] else None
         host, port = request.rsplit(":", 1)
         host = host.strip("[]")
-        assert oracle(spec, host, int(port)) and not oracle(boundary, host, int(port)), excess.message
+        assert oracle(spec, host, int(port), resolved) and not oracle(boundary, host, int(port), resolved, ceiling=True), excess.message
         span = plan.source.anchor_span(excess.path)
         written = lines[span.line - 1][span.col - 1 : span.end_col - 1].strip("\"")
         via = excess.message.split("(", 1)[1].split(")", 1)[0]
         assert written == ("allow" if via == "egress.default: allow" else via.removeprefix("through ")), (written, excess.message)
+
+
+def _effective(policy: Written, via: str) -> Written:
+    """What the targets build, not what the entries say: with `via: direct` and any egress at all the
+    server gets the host network (bwrap and compose filter nothing), so every request passes."""
+    if via == "direct" and (policy.default == "allow" or policy.allow):
+        return Written("allow", [], [])
+    return policy
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data(), policies, policies, st.sampled_from(["proxy", "direct"]))
+def test_through_whole_specs_a_passing_check_leaves_nothing_the_built_egress_allows_outside(data: st.DataObject, spec: Written, boundary: Written, via: str) -> None:
+    """The oracle reads `egress.via` as the targets build it: a spec that passes allows no sampled
+    request (by name, address, or name resolving to an address) that the boundary refuses."""
+    from mcpspec.api import load_text
+    from mcpspec.boundary.check import check
+
+    text = _yaml(spec, False, "fetch").replace("    egress: {", f"    egress: {{via: {via}, ")
+    found = [e for e in check(load_text(text, "spec.yaml"), load_text(_yaml(boundary, False, "any-server"), "boundary.yaml")) if e.code == "BX001"]
+    built = _effective(spec, via)
+    if found:
+        return
+    for _ in range(30):
+        host, port, resolved = data.draw(requests(built if built.allow or built.deny else Written("allow", boundary.allow, boundary.deny), boundary))
+        if oracle(built, host, port, resolved):
+            assert oracle(boundary, host, port, resolved, ceiling=True), f"check passed, yet the built spec ({via}) allows {host}:{port} (resolving to {resolved}) and the boundary does not"

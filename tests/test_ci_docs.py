@@ -14,6 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from test_boundary_docs import within_acme
+
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "ci.md"
 WORKFLOW = ROOT / "docs" / "ci" / "mcpspec.yml"
@@ -319,9 +321,7 @@ def test_the_check_hook_holds_the_staged_specs_to_the_configured_boundary(repo: 
     assert "mcp-sandbox.yaml:114:5: BX004 docs has process.max_runtime none; the boundary allows at most 15m" in result.stdout
     assert "notes.yaml" not in result.stdout, "the hook selects specs by name, as lint's does"
     spec = repo / "mcp-sandbox.yaml"
-    limitless = "  process: {allow: [], listeners: false, background: {allowed: false}}"
-    fixed = spec.read_text(encoding="utf-8").replace(limitless, limitless[:-1] + ", max_runtime: 10m}", 1).replace("        approval: per-session\n", "        approval: always\n")
-    spec.write_text(fixed, encoding="utf-8")
+    spec.write_text(within_acme(spec.read_text(encoding="utf-8")), encoding="utf-8")
     _git(repo, "add", "-A")
     result = subprocess.run([str(BIN / "pre-commit"), "run", "--files", "mcp-sandbox.yaml", "--verbose"], cwd=repo, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -339,7 +339,7 @@ def test_the_boundary_step_checks_every_spec_against_the_configured_boundary(rep
     result = _run_step("boundary", "Check every spec against the boundary", repo)
     assert result.returncode == 1, result.stderr
     verdicts = [line for line in result.stdout.splitlines() if " excesses over " in line]
-    assert [line.split(" over ")[0] for line in verdicts] == ["mcp-sandbox.yaml: 3 excesses", "team/legacy.mcp-sandbox.yaml: 229 excesses"], verdicts
+    assert [line.split(" over ")[0] for line in verdicts] == ["mcp-sandbox.yaml: 5 excesses", "team/legacy.mcp-sandbox.yaml: 262 excesses"], verdicts
     sarif = json.loads((repo / "boundary.sarif").read_text(encoding="utf-8"))
     found = {(r["ruleId"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]) for r in sarif["runs"][0]["results"]}
     assert ("BX004", "mcp-sandbox.yaml") in found and ("BX007", "mcp-sandbox.yaml") in found and ("BX001", "team/legacy.mcp-sandbox.yaml") in found
@@ -356,4 +356,4 @@ def test_the_boundary_step_checks_every_spec_against_the_configured_boundary(rep
     assert result.returncode == 0, result.stderr
     assert "grew=true" in outputs
     comment = (repo / "comment.md").read_text(encoding="utf-8")
-    assert "new excess: BX004" in comment and "### Boundary excesses (3)" in comment
+    assert "new excess: BX004" in comment and "### Boundary excesses (5)" in comment

@@ -8,6 +8,7 @@ of what each server gets, never of what the text says.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Iterator
 
 from mcpspec.boundary import egress, refused, runtime, tools
@@ -16,6 +17,7 @@ from mcpspec.diagnostics import SpecPath
 from mcpspec.ir.plan import EffectiveMount, EffectiveSandbox, Plan, SecretGrant
 from mcpspec.rules.facts import approval_mode
 from mcpspec.spec.values import Destination
+from mcpspec.targets.egress import egress_plan
 
 ANY_SERVER = "any-server"
 # Code, slug and what it compares: SARIF and JSON name excesses by these.
@@ -50,12 +52,16 @@ def check(spec: Plan, boundary: Plan) -> list[Excess]:
             found.append(Excess("BX000", name, sandbox.path, f"{name}: the boundary sets no ceiling for this server (name it, or give an {ANY_SERVER} server)"))
             continue
         if ceiling.name not in policies:
-            policies[ceiling.name] = _policy(ceiling)
+            # A ceiling that is itself unfiltered (placement: agent, via: direct) allows every destination:
+            # the boundary is read as the targets build it, like the spec, so a spec is within itself.
+            policies[ceiling.name] = _OPEN if _unfiltered(ceiling) is not None else _policy(ceiling)
         found.extend(_egress(sandbox, ceiling, policies[ceiling.name], opened))
         found.extend(_mounts(sandbox, ceiling))
+        found.extend(_workspace(spec, sandbox, boundary))
         found.extend(_secrets(sandbox, ceiling))
         found.extend(_maxima(sandbox, ceiling))
         found.extend(_process(sandbox, ceiling))
+        found.extend(_identity(sandbox, ceiling))
         found.extend(_approvals(spec, sandbox, boundary, ceiling))
         found.extend(runtime.images(sandbox, boundary, ceiling))
         found.extend(runtime.env(sandbox, ceiling))
@@ -71,10 +77,33 @@ def _policy(sandbox: EffectiveSandbox) -> egress.Policy:
     return egress.policy(policy.default, policy.allow, policy.deny)
 
 
+def _unfiltered(sandbox: EffectiveSandbox) -> str | None:
+    """Why a target gives the server a network its egress entries do not bind, if one does:
+    ``via: direct`` with any egress at all (bwrap and compose share the host network, systemd
+    filters only addresses), or ``placement: agent`` (k8s puts it in the agent's pod, whose
+    network no build of the spec filters). The server may then reach every destination."""
+    if sandbox.placement == "agent":
+        return "placement"
+    return "egress.via" if egress_plan(sandbox).mode == "direct-open" else None
+
+
+_OPEN = egress.policy("allow", (), ())
+_UNFILTERED = {
+    "egress.via": "egress.via: direct shares the host network, which filters nothing",
+    "placement": "placement: agent puts it in the agent's pod, whose network no build of the spec filters",
+}
+
+
 # --- egress ---
 
 
 def _egress(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox, limit: egress.Policy, opened: refused.OpenLeaks) -> Iterator[Excess]:
+    why = _unfiltered(sandbox)
+    if why is not None:
+        said = _UNFILTERED[why]
+        for leak in egress.leaks(_OPEN, limit)[:1]:
+            yield Excess("BX001", sandbox.name, sandbox.origin(why), f"{sandbox.name} may reach {leak.request} ({said}); the boundary allows {_allowed(ceiling, leak)}")
+        return
     for leak in refused.leaks(sandbox.egress, limit, opened):
         yield Excess("BX001", sandbox.name, _entry_path(sandbox, leak.entry), f"{sandbox.name} may reach {leak.request}{_via(leak.entry)}; the boundary allows {_allowed(ceiling, leak)}")
 
@@ -94,6 +123,8 @@ def _via(entry: Destination | None) -> str:
 
 def _allowed(ceiling: EffectiveSandbox, leak: egress.Leak) -> str:
     policy = ceiling.egress
+    if leak.resolved is not None:
+        return f"no name that resolves into {_texts(tuple(d for d in policy.deny if d.kind == 'cidr'))}"
     if policy.default == "allow":
         denied = _texts(policy.deny)
         return "every destination" + (f" but {denied}" if denied else "")
@@ -140,6 +171,36 @@ def _path_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
+_RESETS = {"per-task": 0, "per-session": 1, "never": 2}
+
+
+def _workspace(spec: Plan, sandbox: EffectiveSandbox, boundary: Plan) -> Iterator[Excess]:
+    """Where the workspace dirs a server mounts live on the host, and how long and with whom they
+    are shared: the spec's workspace root at or below the boundary's, its own tree per agent
+    where the boundary's is, and emptied at least as often (a tmpfs dir is memory: no root)."""
+    mine, most = spec.workspace, boundary.workspace
+    disk = next((m for m in sandbox.mounts if m.kind == "workspace"), None)
+    used = disk or next((m for m in sandbox.mounts if m.kind == "tmpfs"), None)
+    if mine is None or most is None or used is None:
+        return  # no workspace mount; a boundary without a workspace allows none (see _mounts)
+    name = sandbox.name
+    if disk is not None and not _root_within(mine.root, most.root):
+        yield Excess("BX002", name, ("workspace", "root"), f"{name} may mount {_located(disk)} {disk.mode}; the boundary keeps workspaces under {most.root}")
+    if most.per_agent and not mine.per_agent:
+        yield Excess("BX002", name, ("workspace", "per_agent"), f"{name} shares workspace.{used.source} between agents (workspace.per_agent false); the boundary gives each agent its own")
+    if _RESETS[mine.reset] > _RESETS[most.reset]:
+        yield Excess("BX004", name, ("workspace", "reset"), f"{name} keeps the data of workspace.{used.source} (workspace.reset: {mine.reset}); the boundary empties it {most.reset}")
+
+
+def _root_within(path: str, root: str) -> bool:
+    """Normalized host paths as the spec writes them (``/x``, ``~``, ``~/x``): ``path`` at or below ``root``."""
+    return root == "/" or path == root or path.startswith(root + "/")
+
+
+def _located(mount: EffectiveMount) -> str:
+    return f"workspace.{mount.source} at {mount.location}"
+
+
 # --- secrets ---
 
 
@@ -149,15 +210,26 @@ def _secrets(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
         for source in grant.every_source():
             if any(_secret_within(source, allowed) for allowed in offered):
                 continue
-            listed = ", ".join(dict.fromkeys(f"{g.provider} (ttl {_duration(g.ttl)})" for g in offered)) or "no secret"
+            listed = ", ".join(dict.fromkeys(f"{_provider(g)} (ttl {_duration(g.ttl)})" for g in offered)) or "no secret"
             yield Excess(
                 "BX003", sandbox.name, source.secret_path,
-                f"{sandbox.name} may receive secret {grant.name} from {source.provider} with ttl {_duration(source.ttl)}; the boundary allows {listed}",
+                f"{sandbox.name} may receive secret {grant.name} from {_provider(source)} with ttl {_duration(source.ttl)}; the boundary allows {listed}",
             )
 
 
+def _provider(grant: SecretGrant) -> str:
+    return f"file {grant.source}" if grant.provider == "file" and grant.source is not None else grant.provider
+
+
 def _secret_within(grant: SecretGrant, allowed: SecretGrant) -> bool:
-    return grant.provider == allowed.provider and _at_most(grant.ttl, allowed.ttl)
+    """Same provider, ttl at most the boundary's; a file secret is a host file copied into the sandbox,
+    so its path is at or below the boundary's (a ``ref`` of any other provider is not compared)."""
+    if grant.provider != allowed.provider or not _at_most(grant.ttl, allowed.ttl):
+        return False
+    if grant.provider != "file":
+        return True
+    mine, theirs = grant.source, allowed.source
+    return mine is not None and theirs is not None and mine.in_home == theirs.in_home and _path_within(mine.path, theirs.path)
 
 
 # --- maxima ---
@@ -240,12 +312,18 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
         if mine.allow is None:
             yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn any command (no process.allow); the boundary allows only {', '.join(most.allow) or 'none'}")
         else:
-            extra = [c for c in mine.allow if c not in mine.deny and (c not in most.allow or c in most.deny)]
+            extra = [c for c in mine.allow if c not in mine.deny and (c not in most.allow or _names_any(c, most.deny))]
             if extra:
-                yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn {extra[0]}; the boundary allows only {', '.join(c for c in most.allow if c not in most.deny) or 'none'}")
-    missing = [c for c in most.deny if c not in mine.deny and (mine.allow is None or c in mine.allow)]
+                yield Excess("BX006", name, sandbox.origin("process.allow"), f"{name} may spawn {extra[0]}; the boundary allows only {', '.join(c for c in most.allow if not _names_any(c, most.deny)) or 'none'}")
+    # No target enforces process.allow (bwrap and systemd hide only what process.deny names), so
+    # every program the boundary denies is one the server may spawn unless the spec denies it too.
+    missing = [c for c in most.deny if c not in mine.deny]
     if missing:
-        yield Excess("BX006", name, sandbox.origin("process.deny"), f"{name} may spawn {missing[0]}, which the boundary denies")
+        denied = missing[0]
+        named = next((c for c in (*(mine.allow or ()), *sandbox.command[:1]) if _names_any(c, (denied,))), None)
+        shown = named or denied
+        why = "" if mine.allow is None or named is not None else " (process.allow is not enforced by any target: only process.deny hides a program)"
+        yield Excess("BX006", name, sandbox.origin("process.deny"), f"{name} may spawn {shown}, which the boundary denies" + (f" ({denied})" if shown != denied else "") + why)
     for key, allowed, limit in (("process.listeners", mine.listeners, most.listeners), ("process.package_install.allowed", mine.package_install.allowed, most.package_install.allowed), ("process.background.allowed", mine.background.allowed, most.background.allowed)):
         if allowed and not limit:
             yield Excess("BX006", name, sandbox.origin(key), f"{name} has {key} true; the boundary says false")
@@ -256,6 +334,26 @@ def _process(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[E
             yield Excess("BX006", name, sandbox.origin("process.package_install.registries"), f"{name} may install from {extra[0]}; the boundary allows {', '.join(limit_install.registries) or 'no registry'}")
         if install.lockfile == "optional" and limit_install.lockfile == "required":
             yield Excess("BX006", name, sandbox.origin("process.package_install.lockfile"), f"{name} may install without a lockfile; the boundary requires one")
+
+
+def _identity(sandbox: EffectiveSandbox, ceiling: EffectiveSandbox) -> Iterator[Excess]:
+    """Who the server runs as: a root launcher runs bwrap as this uid and gid on the host (0 as
+    65532) and the containers as themselves, so another identity reaches the files and processes
+    the boundary's does not; and a writable root where the boundary's is read-only."""
+    mine, theirs = sandbox.identity, ceiling.identity
+    for key, value, limit in (("runtime.user", mine.uid, theirs.uid), ("runtime.group", mine.gid, theirs.gid)):
+        if value != limit:
+            yield Excess("BX006", sandbox.name, sandbox.origin(key), f"{sandbox.name} runs with {key} {value}; the boundary runs servers as {limit}")
+    if not sandbox.read_only_root and ceiling.read_only_root:
+        yield Excess("BX006", sandbox.name, sandbox.origin("runtime.read_only_root"), f"{sandbox.name} may write its root filesystem (runtime.read_only_root false); the boundary says true")
+
+
+def _names_any(command: str, commands: tuple[str, ...]) -> bool:
+    """Whether ``commands`` holds ``command`` under either of its names: the targets find a plain name
+    in the PATH directories, so ``curl`` and ``/usr/bin/curl`` are one program (compared by base name;
+    a spec deny must still name a boundary deny exactly to cover it)."""
+    base = posixpath.basename(command)
+    return any(posixpath.basename(other) == base for other in commands)
 
 
 # --- approvals ---
@@ -270,10 +368,13 @@ def _approvals(spec: Plan, sandbox: EffectiveSandbox, boundary: Plan, ceiling: E
     for tool_name, tool in sandbox.tools.items():
         mode = approval_mode(spec, tool)
         where = (*sandbox.path, "tools", tool_name, "approval" if tool.approval is not None else "effects")
-        required = [effect for effect in tool.effects if effect in boundary.approvals.require]
+        # Undeclared effects (HR004) may be any effect: each one the boundary requires approval of.
+        effects = tool.effects or boundary.approvals.require
+        required = [effect for effect in effects if effect in boundary.approvals.require]
         if required and mode != "always":
             asked = "once per session" if mode == "per-session" else "without approval"
-            yield Excess("BX007", name, where, f"{name} may run {tool_name} ({required[0]}) {asked}; the boundary requires approval of every {required[0]} call")
+            declared = required[0] if tool.effects else f"effects undeclared, so possibly {required[0]}"
+            yield Excess("BX007", name, where, f"{name} may run {tool_name} ({declared}) {asked}; the boundary requires approval of every {required[0]} call")
             continue
         own = ceiling.tools.get(tool_name)
         least = approval_mode(boundary, own) if own is not None else None

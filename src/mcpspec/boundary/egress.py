@@ -2,7 +2,10 @@
 
 A policy's allowed set is ``base \\ deny``, where ``base`` is every destination when the default
 is allow and the union of the allow entries otherwise. Names and addresses are separate spaces
-(a name entry matches that name, whatever it resolves to; a CIDR entry matches addresses).
+(a name entry matches that name; a CIDR allow entry matches addresses a request names). A CIDR
+deny entry refuses a name too, when the name resolves into it (the proxy checks every address a
+name resolves to, as Cilium's egressDeny does): a name both files let through still leaks when the
+boundary denies an address the spec does not, since the name may resolve there.
 An IPv6 entry inside ``::ffff:0:0/96`` stands for the IPv4 addresses it maps, and one that
 holds the whole block covers every IPv4 address too (the proxy checks a mapped address as
 IPv4, see :mod:`mcpspec.addresses`).
@@ -18,9 +21,11 @@ from __future__ import annotations
 
 import bisect
 import ipaddress
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from mcpspec.addresses import NEVER_NETWORKS, REFUSED_NETWORKS
 from mcpspec.boundary import ports
 from mcpspec.boundary.ports import Ports
 from mcpspec.spec.values import Destination
@@ -165,6 +170,7 @@ class Policy:
     known: frozenset[str]  # every domain written, and each of its parents
     under: dict[str, tuple[str, ...]]  # a domain -> the written domains strictly below it
     memo: dict[str, Ports] = field(default_factory=dict, compare=False)  # a boundary is asked again and again
+    resolving: dict[int, list[Span]] = field(default_factory=dict, compare=False)  # see denied_by_resolution
 
     def allowed(self, name: str) -> Ports:
         """The ports the policy lets ``name`` through on (remembered)."""
@@ -209,10 +215,12 @@ class Leak:
     host: str
     port: int
     entry: Destination | None
+    resolved: str | None = None  # a name's address that the boundary denies and the spec does not
 
     @property
     def request(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        request = f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return request if self.resolved is None else f"{request} resolving to {self.resolved}"
 
 
 def leaks(spec: Policy, boundary: Policy) -> list[Leak]:
@@ -226,6 +234,13 @@ def leaks(spec: Policy, boundary: Policy) -> list[Leak]:
                 break
     for leak in _name_leaks(spec, boundary, _entry_candidates(spec, boundary)):
         found.setdefault(id(leak.entry), leak)
+    resolving = _resolution_denied(spec, boundary)
+    if resolving:
+        names = _entry_candidates(spec, boundary)
+        if spec.names.default_allow:
+            names = itertools.chain(_open_candidates(spec, boundary), names)
+        for leak in _resolution_leaks(spec, resolving, names):
+            found.setdefault(id(leak.entry), leak)
     for family in (4, 6):
         for leak in _address_leaks(family, spec, boundary):
             found.setdefault(id(leak.entry), leak)
@@ -248,7 +263,7 @@ def _fresh(parent: str, known: frozenset[str], other: frozenset[str]) -> str:
 def _open_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
     """For a spec whose default is allow: one name of every class either policy tells apart."""
     yield _fresh("", spec.known, boundary.known)
-    for domain in (*spec.known, *boundary.known):
+    for domain in (*sorted(spec.known), *sorted(boundary.known)):  # sorted: the same witness in every process
         yield domain
         yield _fresh(domain, spec.known, boundary.known)
 
@@ -263,12 +278,16 @@ def _entry_candidates(spec: Policy, boundary: Policy) -> Iterator[str]:
             yield _fresh(below, spec.known, boundary.known)
 
 
-def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> Iterator[Leak]:
+def _unique(candidates: Iterator[str]) -> Iterator[str]:
     seen: set[str] = set()
     for name in candidates:
-        if name in seen:
-            continue
-        seen.add(name)
+        if name not in seen:
+            seen.add(name)
+            yield name
+
+
+def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> Iterator[Leak]:
+    for name in _unique(candidates):
         allowed = spec.names.allowed(name)
         if not allowed:
             continue
@@ -276,6 +295,78 @@ def _name_leaks(spec: Policy, boundary: Policy, candidates: Iterator[str]) -> It
         if excess:
             port = excess[0][0]
             yield Leak(name, port, spec.names.entry_for(name, port))
+
+
+# What every target refuses for a name whatever the spec says (mcpspec.addresses): the never ranges
+# always; the refused ranges too, but for the parts a spec's CIDR allow entry lists (squid refuses
+# them for names anyway, Cilium's toFQDNs policy lets a name reach them: the check assumes the latter).
+_NEVER = tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in NEVER_NETWORKS)
+_REFUSED = tuple((n.version, int(n.network_address), int(n.broadcast_address)) for n in REFUSED_NETWORKS)
+
+
+def _spans(ranges: Sequence[tuple[int, int, int]], family: int, deny: bool) -> list[Span]:
+    return [Span(family, low, high, ports.ALL, deny, None) for version, low, high in ranges if version == family]
+
+
+def _allowed_spans(family: int, spans: Sequence[Span]) -> list[Span]:
+    """The intervals (with their ports) that ``spans`` leave allowed under a default deny."""
+    cut = pieces(family, spans, default_allow=False)
+    ends = [*cut.starts[1:], _TOP[family] + 1]
+    return [Span(family, low, end - 1, allowed, False, None) for low, end, allowed in zip(cut.starts, ends, cut.allowed, strict=True) if allowed]
+
+
+def denied_by_resolution(policy: Policy, family: int) -> list[Span]:
+    """What the policy's CIDR denies refuse of one family outside the never ranges, as allow spans
+    (remembered: a boundary is asked once per server)."""
+    found = policy.resolving.get(family)
+    if found is None:
+        denies = [Span(family, s.low, s.high, s.ports, False, s.entry) for s in policy.spans[family] if s.deny]
+        found = policy.resolving[family] = _allowed_spans(family, [*denies, *_spans(_NEVER, family, True)]) if denies else []
+    return found
+
+
+def _covered(spans: Sequence[Span], denies: Sequence[Span]) -> bool:
+    """Whether every span lies inside the union of ``denies`` (a quick answer for the usual case of a
+    spec that denies what the boundary does; False sends the caller to the exact sweep)."""
+    merged: list[list[int]] = []
+    for low, high in sorted((d.low, d.high) for d in denies):
+        if merged and low <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], high)
+        else:
+            merged.append([low, high])
+    starts = [low for low, _ in merged]
+    for span in spans:
+        index = bisect.bisect_right(starts, span.low) - 1
+        if index < 0 or merged[index][1] < span.high:
+            return False
+    return True
+
+
+def _resolution_denied(spec: Policy, boundary: Policy) -> list[tuple[int, int, Ports]]:
+    """(family, address, ports): one address of each interval that the boundary's CIDR denies refuse
+    and neither the spec's denies nor the ranges every target refuses for a name do, with the ports
+    on which that holds."""
+    found: list[tuple[int, int, Ports]] = []
+    for family in (4, 6):
+        theirs = denied_by_resolution(boundary, family)
+        if not theirs or _covered(theirs, [s for s in spec.spans[family] if s.deny and s.ports == ports.ALL]):
+            continue
+        listed = [Span(family, s.low, s.high, ports.ALL, True, None) for s in spec.spans[family] if not s.deny]
+        refused = [Span(family, s.low, s.high, s.ports, True, None) for s in _allowed_spans(family, [*_spans(_REFUSED, family, False), *listed])]
+        cut = pieces(family, [*theirs, *(s for s in spec.spans[family] if s.deny), *refused], default_allow=False)
+        found += [(family, start, allowed) for start, allowed in zip(cut.starts, cut.allowed, strict=True) if allowed]
+    return found
+
+
+def _resolution_leaks(spec: Policy, denied: list[tuple[int, int, Ports]], candidates: Iterator[str]) -> Iterator[Leak]:
+    for name in _unique(candidates):
+        allowed = spec.names.allowed(name)
+        for family, address, refused in denied:
+            excess = ports.minus(allowed, ports.minus(allowed, refused))
+            if excess:
+                port = excess[0][0]
+                yield Leak(name, port, spec.names.entry_for(name, port), _address(family, address))
+                break
 
 
 def _address_leaks(family: int, spec: Policy, boundary: Policy) -> Iterator[Leak]:

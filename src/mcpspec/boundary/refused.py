@@ -39,7 +39,7 @@ OpenLeaks = dict[tuple[int, tuple[Destination, ...]], list[egress.Leak]]
 
 @functools.cache
 def _never() -> tuple[Destination, ...]:
-    names = tuple(Destination("domain", host, None, f"{host}:*") for host in METADATA_HOSTS)
+    names = tuple(Destination("domain", host, None, f"{host}:*") for host in sorted(METADATA_HOSTS))
     return (*names, *(Destination("cidr", str(network), None, str(network)) for network in NEVER_NETWORKS))
 
 
