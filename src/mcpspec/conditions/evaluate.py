@@ -112,6 +112,12 @@ def _caught(value: str, casefold: bool) -> tuple[str | None, ...]:
     return (*found, None) if todo else found
 
 
+def may_read_as(value: str, wanted: str) -> bool:
+    """Whether a case-sensitive ``equals wanted`` test may hold on ``value`` (a refuse or approve rule would catch it)."""
+    caught = _caught(value, False)
+    return None in caught or wanted in caught
+
+
 def test(item: ArgTest, arguments: Mapping[str, Any]) -> Truth:
     value = arguments.get(item.arg, MISSING)
     casefold = item.case == "insensitive"

@@ -27,6 +27,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from mcpspec.conditions.evaluate import may_read_as
 from mcpspec.conditions.saferegex import MAX_VALUE_CHARS
 from mcpspec.ir.plan import Plan
 from mcpspec.rules.facts import approval_mode
@@ -81,7 +82,7 @@ def negate(part: str) -> str:
 def _exact_string(item: ArgTest) -> bool:
     wanted = item.equals
     return (item.kind == "equals" and not item.is_path and isinstance(wanted, str) and not isinstance(wanted, bool) and item.case == "sensitive"
-            and unicodedata.normalize("NFKC", wanted) == wanted and len(wanted) <= MAX_VALUE_CHARS)
+            and unicodedata.normalize("NFKC", wanted) == wanted and len(wanted) <= MAX_VALUE_CHARS and "\x00" not in wanted)
 
 
 def _test(item: ArgTest, args: Arguments, types: dict[str, str], named: dict[str, set[str]]) -> tuple[str, str]:
@@ -106,9 +107,11 @@ def _test(item: ArgTest, args: Arguments, types: dict[str, str], named: dict[str
         raise NotExact(f"a case-insensitive test on {item.arg!r}")
     if not _exact_string(item):
         raise NotExact(f"{item.arg!r} is compared with a string NFKC changes (or one too long to judge)")
-    # Equal as written means equal in every reading; another string may read as `wanted` after NFKC,
-    # unless it is one of the other strings the rules name (each its own NFKC form, so never `wanted`).
-    others = [f"{args.value(item.arg)} == {string(other)}" for other in sorted(named.get(item.arg, set()) - {wanted})]
+    # Equal as written means equal in every reading; another string may read as `wanted` (NFKC, stripped,
+    # unquoted, `/bin/rm` as `rm`: conditions.evaluate's readings), unless it is one of the other strings
+    # the rules name and none of its readings is `wanted`.
+    others = [f"{args.value(item.arg)} == {string(other)}" for other in sorted(named.get(item.arg, set()) - {wanted})
+              if not may_read_as(other, wanted)]
     surely_not = f"({args.has(item.arg)} && {either(others)})" if others else FALSE
     return f"({present} == {string(wanted)})", negate(surely_not)
 
