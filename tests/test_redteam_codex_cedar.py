@@ -5,14 +5,24 @@ Cedar: evaluated with cedarpy as each gateway asks; `mcpspec run`'s gate is the 
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
+import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
+import tomli_w
 
 from cedar_eval import RANK, docker, oracle, toolhive
+from conftest import require_tool
 from mcpspec.api import load_text
 from mcpspec.targets import get_target, skeleton
+from mcpspec.targets.build import build_plan
 from mcpspec.targets.cedar.docker import POLICY_FILE
+from mcpspec.targets.codex_profile import CAPABILITIES as CODEX
 
 
 def _two_rules(refused: str, allowed: str) -> str:
@@ -58,3 +68,35 @@ def test_an_allowed_string_with_nul_is_never_allowed() -> None:
     run, by_docker, by_toolhive = _verdicts(spec, {"cmd": "a\x00b"})
     assert run == "refuse"
     assert (by_docker, by_toolhive) == ("refuse", "refuse")
+
+
+# A sysctl whose own value is written back: the write changes nothing, yet only a writer of host kernel state can make it.
+SYSCTL = "/proc/sys/kernel/printk_ratelimit"
+
+
+def test_a_server_started_by_root_writes_host_sysctls_so_no_boundary_row_is_full() -> None:
+    """Codex's bubblewrap leaves /proc/sys as procfs gives it (bwrap covers only what the caller could write): a server
+    of a Codex run as root is kernel root to every sysctl (kernel.core_pattern: a command the host runs outside every
+    namespace). No profile entry covers it (a `read` or `none` entry is mounted under the new /proc)."""
+    codex = require_tool("codex")
+    if os.geteuid() != 0:
+        pytest.skip("the attack needs Codex started as root")
+    base = Path(tempfile.mkdtemp(prefix="mcpspec-codex-rt-", dir="/tmp"))
+    (base / "tmpdir").mkdir()
+    (base / "home" / ".codex").mkdir(parents=True)
+    script = f'v=$(cat {SYSCTL}) && echo "$v" > {SYSCTL} && echo wrote; test -w /proc/sys/kernel/core_pattern && echo core'
+    spec = f"version: 1\nproject: rt\nservers:\n  rt:\n    command: [/bin/sh, -c, {script!r}]\n"
+    config = tomllib.loads(build_plan(load_text(spec, "mcp-sandbox.yaml"), "codex-profile").files["codex-config.toml"])
+    config["permissions"]["mcpspec-rt"]["filesystem"][str(Path(codex).resolve().parents[2])] = "read"  # Codex outside /usr: the README's step
+    (base / "home" / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+    env = {"HOME": str(base / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(base / "tmpdir")}
+    try:
+        done = subprocess.run([codex, *config["mcp_servers"]["rt"]["args"]], env=env, cwd=base, capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if "wrote" not in done.stdout:
+        assert done.returncode != 0 or "Permission denied" in done.stderr or "Read-only" in done.stderr, done.stderr[-2000:]
+        return
+    for control in ("mounts", "egress-deny", "metadata-blocking", "listeners"):
+        capability = CODEX[control]
+        assert capability.level != "full" and "/proc/sys" in capability.how, (control, capability.level)

@@ -27,15 +27,21 @@ _FILES = _REAL + "test_the_server_reads_and_writes_only_what_the_spec_mounts"
 _NET = _REAL + "test_no_address_of_either_family_is_reachable_and_nothing_listens"
 _PROC = _REAL + "test_nothing_of_the_host_reaches_the_server_through_proc"
 _SYSCALLS = _REAL + "test_the_dangerous_syscalls_are_refused_and_the_launchers_keyring_is_out_of_reach"
+_ROOT_TEST = "tests/test_redteam_codex_cedar.py::test_a_server_started_by_root_writes_host_sysctls_so_no_boundary_row_is_full"
+# Codex's bubblewrap covers only the /proc entries its caller could write, and a profile entry for /proc/sys is mounted
+# under the new /proc: a server of a Codex started as root writes every host sysctl (kernel.core_pattern included,
+# a command the host kernel runs outside every namespace), so no boundary holds fully for root.
+_AS_ROOT = ("; partial: Codex started as root leaves the server host root to every sysctl under /proc/sys (kernel.core_pattern: "
+            "a command the host runs outside the sandbox), which no profile entry covers: start Codex as a user other than root")
 
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
-        "full",
-        "each mount's host path is granted read (ro) or write (rw) in the profile's filesystem table; nothing else is writable. "
+        "partial",
+        "each mount's host path is granted read (ro) or write (rw) in the profile's filesystem table; no other file is writable. "
         "Codex binds each path where it is on the host (a mount whose `to` differs is found at its host path: TG002), makes no tmpfs "
         "(a tmpfs dir is a directory on disk: TG002) and keeps .git, .codex, .agents and .aws read-only inside a writable path; "
-        "a write anywhere else lands in the sandbox's own tmpfs root, never on the host",
-        (_FILES, _REAL + "test_a_read_only_mount_inside_a_writable_one_stays_read_only")),
+        "a write anywhere else lands in the sandbox's own tmpfs root, never on the host" + _AS_ROOT,
+        (_FILES, _REAL + "test_a_read_only_mount_inside_a_writable_one_stays_read_only", _ROOT_TEST)),
     "hidden-paths": Capability(
         "partial",
         "only Codex's `:minimal` set (/usr, /etc, /bin, /sbin, /lib*, /dev, /proc: what a process needs to start), Codex's helper "
@@ -54,14 +60,14 @@ CAPABILITIES: dict[str, Capability] = {
         "env.inherit all passes that environment on"),
     "secrets": Capability("none", "a profile carries no secret and the entry delivers none: give the server its secrets yourself"),
     "egress-deny": Capability(
-        "full", "the profile disables the network: Codex's seccomp filter refuses AF_INET and AF_INET6 sockets (and netlink, packet, vsock)",
-        (_NET,)),
+        "partial", "the profile disables the network: Codex's seccomp filter refuses AF_INET and AF_INET6 sockets (and netlink, packet, vsock)"
+        + _AS_ROOT, (_NET, _ROOT_TEST)),
     "egress-allowlist": Capability(
         "none",
         "the profile grants no network: Codex's domain rules name hosts without ports and bind only through Codex's own proxy "
         "(features.network_proxy), so the spec's allow list would be widened to every port of each name; the server reaches nothing"),
-    "metadata-blocking": Capability("full", "no address of either family is reachable: no inet socket can be made", (_NET,)),
-    "listeners": Capability("full", "no inet socket can be made, so nothing listens on a network address", (_NET,)),
+    "metadata-blocking": Capability("partial", "no address of either family is reachable: no inet socket can be made" + _AS_ROOT, (_NET, _ROOT_TEST)),
+    "listeners": Capability("partial", "no inet socket can be made, so nothing listens on a network address" + _AS_ROOT, (_NET, _ROOT_TEST)),
     "memory": Capability(
         "partial",
         "a profile sets no memory limit: the entry starts the server under `prlimit --as`, the address space of each process "
@@ -140,6 +146,11 @@ perl: Codex would hand the server the keyring of the session that starts it), un
 a cgroup (TG002).
 So the host needs /usr/bin/perl, /usr/bin/prlimit, /usr/bin/timeout and /usr/bin/env (perl-base,
 util-linux and coreutils on Debian and Ubuntu).
+
+Start Codex as a user other than root. Codex's bubblewrap covers only the parts of /proc its
+caller could not write anyway, so a server of a Codex started as root writes every host sysctl
+under /proc/sys (kernel.core_pattern is a command the host kernel runs outside every namespace);
+a profile entry for /proc/sys is mounted beneath the sandbox's /proc and changes nothing.
 
 Python servers on asyncio may hang under any profile: Codex's filter refuses send(2) on every
 socket while the network is off, the socketpair asyncio wakes its loop with included, and the `mcp`
