@@ -100,3 +100,32 @@ def test_a_server_started_by_root_writes_host_sysctls_so_no_boundary_row_is_full
     for control in ("mounts", "egress-deny", "metadata-blocking", "listeners"):
         capability = CODEX[control]
         assert capability.level != "full" and "/proc/sys" in capability.how, (control, capability.level)
+
+
+def test_env_set_with_inherit_all_reaches_the_server_not_the_launcher_outside_the_sandbox() -> None:
+    """With env.inherit all, env.set was the entry's `env`: Codex sets it on `codex sandbox` itself, outside the sandbox.
+    NODE_OPTIONS there loads a file the server wrote into its rw mount on the host, unsandboxed (PATH, CODEX_HOME, HOME
+    and LD_PRELOAD the same). The spec's variables are the server's: they must reach it inside the sandbox only."""
+    codex = require_tool("codex")
+    base = Path(tempfile.mkdtemp(prefix="mcpspec-codex-rt-", dir="/tmp"))
+    try:
+        work, escaped = base / "work", base / "escaped"
+        work.mkdir()
+        (base / "tmpdir").mkdir()
+        (base / "home" / ".codex").mkdir(parents=True)
+        # What a server may write into its own rw mount, to be loaded at its next start.
+        (work / "evil.js").write_text(f"require('fs').writeFileSync({str(escaped)!r}, 'outside');\n", encoding="utf-8")
+        spec = (f"version: 1\nproject: rt\nservers:\n  rt:\n    command: [/bin/sh, -c, 'echo \"$NODE_OPTIONS\"']\n"
+                f"    env:\n      inherit: all\n      set: {{NODE_OPTIONS: '--require={work}/evil.js'}}\n"
+                f"    mounts:\n      - {{from: {work}, to: {work}, mode: rw}}\n")
+        config = tomllib.loads(build_plan(load_text(spec, "mcp-sandbox.yaml"), "codex-profile").files["codex-config.toml"])
+        config["permissions"]["mcpspec-rt"]["filesystem"][str(Path(codex).resolve().parents[2])] = "read"
+        (base / "home" / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+        entry = config["mcp_servers"]["rt"]
+        # Codex starts the entry's command with its env on top of the environment it passes servers.
+        env = {"HOME": str(base / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(base / "tmpdir"), **entry.get("env", {})}
+        done = subprocess.run([codex, *entry["args"]], env=env, cwd=work, capture_output=True, text=True, timeout=60, check=False)
+        assert not escaped.exists(), "env.set ran code outside the sandbox, in Codex's own launcher"
+        assert done.stdout.strip() == f"--require={work}/evil.js", (done.stdout, done.stderr[-2000:])  # the server still gets it
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

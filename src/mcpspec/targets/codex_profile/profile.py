@@ -138,19 +138,20 @@ def limits(sandbox: EffectiveSandbox) -> list[str]:
 
 def environment(sandbox: EffectiveSandbox) -> list[str]:
     """`env -i` with the inherited variables the host has and env.set (and PATH when neither names it),
-    so the server gets no variable Codex passes beyond the spec's; then the command."""
+    so the server gets no variable Codex passes beyond the spec's (inherit all: `env` with env.set); then the command."""
     if sandbox.command_is_shell:
         raise Refused("process-policy", sandbox.origin("command"), "a command written as one shell string: codex-profile runs an argument list "
                       "(write the command as a list)")
     argv = [text(word, sandbox.origin("command"), "command word") for word in sandbox.command]
     if not argv:
         raise Refused("process-policy", sandbox.origin("command"), "the server has no command")
-    if sandbox.env.inherit == "all":
-        return argv
+    everything = sandbox.env.inherit == "all"
     inherited = inherited_names(sandbox)
     values = dict(sandbox.env.set)
-    if "PATH" not in inherited:
+    if "PATH" not in inherited and not everything:
         values.setdefault("PATH", DEFAULT_PATH)
+    if everything and not values:
+        return argv
     assignments = []
     for name, value in values.items():
         if not _ENV_NAME.match(name):
@@ -158,6 +159,8 @@ def environment(sandbox: EffectiveSandbox) -> list[str]:
         assignments.append(f"{name}={text(value, sandbox.origin('env.set'), 'value of ' + name)}")
     if "=" in argv[0]:  # env would read it as one more variable
         raise Refused("process-policy", sandbox.origin("command"), f"command {argv[0]!r} has '=': `env` would read it as a variable")
+    if everything:  # env.set inside the sandbox: an entry's `env` is set on `codex sandbox` itself, outside it
+        return [ENV, *assignments, *argv]
     if not inherited:
         return [ENV, "-i", *assignments, *argv]
     # The names are checked identifiers: the script is fixed text, every value reaches it as an argument.
@@ -184,8 +187,6 @@ def served(sandbox: EffectiveSandbox, codex: str = "codex") -> tuple[Served, lis
     entry: dict[str, object] = {"command": codex, "args": ["sandbox", "--permission-profile", profile_name(sandbox.name), "--", *command(sandbox)]}
     if inherited_names(sandbox):  # Codex passes these to the entry; `env -i` inside keeps only them
         entry["env_vars"] = list(inherited_names(sandbox))
-    elif sandbox.env.inherit == "all" and sandbox.env.set:
-        entry["env"] = {text(k, sandbox.origin("env.set"), "variable"): text(v, sandbox.origin("env.set"), "value") for k, v in sandbox.env.set.items()}
     cwd = workdir(sandbox)
     if cwd is not None:
         entry["cwd"] = cwd
