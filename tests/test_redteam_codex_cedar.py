@@ -129,3 +129,37 @@ def test_env_set_with_inherit_all_reaches_the_server_not_the_launcher_outside_th
         assert done.stdout.strip() == f"--require={work}/evil.js", (done.stdout, done.stderr[-2000:])  # the server still gets it
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_descriptor_left_open_by_codexs_parent_reaches_the_server_so_no_boundary_row_is_full() -> None:
+    """Codex closes only its low descriptors before the sandbox: a directory its parent left open at 300 (not
+    close-on-exec) is the server's, and stays in /proc/1/fd (Codex's helper, pid 1 in the sandbox) were the server
+    to close its own. A file under it, outside every mount, is read."""
+    codex = require_tool("codex")
+    base = Path(tempfile.mkdtemp(prefix="mcpspec-codex-rt-", dir="/tmp"))
+    try:
+        outside = base / "outside"
+        outside.mkdir()
+        (outside / "secret").write_text("outside-secret", encoding="utf-8")
+        (base / "tmpdir").mkdir()
+        (base / "home" / ".codex").mkdir(parents=True)
+        spec = "version: 1\nproject: rt\nservers:\n  rt:\n    command: [/bin/sh, -c, 'cat /proc/1/fd/300/secret']\n"
+        config = tomllib.loads(build_plan(load_text(spec, "mcp-sandbox.yaml"), "codex-profile").files["codex-config.toml"])
+        config["permissions"]["mcpspec-rt"]["filesystem"][str(Path(codex).resolve().parents[2])] = "read"
+        (base / "home" / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
+        env = {"HOME": str(base / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(base / "tmpdir")}
+        held = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.dup2(held, 300, inheritable=True)
+            done = subprocess.run([codex, *config["mcp_servers"]["rt"]["args"]], env=env, cwd=base, pass_fds=(300,),
+                                  capture_output=True, text=True, timeout=60, check=False)
+        finally:
+            os.close(held)
+            os.close(300)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if "outside-secret" not in done.stdout:
+        return
+    for control in ("mounts", "hidden-paths", "egress-deny", "metadata-blocking", "listeners"):
+        capability = CODEX[control]
+        assert capability.level != "full" and "descriptor" in capability.how, (control, capability.level)

@@ -28,26 +28,30 @@ _NET = _REAL + "test_no_address_of_either_family_is_reachable_and_nothing_listen
 _PROC = _REAL + "test_nothing_of_the_host_reaches_the_server_through_proc"
 _SYSCALLS = _REAL + "test_the_dangerous_syscalls_are_refused_and_the_launchers_keyring_is_out_of_reach"
 _ROOT_TEST = "tests/test_redteam_codex_cedar.py::test_a_server_started_by_root_writes_host_sysctls_so_no_boundary_row_is_full"
+_FD_TEST = "tests/test_redteam_codex_cedar.py::test_a_descriptor_left_open_by_codexs_parent_reaches_the_server_so_no_boundary_row_is_full"
 # Codex's bubblewrap covers only the /proc entries its caller could write, and a profile entry for /proc/sys is mounted
 # under the new /proc: a server of a Codex started as root writes every host sysctl (kernel.core_pattern included,
-# a command the host kernel runs outside every namespace), so no boundary holds fully for root.
-_AS_ROOT = ("; partial: Codex started as root leaves the server host root to every sysctl under /proc/sys (kernel.core_pattern: "
-            "a command the host runs outside the sandbox), which no profile entry covers: start Codex as a user other than root")
-
+# a command the host kernel runs outside every namespace). And Codex closes only its low descriptors: one its parent
+# left open past them (not close-on-exec) reaches the sandbox, and the helper, pid 1 there, keeps it in /proc/1/fd.
+_HOST_LEAKS = ("; partial: Codex started as root leaves the server host root to every sysctl under /proc/sys (kernel.core_pattern: "
+            "a command the host runs outside the sandbox), which no profile entry covers: start Codex as a user other than root; "
+            "and a descriptor the process that starts Codex leaves open (not close-on-exec, numbered past the ones Codex closes, "
+            "such as 300) reaches the server, in /proc/1/fd too: a directory there reads every file under it, a socket reaches "
+            "its peer, whatever the profile says")
 CAPABILITIES: dict[str, Capability] = {
     "mounts": Capability(
         "partial",
         "each mount's host path is granted read (ro) or write (rw) in the profile's filesystem table; no other file is writable. "
         "Codex binds each path where it is on the host (a mount whose `to` differs is found at its host path: TG002), makes no tmpfs "
         "(a tmpfs dir is a directory on disk: TG002) and keeps .git, .codex, .agents and .aws read-only inside a writable path; "
-        "a write anywhere else lands in the sandbox's own tmpfs root, never on the host" + _AS_ROOT,
-        (_FILES, _REAL + "test_a_read_only_mount_inside_a_writable_one_stays_read_only", _ROOT_TEST)),
+        "a write anywhere else lands in the sandbox's own tmpfs root, never on the host" + _HOST_LEAKS,
+        (_FILES, _REAL + "test_a_read_only_mount_inside_a_writable_one_stays_read_only", _ROOT_TEST, _FD_TEST)),
     "hidden-paths": Capability(
         "partial",
         "only Codex's `:minimal` set (/usr, /etc, /bin, /sbin, /lib*, /dev, /proc: what a process needs to start), Codex's helper "
         f"directory ({HELPER_DIR}, links to Codex's binary) and the mounts exist; all of /etc is readable, and a Codex installed outside "
-        "/usr needs its directory added (the README says how)",
-        (_FILES, _PROC)),
+        "/usr needs its directory added (the README says how)" + _HOST_LEAKS,
+        (_FILES, _PROC, _ROOT_TEST, _FD_TEST)),
     "identity": Capability(
         "partial",
         "the server runs as the user who starts Codex, in a user namespace with no capabilities (CapEff 0, no_new_privs); "
@@ -61,13 +65,13 @@ CAPABILITIES: dict[str, Capability] = {
     "secrets": Capability("none", "a profile carries no secret and the entry delivers none: give the server its secrets yourself"),
     "egress-deny": Capability(
         "partial", "the profile disables the network: Codex's seccomp filter refuses AF_INET and AF_INET6 sockets (and netlink, packet, vsock)"
-        + _AS_ROOT, (_NET, _ROOT_TEST)),
+        + _HOST_LEAKS, (_NET, _ROOT_TEST, _FD_TEST)),
     "egress-allowlist": Capability(
         "none",
         "the profile grants no network: Codex's domain rules name hosts without ports and bind only through Codex's own proxy "
         "(features.network_proxy), so the spec's allow list would be widened to every port of each name; the server reaches nothing"),
-    "metadata-blocking": Capability("partial", "no address of either family is reachable: no inet socket can be made" + _AS_ROOT, (_NET, _ROOT_TEST)),
-    "listeners": Capability("partial", "no inet socket can be made, so nothing listens on a network address" + _AS_ROOT, (_NET, _ROOT_TEST)),
+    "metadata-blocking": Capability("partial", "no address of either family is reachable: no inet socket can be made" + _HOST_LEAKS, (_NET, _ROOT_TEST, _FD_TEST)),
+    "listeners": Capability("partial", "no inet socket can be made, so nothing listens on a network address" + _HOST_LEAKS, (_NET, _ROOT_TEST, _FD_TEST)),
     "memory": Capability(
         "partial",
         "a profile sets no memory limit: the entry starts the server under `prlimit --as`, the address space of each process "
@@ -150,7 +154,9 @@ util-linux and coreutils on Debian and Ubuntu).
 Start Codex as a user other than root. Codex's bubblewrap covers only the parts of /proc its
 caller could not write anyway, so a server of a Codex started as root writes every host sysctl
 under /proc/sys (kernel.core_pattern is a command the host kernel runs outside every namespace);
-a profile entry for /proc/sys is mounted beneath the sandbox's /proc and changes nothing.
+a profile entry for /proc/sys is mounted beneath the sandbox's /proc and changes nothing. Start
+it, too, with no descriptor open but stdin, stdout and stderr: Codex closes only its low ones, and a
+higher one (a directory, a socket) reaches every server, in the sandbox's /proc/1/fd as well.
 
 Python servers on asyncio may hang under any profile: Codex's filter refuses send(2) on every
 socket while the network is off, the socketpair asyncio wakes its loop with included, and the `mcp`
