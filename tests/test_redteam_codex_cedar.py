@@ -5,6 +5,7 @@ Cedar: evaluated with cedarpy as each gateway asks; `mcpspec run`'s gate is the 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -143,19 +144,20 @@ def test_a_descriptor_left_open_by_codexs_parent_reaches_the_server_so_no_bounda
         (outside / "secret").write_text("outside-secret", encoding="utf-8")
         (base / "tmpdir").mkdir()
         (base / "home" / ".codex").mkdir(parents=True)
-        spec = "version: 1\nproject: rt\nservers:\n  rt:\n    command: [/bin/sh, -c, 'cat /proc/1/fd/300/secret']\n"
+        held = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
+        number = fcntl.fcntl(held, fcntl.F_DUPFD, 300)  # the lowest free descriptor from 300: past those Codex closes
+        os.close(held)
+        os.set_inheritable(number, True)
+        spec = f"version: 1\nproject: rt\nservers:\n  rt:\n    command: [/bin/sh, -c, 'cat /proc/1/fd/{number}/secret']\n"
         config = tomllib.loads(build_plan(load_text(spec, "mcp-sandbox.yaml"), "codex-profile").files["codex-config.toml"])
         config["permissions"]["mcpspec-rt"]["filesystem"][str(Path(codex).resolve().parents[2])] = "read"
         (base / "home" / ".codex" / "config.toml").write_text(tomli_w.dumps(config), encoding="utf-8")
         env = {"HOME": str(base / "home"), "PATH": "/usr/bin:/bin", "TMPDIR": str(base / "tmpdir")}
-        held = os.open(outside, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            os.dup2(held, 300, inheritable=True)
-            done = subprocess.run([codex, *config["mcp_servers"]["rt"]["args"]], env=env, cwd=base, pass_fds=(300,),
+            done = subprocess.run([codex, *config["mcp_servers"]["rt"]["args"]], env=env, cwd=base, pass_fds=(number,),
                                   capture_output=True, text=True, timeout=60, check=False)
         finally:
-            os.close(held)
-            os.close(300)
+            os.close(number)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     if "outside-secret" not in done.stdout:
