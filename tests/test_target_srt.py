@@ -113,7 +113,7 @@ def test_vscode_s_block_denies_back_what_vs_code_adds() -> None:
     assert "LANG=${env:LANG}" in entry["args"] and "MODE=a b $x" in entry["args"]
     assert block["filesystem"]["allowWrite"] == ["/srv/data"]
     # VS Code makes ~/.npm and the working directory writable and allows registry.npmjs.org: each denied back.
-    assert {"~/.npm", "/srv/app", "/srv/data/keep"} <= set(block["filesystem"]["denyWrite"])
+    assert {"~/.npm", "~/.claude/debug", "/srv/app", "/srv/data/keep"} <= set(block["filesystem"]["denyWrite"])
     assert "registry.npmjs.org" in block["network"]["deniedDomains"]
     assert "~" in block["filesystem"]["denyRead"] and "/srv" not in block["filesystem"]["denyRead"]  # a mount lies in /srv
 

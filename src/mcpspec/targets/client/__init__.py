@@ -98,7 +98,8 @@ memory and processes, then the spec's command; `cwd` is the spec's `workdir` (or
 mount, or `/`). The `sandbox` block is the srt target's settings as far as VS Code passes them on
 (`filesystem.allowWrite`, `denyRead`, `denyWrite`, `network.allowedDomains`, `deniedDomains`):
 writes go only to the rw mounts; what VS Code adds (`~/.npm` and the working directory writable,
-`registry.npmjs.org` allowed) is denied back unless the spec grants it (srt's denies win); reads are
+`registry.npmjs.org` allowed), and `~/.claude/debug`, which srt makes writable when `~` is not denied,
+are denied back unless the spec grants them (srt's denies win); reads are
 denied for `~`, `/home`, `/root`, `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/data`, `/workspace`
 and `/etc`'s secrets, except a directory a mount lies in (VS Code passes no `allowRead`, so the
 rest of the host stays readable: hidden paths partial), and VS Code drops srt's resolved-address

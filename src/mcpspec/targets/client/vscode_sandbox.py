@@ -27,6 +27,9 @@ from mcpspec.targets.srt.settings import settings, under
 # What VS Code adds to every sandbox (mcpSandboxService.ts: _defaultAllowedDomains, _getDefaultAllowWrite).
 VSCODE_DOMAINS = ("registry.npmjs.org",)
 VSCODE_WRITES = ("~/.npm",)
+# What srt itself makes writable under the home when no read rule hides it (sandbox-utils.js, HOME_CONVENIENCE_WRITE_DIRS:
+# ~/.npm/_logs, under ~/.npm above, and ~/.claude/debug): with a mount in a home, ~ is not denied and they would be.
+SRT_HOME_WRITES = ("~/.claude/debug",)
 # Denied for reading unless a mount lies in them: the user's files and the host's data and state.
 DENY_READ = ("~", "/home", "/root", "/srv", "/opt", "/mnt", "/media", "/var", "/data", "/workspace", "/etc/shadow",
              "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")
@@ -47,9 +50,11 @@ CAPABILITIES: dict[str, Capability] = {
     ),
     "mounts": Capability(
         "full",
-        "the sandbox block's allowWrite holds the rw mounts; VS Code's own additions (~/.npm, the working directory) are denied back "
-        "(denyWrite wins) unless the spec writes there; a ro mount inside an rw one is in denyWrite",
-        (_PROOF + "test_vscode_s_sandbox_writes_only_the_rw_mounts",),
+        "the sandbox block's allowWrite holds the rw mounts; VS Code's own additions (~/.npm, the working directory) and srt's "
+        "(~/.claude/debug, writable when ~ is not denied) are denied back (denyWrite wins) unless the spec writes there; a ro mount "
+        "inside an rw one is in denyWrite",
+        (_PROOF + "test_vscode_s_sandbox_writes_only_the_rw_mounts",
+         "tests/test_redteam_srt.py::test_vscode_a_project_in_the_home_gets_no_write_srt_adds"),
     ),
     "hidden-paths": Capability(
         "partial",
@@ -100,7 +105,7 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     mounts = [_path(mount.target, sandbox) for mount in sandbox.mounts]  # host paths where they are (settings() refused the rest)
     writable = [_path(entry["path"], sandbox) for entry in filesystem["allowWrite"]]
     cwd = sandbox.workdir or (writable[0] if writable else "/")
-    deny_write = [entry["path"] for entry in filesystem["denyWrite"]] + list(VSCODE_WRITES)
+    deny_write = [entry["path"] for entry in filesystem["denyWrite"]] + list(VSCODE_WRITES) + list(SRT_HOME_WRITES)
     if not any(under(cwd, path) for path in writable):
         deny_write.append(cwd)  # VS Code makes the working directory writable; the spec does not
     allowed = list(network["allowedDomains"])
