@@ -148,3 +148,14 @@ def test_vscode_s_registry_on_every_port_is_reported_when_the_spec_allows_one() 
     build = _build(target="client", options=VSCODE, allow='"registry.npmjs.org:443"')
     assert any("registry.npmjs.org on every port" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
     assert json.loads(build.files[".vscode/mcp.json"])["sandbox"]["network"]["allowedDomains"] == ["registry.npmjs.org:443"]
+
+
+def test_vscode_s_block_refuses_the_spec_s_denied_addresses_or_reports_them() -> None:
+    """VS Code drops deniedResolvedAddresses: a denied address goes in deniedDomains (srt refuses a name resolving to it),
+    a denied range it cannot say lowers egress-deny (red team: before, both were silently dropped)."""
+    spec = SPEC.replace('"bad.example.com:443"]', '"bad.example.com:443", 203.0.113.7, "2001:db8::7"]', 1)
+    assert spec != SPEC
+    build = _build(target="client", options=VSCODE, spec=spec)
+    denied = json.loads(build.files[".vscode/mcp.json"])["sandbox"]["network"]["deniedDomains"]
+    assert {"203.0.113.7", "[2001:db8::7]"} <= set(denied), denied
+    assert any("10.0.0.0/8 is not refused" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]

@@ -20,6 +20,7 @@ from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox
 from mcpspec.targets.base import Capability, Refused
+from mcpspec.targets.egress import egress_plan
 from mcpspec.targets.srt import CAPABILITIES as SRT
 from mcpspec.targets.srt.launcher import environment, refuse_writable_tools
 from mcpspec.targets.srt.settings import settings, under
@@ -45,7 +46,9 @@ CAPABILITIES: dict[str, Capability] = {
     **{control: Capability(cap.level, f"VS Code runs the server under its own srt: {cap.how}") for control, cap in SRT.items()},
     "egress-deny": Capability(
         "full",
-        "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed",
+        "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed; VS Code drops "
+        "deniedResolvedAddresses, so a denied address is in deniedDomains (refused after resolution too) and a denied range, which "
+        "deniedDomains cannot hold, lowers this control for the server (reported)",
         (_PROOF + "test_vscode_s_sandbox_refuses_what_vs_code_adds",),
     ),
     "mounts": Capability(
@@ -110,7 +113,7 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
         deny_write.append(cwd)  # VS Code makes the working directory writable; the spec does not
     allowed = list(network["allowedDomains"])
     wanted = {entry.split(":")[0] for entry in allowed}
-    denied = list(network["deniedDomains"]) + [name for name in VSCODE_DOMAINS if name not in wanted]
+    denied = list(network["deniedDomains"]) + [name for name in VSCODE_DOMAINS if name not in wanted] + denied_addresses(sandbox)
     # A directory a mount lies in stays readable (nothing re-allows the mount inside it); so does ~ when a mount may lie in a home.
     homes = any(under(mount, "/home") or under(mount, "/root") for mount in mounts)
     deny_read = [path for path in DENY_READ if not any(under(mount, path) for mount in mounts) and not (path == "~" and homes)]
@@ -120,6 +123,22 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
         "allowNestedUserNamespaces": False,
     }
     return block, cwd
+
+
+def _denied_networks(sandbox: EffectiveSandbox) -> list[Any]:
+    return [d.network for d in egress_plan(sandbox).deny if d.kind == "cidr"]
+
+
+def denied_addresses(sandbox: EffectiveSandbox) -> list[str]:
+    """The spec's denied single addresses, as deniedDomains literals: VS Code drops deniedResolvedAddresses, but srt refuses a
+    name resolving to an address its deniedDomains names (on every port: narrower than a denied port, never wider)."""
+    return [str(n.network_address) if n.version == 4 else f"[{n.network_address}]" for n in _denied_networks(sandbox)
+            if n.num_addresses == 1]
+
+
+def unenforced_ranges(sandbox: EffectiveSandbox) -> list[str]:
+    """The spec's denied address ranges VS Code's sandbox cannot refuse (deniedDomains takes single addresses only)."""
+    return [str(n) for n in _denied_networks(sandbox) if n.num_addresses > 1]
 
 
 def widened(sandbox: EffectiveSandbox) -> list[str]:
