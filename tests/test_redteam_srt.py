@@ -3,6 +3,7 @@ the sandboxed server through the sessions of test_target_srt_real.py and fails i
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
@@ -77,3 +78,39 @@ def test_vscode_a_project_in_the_home_gets_no_write_srt_adds(box: Box) -> None:
         assert not [relative for relative in CONVENIENCE if (home / relative / "planted.txt").exists()], got
     finally:
         shutil.rmtree(home)
+
+
+# Asks srt's proxy to CONNECT to each authority and prints each status line (srt puts the refusal's class there).
+CONNECT = """
+import base64, json, os, socket, sys, urllib.parse
+proxy = urllib.parse.urlsplit(os.environ["http_proxy"])
+raw = urllib.parse.unquote(proxy.username or "") + ":" + urllib.parse.unquote(proxy.password or "")
+lines = []
+for authority in sys.argv[1:]:
+    with socket.create_connection((proxy.hostname, proxy.port), timeout=5) as s:
+        s.sendall(f"CONNECT {authority} HTTP/1.1\\r\\nHost: {authority}\\r\\nProxy-Authorization: Basic "
+                  f"{base64.b64encode(raw.encode()).decode()}\\r\\n\\r\\n".encode())
+        lines.append(s.recv(200).decode("latin1").split("\\r\\n")[0])
+print(json.dumps(lines))
+"""
+
+
+def test_vscode_a_name_resolving_to_a_denied_address_is_refused_for_it(box: Box) -> None:
+    """VS Code drops deniedResolvedAddresses: the spec's denied address must reach srt another way (deniedDomains)."""
+    (box.sandbox.probe_dir / "connect.py").write_text(CONNECT)
+    (box.sandbox.probe_dir / "connect.py").chmod(0o644)
+    saved = box.server_yaml
+    box.server_yaml = _mounts(box) + f"""    egress:
+      default: deny
+      allow: ["private.mcpspec.test:{real.PORT}"]
+      deny: [10.0.0.1]
+"""
+    try:
+        launcher = _as_vscode_runs_it(box)
+    finally:
+        box.server_yaml = saved
+    got = box.session([("spawn", {"argv": ["/usr/bin/python3", str(box.sandbox.probe_dir / "connect.py"), f"private.mcpspec.test:{real.PORT}"]})],
+                      launcher=launcher)
+    lines = json.loads(got[0]["stdout"])
+    # Refused as a denied address (srt's first reason), not only as one of this namespace's own addresses.
+    assert lines == ["HTTP/1.1 403 resolved to a deny-listed address"], lines

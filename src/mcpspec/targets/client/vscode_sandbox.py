@@ -49,7 +49,8 @@ CAPABILITIES: dict[str, Capability] = {
         "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed; VS Code drops "
         "deniedResolvedAddresses, so a denied address is in deniedDomains (refused after resolution too) and a denied range, which "
         "deniedDomains cannot hold, lowers this control for the server (reported)",
-        (_PROOF + "test_vscode_s_sandbox_refuses_what_vs_code_adds",),
+        (_PROOF + "test_vscode_s_sandbox_refuses_what_vs_code_adds",
+         "tests/test_redteam_srt.py::test_vscode_a_name_resolving_to_a_denied_address_is_refused_for_it"),
     ),
     "mounts": Capability(
         "full",
