@@ -159,3 +159,11 @@ def test_vscode_s_block_refuses_the_spec_s_denied_addresses_or_reports_them() ->
     denied = json.loads(build.files[".vscode/mcp.json"])["sandbox"]["network"]["deniedDomains"]
     assert {"203.0.113.7", "[2001:db8::7]"} <= set(denied), denied
     assert any("10.0.0.0/8 is not refused" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
+
+
+def test_the_reader_reads_a_launcher_whose_values_hold_newlines() -> None:
+    """Red team: a value with a newline made the start command span lines, and the reader stopped with a traceback."""
+    spec = SPEC.replace('MODE: "a b $x"', 'MODE: "a\\nb \'q\' $(id)", OTHER: "v"')
+    grants = read_build(_build(spec=spec).files)["files"]
+    assert ("MODE", "a\nb 'q' $(id)") in grants.env_set and ("OTHER", "v") in grants.env_set, grants.env_set
+    assert grants.limits.memory == 256 * 2**20 and grants.limits.pids == 32 and not grants.env_inherit_all
