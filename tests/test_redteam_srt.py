@@ -114,3 +114,21 @@ def test_vscode_a_name_resolving_to_a_denied_address_is_refused_for_it(box: Box)
     lines = json.loads(got[0]["stdout"])
     # Refused as a denied address (srt's first reason), not only as one of this namespace's own addresses.
     assert lines == ["HTTP/1.1 403 resolved to a deny-listed address"], lines
+
+
+def test_vscode_a_server_with_no_writable_mount_writes_nothing(box: Box) -> None:
+    """With no rw mount and no workdir the entry's cwd is /, which VS Code makes writable: the block must deny it back."""
+    victim = box.outside / "root-cwd"
+    victim.mkdir()
+    victim.chmod(0o777)
+    saved = box.server_yaml
+    box.server_yaml = _mounts(box, f"{{from: {box.ro}, to: {box.ro}}}")
+    try:
+        launcher = _as_vscode_runs_it(box)
+    finally:
+        box.server_yaml = saved
+    got = box.session([("write_path", {"path": str(victim / "planted.txt"), "data": "escaped"}),
+                       ("write_path", {"path": str(box.ro / "data.txt"), "data": "overwritten"}),
+                       ("read_path", {"path": str(box.ro / "data.txt")})], launcher=launcher)
+    assert got[2] == {"ok": True, "data": "ro-data"}, got  # the session ran, its mount is there
+    assert not (victim / "planted.txt").exists() and (box.ro / "data.txt").read_text() == "ro-data", got
