@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import tempfile
 from pathlib import Path
 
@@ -132,3 +133,56 @@ def test_vscode_a_server_with_no_writable_mount_writes_nothing(box: Box) -> None
                        ("read_path", {"path": str(box.ro / "data.txt")})], launcher=launcher)
     assert got[2] == {"ok": True, "data": "ro-data"}, got  # the session ran, its mount is there
     assert not (victim / "planted.txt").exists() and (box.ro / "data.txt").read_text() == "ro-data", got
+
+
+# Swaps srt's proxy socket (in the launcher's temporary directory, under /tmp) for a link to another Unix socket, then
+# connects to srt's bridge in the sandbox: the bridge would connect the link, past the proxy and the seccomp filter.
+SWAP = """
+import glob, json, os, socket, sys, time
+out = {}
+for path in glob.glob("/tmp/mcpspec-srt.*/*.sock"):
+    try:
+        os.rename(path, path + ".orig")
+        os.symlink(sys.argv[1], path)
+        out[path] = "swapped"
+    except OSError as exc:
+        out[path] = exc.errno
+for port in (3128, 1080):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=3) as c:
+            c.sendall(b"from-the-sandbox\\n")
+            time.sleep(0.3)
+    except OSError:
+        pass
+print(json.dumps(out))
+"""
+
+
+def test_a_writable_tmp_cannot_redirect_srt_s_proxy_socket(box: Box) -> None:
+    (box.sandbox.probe_dir / "swap.py").write_text(SWAP)
+    (box.sandbox.probe_dir / "swap.py").chmod(0o644)
+    host_socket = box.sandbox.base / "host.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(host_socket))
+    host_socket.chmod(0o777)
+    listener.listen(4)
+    listener.settimeout(0.5)
+    built = box.build("tmp-rw", _mounts(box, "{from: /tmp, to: /tmp, mode: rw}"))
+    # The launcher refuses to lie in a writable mount: run a copy from outside /tmp.
+    outside = Path(tempfile.mkdtemp(prefix="mcpspec-redteam-", dir="/var/tmp"))
+    try:
+        outside.chmod(0o755)
+        shutil.copytree(built.parent, outside / "out")
+        got = box.session([("spawn", {"argv": ["/usr/bin/python3", str(box.sandbox.probe_dir / "swap.py"), str(host_socket)]})],
+                          launcher=outside / "out" / "probe.sh")
+    finally:
+        shutil.rmtree(outside)
+    swapped = json.loads(got[0]["stdout"])
+    try:
+        reached = listener.accept()[0].recv(100)
+    except OSError:
+        reached = b""
+    finally:
+        listener.close()
+    assert reached == b"", (reached, swapped)  # no host socket got what the sandbox sent
+    assert swapped and "swapped" not in swapped.values(), swapped  # srt's sockets are there, and stay srt's

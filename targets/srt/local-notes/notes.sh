@@ -27,7 +27,7 @@ done
 tmp=$(mktemp -d /tmp/mcpspec-srt.XXXXXXXXXX) || refuse "cannot make a temporary directory"
 trap 'rm -rf -- "$tmp"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
-settings=$("$node" -e 'const fs = require("fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); for (const path of process.argv.slice(2)) s.filesystem.allowRead.push({path, literal: true}); process.stdout.write(JSON.stringify(s));' "$here"/notes.srt-settings.json "$seccomp" "$tmp") || refuse "cannot read its settings"
+settings=$("$node" -e 'const fs = require("fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); for (const path of process.argv.slice(2)) s.filesystem.allowRead.push({path, literal: true}); s.filesystem.denyWrite.push({path: process.argv[process.argv.length - 1], literal: true}); process.stdout.write(JSON.stringify(s));' "$here"/notes.srt-settings.json "$seccomp" "$tmp") || refuse "cannot read its settings"
 cd -- / || refuse "cannot enter the working directory"
 /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin "TMPDIR=$tmp" /usr/bin/timeout --kill-after=10 28790 "$node" "$cli" --settings /dev/fd/3 -- /usr/bin/prlimit --as=268435456 --nproc=64 -- node /usr/lib/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js /srv/notes /srv/drafts 3<<MCPSPEC_SETTINGS
 $settings

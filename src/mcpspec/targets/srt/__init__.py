@@ -46,7 +46,9 @@ when a check fails:
   sandbox, and binds the sockets of its proxy bridge from its temporary directory before it hides
   the denied paths: the launcher gives srt a private temporary directory (`mktemp -d`, removed when
   srt ends; a launcher killed outright leaves it) and adds it and the helper's directory to
-  `allowRead` of the settings it hands srt on descriptor 3 (the file itself is never changed).
+  `allowRead` of the settings it hands srt on descriptor 3 (the file itself is never changed), and the
+  temporary directory to `denyWrite` (under a writable `/tmp` the server would swap a proxy socket for a
+  link to a host socket, which srt's bridge would connect).
 
 Then it starts srt with only the declared environment (`env -i`, the `env.set` values, the
 inherited names when they are set, and `PATH`), under `timeout(1)` when the spec sets
@@ -108,7 +110,8 @@ CAPABILITIES: dict[str, Capability] = {
     "egress-deny": Capability(
         "full",
         "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed",
-        (_REAL + "test_the_hosts_loopback_is_out_of_reach_on_both_families",),
+        (_REAL + "test_the_hosts_loopback_is_out_of_reach_on_both_families",
+         "tests/test_redteam_srt.py::test_a_writable_tmp_cannot_redirect_srt_s_proxy_socket"),
     ),
     "egress-allowlist": Capability(
         "full",

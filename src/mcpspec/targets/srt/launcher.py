@@ -30,8 +30,11 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # Adds to allowRead srt's own seccomp helper (its vendor/seccomp directory), which srt runs inside the
 # sandbox, and srt's private temporary directory, where the sockets of its proxy bridge are (srt binds
 # them into the sandbox before it applies denyRead, so under a denied /tmp they would be hidden).
+# The temporary directory is also in denyWrite: under a writable mount (/tmp rw) the server would swap a proxy socket for a
+# link to any Unix socket of the host, and srt's bridge would connect it there, past the proxy and the seccomp filter.
 _MERGE = ('const fs = require("fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); '
           'for (const path of process.argv.slice(2)) s.filesystem.allowRead.push({path, literal: true}); '
+          's.filesystem.denyWrite.push({path: process.argv[process.argv.length - 1], literal: true}); '
           'process.stdout.write(JSON.stringify(s));')
 
 
