@@ -9,6 +9,8 @@ import socket
 import tempfile
 from pathlib import Path
 
+import pytest
+
 import test_target_srt_real as real
 from mcpspec.api import load
 from mcpspec.targets.build import build_plan
@@ -140,7 +142,7 @@ def test_vscode_a_server_with_no_writable_mount_writes_nothing(box: Box) -> None
 SWAP = """
 import glob, json, os, socket, sys, time
 out = {}
-for path in glob.glob("/tmp/mcpspec-srt.*/*.sock"):
+for path in glob.glob(sys.argv[2]):
     try:
         os.rename(path, path + ".orig")
         os.symlink(sys.argv[1], path)
@@ -173,7 +175,8 @@ def test_a_writable_tmp_cannot_redirect_srt_s_proxy_socket(box: Box) -> None:
     try:
         outside.chmod(0o755)
         shutil.copytree(built.parent, outside / "out")
-        got = box.session([("spawn", {"argv": ["/usr/bin/python3", str(box.sandbox.probe_dir / "swap.py"), str(host_socket)]})],
+        got = box.session([("spawn", {"argv": ["/usr/bin/python3", str(box.sandbox.probe_dir / "swap.py"), str(host_socket),
+                                                      "/tmp/mcpspec-srt.*/*.sock"]})],
                           launcher=outside / "out" / "probe.sh")
     finally:
         shutil.rmtree(outside)
@@ -186,3 +189,15 @@ def test_a_writable_tmp_cannot_redirect_srt_s_proxy_socket(box: Box) -> None:
         listener.close()
     assert reached == b"", (reached, swapped)  # no host socket got what the sandbox sent
     assert swapped and "swapped" not in swapped.values(), swapped  # srt's sockets are there, and stay srt's
+
+
+def test_vscode_refuses_a_writable_tmp_where_srt_keeps_its_proxy_sockets(box: Box) -> None:
+    """VS Code's srt keeps its proxy sockets in VS Code's temporary directory (under /tmp): the block cannot deny writes to a
+    directory it cannot name, so a writable /tmp is refused (before, the server redirected the sockets as above)."""
+    saved = box.server_yaml
+    box.server_yaml = _mounts(box, "{from: /tmp, to: /tmp, mode: rw}")
+    try:
+        with pytest.raises(AssertionError, match="holds /tmp"):
+            _as_vscode_runs_it(box)
+    finally:
+        box.server_yaml = saved

@@ -48,9 +48,11 @@ CAPABILITIES: dict[str, Capability] = {
         "full",
         "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed; VS Code drops "
         "deniedResolvedAddresses, so a denied address is in deniedDomains (refused after resolution too) and a denied range, which "
-        "deniedDomains cannot hold, lowers this control for the server (reported)",
+        "deniedDomains cannot hold, lowers this control for the server (reported); a writable /tmp, where srt keeps its proxy's "
+        "sockets, is refused",
         (_PROOF + "test_vscode_s_sandbox_refuses_what_vs_code_adds",
-         "tests/test_redteam_srt.py::test_vscode_a_name_resolving_to_a_denied_address_is_refused_for_it"),
+         "tests/test_redteam_srt.py::test_vscode_a_name_resolving_to_a_denied_address_is_refused_for_it",
+         "tests/test_redteam_srt.py::test_vscode_refuses_a_writable_tmp_where_srt_keeps_its_proxy_sockets"),
     ),
     "mounts": Capability(
         "full",
@@ -105,6 +107,11 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     """The mcp.json ``sandbox`` block this server needs, and the working directory its entry sets."""
     rules = settings(sandbox)
     refuse_writable_tools(sandbox)
+    for mount in sandbox.mounts:
+        if mount.writable and under("/tmp", mount.target):
+            raise Refused("mounts", mount.path, f"{mount.target} is writable and holds /tmp, where VS Code's srt keeps the sockets of its "
+                          "proxy (in VS Code's temporary directory, which the sandbox block cannot name to deny): the server would swap "
+                          "one for a link to any Unix socket of the host")
     filesystem, network = rules["filesystem"], rules["network"]
     mounts = [_path(mount.target, sandbox) for mount in sandbox.mounts]  # host paths where they are (settings() refused the rest)
     writable = [_path(entry["path"], sandbox) for entry in filesystem["allowWrite"]]
