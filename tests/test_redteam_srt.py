@@ -201,3 +201,29 @@ def test_vscode_refuses_a_writable_tmp_where_srt_keeps_its_proxy_sockets(box: Bo
             _as_vscode_runs_it(box)
     finally:
         box.server_yaml = saved
+
+
+def test_a_writable_directory_on_srt_s_path_is_refused(box: Box) -> None:
+    """srt finds bubblewrap, socat, ripgrep and which on the PATH it is started with (the server's): a program the server
+    plants there in one run would run on the host, outside any sandbox, in the next."""
+    tools = box.rw / "tools"
+    tools.mkdir()
+    shutil.chown(tools, "nobody")
+    marker = box.outside / "ran-on-the-host"
+    spec = _mounts(box, f"{{from: {box.rw}, to: {box.rw}, mode: rw}}")
+    spec_file = box.spec("path-rw", spec)
+    text = spec_file.read_text(encoding="utf-8").replace("set: {PYTHONPATH:", f"set: {{PATH: \"{tools}:/usr/local/bin:/usr/bin:/bin\", PYTHONPATH:", 1)
+    spec_file.write_text(text, encoding="utf-8")
+    build = build_plan(load(spec_file), "srt")
+    out = box.sandbox.base / "out-path-rw"
+    write_build(out, build)
+    launcher = out / "probe.sh"
+    planted = [("write_path", {"path": str(tools / name), "data": f"#!/bin/sh\necho {name} >> {marker}\nexec /usr/bin/{name} \"$@\"\n"})
+               for name in ("bwrap", "socat", "rg", "which")]
+    chmod = ("spawn", {"argv": ["/bin/chmod", "755", *(str(tools / name) for name in ("bwrap", "socat", "rg", "which"))]})
+    try:
+        box.session([*planted, chmod], launcher=launcher)
+        box.session([("environment", {})], launcher=launcher)
+    except AssertionError as refused:
+        assert "on the PATH srt gets" in str(refused), refused
+    assert not marker.exists(), marker.read_text()

@@ -78,7 +78,7 @@ def test_the_launcher_is_one_shell_program_that_quotes_every_value() -> None:
     script = _build().files["files.sh"]
     assert subprocess.run(["sh", "-n"], input=script, text=True, capture_output=True, check=False).returncode == 0
     assert "'it'\\''s $(id)'" in script and "'MODE=a b $x'" in script and '${LANG+"LANG=$LANG"}' in script
-    assert '[ "$(id -u)" != 0 ] || refuse' in script  # never root
+    assert '[ "$(/usr/bin/id -u)" != 0 ] || refuse' in script  # never root
 
 
 @pytest.mark.parametrize(("allow", "path"), [

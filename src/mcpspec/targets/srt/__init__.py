@@ -40,6 +40,9 @@ when a check fails:
 - neither the launcher's directory, srt's install nor node may lie in a writable mount (the server
   would rewrite its own rules, or srt, for the next run; for the same reason the build refuses a
   writable mount that holds `/usr/local/bin`, `/usr/bin` or `/bin`, where srt finds bubblewrap);
+- no directory of the PATH srt gets (the server's: srt runs bubblewrap, socat, ripgrep and `which` from it, on the
+  host) may lie in a writable mount, nor may that PATH hold a relative or empty entry; the launcher runs its own
+  tools (`id`, `dirname`, `readlink`, `mktemp`, `rm`) from `/usr/bin`;
 - `/tmp/claude` must not exist: srt always lets the sandbox write it, a host directory shared
   with whatever else uses it;
 - srt runs its seccomp helper (`vendor/seccomp/<arch>/apply-seccomp` of its install) inside the
@@ -82,7 +85,8 @@ CAPABILITIES: dict[str, Capability] = {
         "allowRead of each mount's path, allowWrite of each rw mount's, denyWrite of a ro mount inside an rw one; the launcher refuses a mount "
         "path that is a link or lies under one; only a host path at the same path can be mounted (the rest is refused, TG004)",
         (_REAL + "test_a_file_the_spec_does_not_mount_is_not_there", _REAL + "test_writes_reach_the_host_only_in_rw_mounts",
-         _REAL + "test_a_link_planted_in_a_writable_mount_leads_nowhere", _REAL + "test_a_mount_path_that_became_a_link_is_refused"),
+         _REAL + "test_a_link_planted_in_a_writable_mount_leads_nowhere", _REAL + "test_a_mount_path_that_became_a_link_is_refused",
+         "tests/test_redteam_srt.py::test_a_writable_directory_on_srt_s_path_is_refused"),
     ),
     "hidden-paths": Capability(
         "partial",

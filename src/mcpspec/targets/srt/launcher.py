@@ -48,6 +48,25 @@ def refuse_writable_tools(sandbox: EffectiveSandbox) -> None:
 
 
 
+def _path_check(srt_path: str, writable: list[str]) -> list[str]:
+    """Lines refusing a PATH, as srt gets it, with a directory in a writable mount: srt finds bubblewrap, socat, ripgrep and
+    which there and runs them on the host, so a program the server planted would run outside any sandbox."""
+    return [
+        "# srt runs bubblewrap, socat, ripgrep and which from the PATH it gets (the server's), on the host.",
+        f"srt_path={srt_path}",
+        'case ":$srt_path:" in *::*) refuse "the PATH srt gets holds an empty entry (the working directory)" ;; esac',
+        "set -f; saved_ifs=$IFS; IFS=:",
+        "for dir in $srt_path; do",
+        '    case "$dir" in /*) ;; *) refuse "the PATH srt gets holds $dir, not an absolute directory" ;; esac',
+        '    real=$(/usr/bin/readlink -f -- "$dir") || real=$dir',
+        f"    for path in {sh_words(writable)}; do",
+        '        case "$real/" in "$path"/*) refuse "$dir, on the PATH srt gets, lies in the writable mount $path" ;; esac',
+        "    done",
+        "done",
+        "IFS=$saved_ifs; set +f",
+    ]
+
+
 def environment(sandbox: EffectiveSandbox) -> tuple[list[tuple[str, str]], list[str], bool]:
     """(variables set, host variables passed by name, whole host environment passed)."""
     env = sandbox.env
@@ -88,34 +107,36 @@ def launcher(plan: Plan, sandbox: EffectiveSandbox) -> str:
     limits += [f"--nproc={sandbox.resources.pids}"] if sandbox.resources.pids is not None else []
     prlimit = ["/usr/bin/prlimit", *limits, "--"] if limits else []
     workdir = sandbox.workdir or "/"
+    srt_path = sh(dict(declared)["PATH"]) if "PATH" in dict(declared) else '"${PATH-}"'
     lines = [
         "#!/bin/sh",
         *header(plan, f"the launcher of MCP server {sandbox.name} under sandbox-runtime (srt)"),
         f"# Use this file as the server's stdio command. srt enforces {sandbox.name}{SETTINGS_SUFFIX} beside it.",
         "set -eu",
         f"refuse() {{ printf 'mcpspec-srt: %s: %s\\n' {name} \"$1\" >&2; exit 125; }}",
-        '[ "$(id -u)" != 0 ] || refuse "refusing to start as root: start it as the user the server should run as"',
-        'here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd -P) || refuse "cannot find the directory of this launcher"',
+        '[ "$(/usr/bin/id -u)" != 0 ] || refuse "refusing to start as root: start it as the user the server should run as"',
+        'here=$(CDPATH= cd -- "$(/usr/bin/dirname -- "$0")" && pwd -P) || refuse "cannot find the directory of this launcher"',
         'srt=$(command -v srt) || refuse "srt is not on PATH (npm install -g @anthropic-ai/sandbox-runtime@0.0.83)"',
         'node=$(command -v node) || refuse "node is not on PATH"',
         'case "$node" in *=*) refuse "the path of node holds =, which env would read as a variable" ;; esac',
-        'cli=$(readlink -f -- "$srt") || refuse "cannot resolve $srt"',
-        'package=$(CDPATH= cd -- "$(dirname -- "$cli")/.." && pwd -P) || refuse "cannot find the directory srt is installed in"',
+        'cli=$(/usr/bin/readlink -f -- "$srt") || refuse "cannot resolve $srt"',
+        'package=$(CDPATH= cd -- "$(/usr/bin/dirname -- "$cli")/.." && pwd -P) || refuse "cannot find the directory srt is installed in"',
         'seccomp=$(CDPATH= cd -- "$package/vendor/seccomp" && pwd -P) || refuse "srt has no vendor/seccomp directory in $package"',
         "# A mount path that is a link, or lies under one, would show the sandbox what the link leads to.",
         *([f"for path in {sh_words(mounts)}; do",
-           '    [ "$(readlink -f -- "$path")" = "$path" ] || refuse "mount path $path is a symbolic link or lies under one"',
+           '    [ "$(/usr/bin/readlink -f -- "$path")" = "$path" ] || refuse "mount path $path is a symbolic link or lies under one"',
            "done"] if mounts else []),
         "# Neither these rules nor srt may lie where the server writes: it would rewrite them for the next run.",
         *([f"for path in {sh_words(writable)}; do",
            '    case "$here/" in "$path"/*) refuse "this launcher lies in the writable mount $path" ;; esac',
            '    case "$package/" in "$path"/*) refuse "srt lies in the writable mount $path" ;; esac',
-           '    case "$(readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac',
-           "done"] if writable else []),
+           '    case "$(/usr/bin/readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac',
+           "done",
+           *_path_check(srt_path, writable)] if writable else []),
         "# srt always lets the sandbox write /tmp/claude when it exists: a host directory others write too.",
         '[ ! -e /tmp/claude ] && [ ! -L /tmp/claude ] || refuse "/tmp/claude exists: srt would let the server write it (remove it)"',
-        'tmp=$(mktemp -d /tmp/mcpspec-srt.XXXXXXXXXX) || refuse "cannot make a temporary directory"',
-        "trap 'rm -rf -- \"$tmp\"' EXIT",
+        'tmp=$(/usr/bin/mktemp -d /tmp/mcpspec-srt.XXXXXXXXXX) || refuse "cannot make a temporary directory"',
+        "trap '/usr/bin/rm -rf -- \"$tmp\"' EXIT",
         "trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM",
         f'settings=$("$node" -e {sh(_MERGE)} "$here"/{sh(sandbox.name + SETTINGS_SUFFIX)} "$seccomp" "$tmp") || refuse "cannot read its settings"',
         f'cd -- {sh(workdir)} || refuse "cannot enter the working directory"',
