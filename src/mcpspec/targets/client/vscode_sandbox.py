@@ -55,8 +55,10 @@ CAPABILITIES: dict[str, Capability] = {
          "tests/test_redteam_srt.py::test_vscode_refuses_a_writable_tmp_where_srt_keeps_its_proxy_sockets"),
     ),
     "mounts": Capability(
-        "full",
-        "the sandbox block's allowWrite holds the rw mounts; VS Code's own additions (~/.npm, the working directory) and srt's "
+        "partial",
+        "VS Code's srt runs bubblewrap, socat, ripgrep and which from VS Code's own PATH, on the host, and nothing checks that no rw "
+        "mount holds a directory of it (the build refuses only /usr/local/bin, /usr/bin and /bin): a program the server plants there "
+        "would run outside any sandbox; otherwise the sandbox block's allowWrite holds the rw mounts; VS Code's own additions (~/.npm, the working directory) and srt's "
         "(~/.claude/debug, writable when ~ is not denied) are denied back (denyWrite wins) unless the spec writes there; a ro mount "
         "inside an rw one is in denyWrite",
         (_PROOF + "test_vscode_s_sandbox_writes_only_the_rw_mounts",
