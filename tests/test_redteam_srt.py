@@ -227,3 +227,27 @@ def test_a_writable_directory_on_srt_s_path_is_refused(box: Box) -> None:
     except AssertionError as refused:
         assert "on the PATH srt gets" in str(refused), refused
     assert not marker.exists(), marker.read_text()
+
+
+def test_a_variable_that_steers_the_host_side_of_srt_is_refused(box: Box) -> None:
+    """srt (node), bubblewrap and socat run on the host with the environment the launcher starts srt with: the server's.
+    NODE_OPTIONS naming a file in a rw mount made srt's node run what the server wrote there, outside any sandbox."""
+    hook = box.rw / "hook.js"
+    hook.write_text("// the spec's own preload\n")
+    shutil.chown(hook, "nobody")
+    marker = box.outside / "node-ran-on-the-host"
+    spec_file = box.spec("node-options", _mounts(box, f"{{from: {box.rw}, to: {box.rw}, mode: rw}}"))
+    text = spec_file.read_text(encoding="utf-8").replace("set: {PYTHONPATH:", f"set: {{NODE_OPTIONS: \"--require {hook}\", PYTHONPATH:", 1)
+    spec_file.write_text(text, encoding="utf-8")
+    build = build_plan(load(spec_file), "srt")
+    refused = [r.message for r in build.results if r.code == "TG004"]
+    if refused:
+        assert any("NODE_OPTIONS" in message for message in refused), refused
+        return
+    out = box.sandbox.base / "out-node-options"
+    write_build(out, build)
+    launcher = out / "probe.sh"
+    box.session([("write_path", {"path": str(hook), "data": f"require('fs').writeFileSync({json.dumps(str(marker))}, 'escaped')\n"})],
+                launcher=launcher)
+    box.session([("environment", {})], launcher=launcher)
+    assert not marker.exists()

@@ -43,6 +43,11 @@ when a check fails:
 - no directory of the PATH srt gets (the server's: srt runs bubblewrap, socat, ripgrep and `which` from it, on the
   host) may lie in a writable mount, nor may that PATH hold a relative or empty entry; the launcher runs its own
   tools (`id`, `dirname`, `readlink`, `mktemp`, `rm`) from `/usr/bin`;
+- (at build) the spec may not set or pass a variable that steers the host side of srt: `LD_*`,
+  `GLIBC_TUNABLES`, `GCONV_PATH`, `LOCPATH`, `NLSPATH`, `HOSTALIASES`, `RES_OPTIONS`, `LOCALDOMAIN`,
+  `NODE_OPTIONS`, `NODE_PATH`, `NODE_ICU_DATA`, `NODE_REPL_EXTERNAL_MODULE`, `RIPGREP_CONFIG_PATH`, `SRT_*`,
+  `CLAUDE_TMPDIR`, `CLAUDE_CODE_TMPDIR` or a proxy variable (srt would chain a parent proxy, which skips its
+  resolved-address checks): srt, node and bubblewrap run on the host with the server's environment;
 - `/tmp/claude` must not exist: srt always lets the sandbox write it, a host directory shared
   with whatever else uses it;
 - srt runs its seccomp helper (`vendor/seccomp/<arch>/apply-seccomp` of its install) inside the
@@ -103,7 +108,8 @@ CAPABILITIES: dict[str, Capability] = {
         "partial",
         "the launcher starts srt with env -i and the declared variables only; srt adds its own (proxy variables holding a per-run proxy "
         "credential, TMPDIR, SANDBOX_RUNTIME, JAVA_TOOL_OPTIONS and GIT_SSH_COMMAND naming its install)",
-        (_REAL + "test_the_server_gets_no_host_variable_and_no_host_process",),
+        (_REAL + "test_the_server_gets_no_host_variable_and_no_host_process",
+         "tests/test_redteam_srt.py::test_a_variable_that_steers_the_host_side_of_srt_is_refused"),
     ),
     "secrets": Capability(
         "none",

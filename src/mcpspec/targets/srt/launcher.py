@@ -27,6 +27,11 @@ SETTINGS_SUFFIX = ".srt-settings.json"
 # comes this much before max_lifetime, so the kill comes at max_lifetime at the latest.
 KILL_AFTER = 10
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# srt (node), bubblewrap, socat, ripgrep and which run on the host with the environment srt is started with, the server's:
+# these change what they load, resolve or where srt sends traffic (a parent proxy skips srt's resolved-address checks).
+_HOST_STEERING = re.compile(r"^(LD_.*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|NODE_OPTIONS|NODE_PATH|"
+                            r"NODE_ICU_DATA|NODE_REPL_EXTERNAL_MODULE|RIPGREP_CONFIG_PATH|SRT_.*|CLAUDE_TMPDIR|CLAUDE_CODE_TMPDIR|"
+                            r"(HTTPS?|ALL|NO)_PROXY)\Z", re.IGNORECASE)
 # Adds to allowRead srt's own seccomp helper (its vendor/seccomp directory), which srt runs inside the
 # sandbox, and srt's private temporary directory, where the sockets of its proxy bridge are (srt binds
 # them into the sandbox before it applies denyRead, so under a denied /tmp they would be hidden).
@@ -92,6 +97,10 @@ def launcher(plan: Plan, sandbox: EffectiveSandbox) -> str:
     mounts = [m.target for m in sandbox.mounts]
     writable = [m.target for m in sandbox.mounts if m.writable]
     declared, inherited, inherit_all = environment(sandbox)
+    steering = sorted(name for name in [*dict(declared), *inherited] if _HOST_STEERING.match(name))
+    if steering:
+        raise Refused("env", sandbox.origin("env"), f"srt, node and bubblewrap run on the host with the server's environment: {', '.join(steering)} "
+                      "would change what they load or where srt sends traffic there (leave it out)")
     assignments = [sh(f"{key}={value}") for key, value in declared]
     if inherit_all:
         env_words = ["/usr/bin/env", *assignments]
