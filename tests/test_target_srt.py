@@ -167,3 +167,10 @@ def test_the_reader_reads_a_launcher_whose_values_hold_newlines() -> None:
     grants = read_build(_build(spec=spec).files)["files"]
     assert ("MODE", "a\nb 'q' $(id)") in grants.env_set and ("OTHER", "v") in grants.env_set, grants.env_set
     assert grants.limits.memory == 256 * 2**20 and grants.limits.pids == 32 and not grants.env_inherit_all
+
+
+def test_the_whole_host_environment_lowers_metadata_blocking() -> None:
+    """Red team: srt chains a parent proxy named by HTTP(S)_PROXY in its own environment, and that hop skips srt's
+    resolved-address checks; `inherit: all` hands srt the host's."""
+    build = _build(spec=SPEC.replace("inherit: [LANG]", "inherit: all"))
+    assert any("chain a parent proxy" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]

@@ -176,6 +176,10 @@ class SrtTarget:
         gaps = [Gap("secrets", "none", (*grant.secret_path, "provider"), f"secret {grant.name!r} does not reach the server: "
                     + CAPABILITIES["secrets"].how) for grant in sandbox.secrets]
         overrides: Overrides = {"secrets": ("full", "")} if gaps else {}  # lowered to none by the gaps above
+        if sandbox.env.inherit == "all":
+            gaps.append(Gap("metadata-blocking", "partial", sandbox.origin("env.inherit"), "the whole host environment reaches srt, which "
+                            "runs on the host: a proxy variable there makes srt chain a parent proxy, which skips its resolved-address "
+                            "checks (list the variables the server needs instead)"))
         return gaps, overrides
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:
