@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import tempfile
 from pathlib import Path
 
@@ -137,59 +136,12 @@ def test_vscode_a_server_with_no_writable_mount_writes_nothing(box: Box) -> None
     assert not (victim / "planted.txt").exists() and (box.ro / "data.txt").read_text() == "ro-data", got
 
 
-# Swaps srt's proxy socket (in the launcher's temporary directory, under /tmp) for a link to another Unix socket, then
-# connects to srt's bridge in the sandbox: the bridge would connect the link, past the proxy and the seccomp filter.
-SWAP = """
-import glob, json, os, socket, sys, time
-out = {}
-for path in glob.glob(sys.argv[2]):
-    try:
-        os.rename(path, path + ".orig")
-        os.symlink(sys.argv[1], path)
-        out[path] = "swapped"
-    except OSError as exc:
-        out[path] = exc.errno
-for port in (3128, 1080):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=3) as c:
-            c.sendall(b"from-the-sandbox\\n")
-            time.sleep(0.3)
-    except OSError:
-        pass
-print(json.dumps(out))
-"""
-
-
 def test_a_writable_tmp_cannot_redirect_srt_s_proxy_socket(box: Box) -> None:
-    (box.sandbox.probe_dir / "swap.py").write_text(SWAP)
-    (box.sandbox.probe_dir / "swap.py").chmod(0o644)
-    host_socket = box.sandbox.base / "host.sock"
-    listener = socket.socket(socket.AF_UNIX)
-    listener.bind(str(host_socket))
-    host_socket.chmod(0o777)
-    listener.listen(4)
-    listener.settimeout(0.5)
-    built = box.build("tmp-rw", _mounts(box, "{from: /tmp, to: /tmp, mode: rw}"))
-    # The launcher refuses to lie in a writable mount: run a copy from outside /tmp.
-    outside = Path(tempfile.mkdtemp(prefix="mcpspec-redteam-", dir="/var/tmp"))
-    try:
-        outside.chmod(0o755)
-        shutil.copytree(built.parent, outside / "out")
-        got = box.session([("spawn", {"argv": ["/usr/bin/python3", str(box.sandbox.probe_dir / "swap.py"), str(host_socket),
-                                                      "/tmp/mcpspec-srt.*/*.sock"]})],
-                          launcher=outside / "out" / "probe.sh")
-    finally:
-        shutil.rmtree(outside)
-    swapped = json.loads(got[0]["stdout"])
-    try:
-        reached = listener.accept()[0].recv(100)
-    except OSError:
-        reached = b""
-    finally:
-        listener.close()
-    assert reached == b"", (reached, swapped)  # no host socket got what the sandbox sent
-    assert swapped and "swapped" not in swapped.values(), swapped  # srt's sockets are there, and stay srt's
-
+    """With a rw mount of /tmp the server renamed srt's proxy sockets (in the launcher's temporary directory, and in every
+    other srt server's) and linked a host Unix socket in their place; srt's bridge connected it there. The launcher denies
+    writes to its own directory (denyWrite), and the build refuses a writable mount that holds /tmp, for the others'."""
+    build = build_plan(load(box.spec("tmp-rw", _mounts(box, "{from: /tmp, to: /tmp, mode: rw}"))), "srt")
+    assert build.blocked and any("holds /tmp" in r.message for r in build.results if r.code == "TG004"), [r.message for r in build.results]
 
 def test_vscode_refuses_a_writable_tmp_where_srt_keeps_its_proxy_sockets(box: Box) -> None:
     """VS Code's srt keeps its proxy sockets in VS Code's temporary directory (under /tmp): the block cannot deny writes to a

@@ -109,11 +109,6 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     """The mcp.json ``sandbox`` block this server needs, and the working directory its entry sets."""
     rules = settings(sandbox)
     refuse_writable_tools(sandbox)
-    for mount in sandbox.mounts:
-        if mount.writable and under("/tmp", mount.target):
-            raise Refused("mounts", mount.path, f"{mount.target} is writable and holds /tmp, where VS Code's srt keeps the sockets of its "
-                          "proxy (in VS Code's temporary directory, which the sandbox block cannot name to deny): the server would swap "
-                          "one for a link to any Unix socket of the host")
     filesystem, network = rules["filesystem"], rules["network"]
     mounts = [_path(mount.target, sandbox) for mount in sandbox.mounts]  # host paths where they are (settings() refused the rest)
     writable = [_path(entry["path"], sandbox) for entry in filesystem["allowWrite"]]

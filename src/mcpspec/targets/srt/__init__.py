@@ -55,8 +55,9 @@ when a check fails:
   the denied paths: the launcher gives srt a private temporary directory (`mktemp -d`, removed when
   srt ends; a launcher killed outright leaves it) and adds it and the helper's directory to
   `allowRead` of the settings it hands srt on descriptor 3 (the file itself is never changed), and the
-  temporary directory to `denyWrite` (under a writable `/tmp` the server would swap a proxy socket for a
-  link to a host socket, which srt's bridge would connect).
+  temporary directory to `denyWrite` (a server that could write there would swap a proxy socket for a
+  link to a host socket, which srt's bridge would connect: for the same reason, and for every other srt
+  server's temporary directory, the build refuses a writable mount that holds `/tmp`).
 
 Then it starts srt with only the declared environment (`env -i`, the `env.set` values, the
 inherited names when they are set, and `PATH`), under `timeout(1)` when the spec sets

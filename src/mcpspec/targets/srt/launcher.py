@@ -45,11 +45,15 @@ _MERGE = ('const fs = require("fs"); const s = JSON.parse(fs.readFileSync(proces
 
 def refuse_writable_tools(sandbox: EffectiveSandbox) -> None:
     """srt finds bwrap, socat and rg on the host's PATH, outside the sandbox: a server that writes there would choose
-    the next run's sandbox."""
+    the next run's sandbox. srt keeps its proxy's sockets under /tmp: a server that writes there would redirect them."""
     for mount in sandbox.mounts:
         if mount.writable and any(under(directory, mount.target) for directory in DEFAULT_PATH.split(":")):
             raise Refused("mounts", mount.path, f"{mount.target} is writable and holds part of {DEFAULT_PATH}, where srt finds "
                           "bubblewrap: the server would choose the next run's sandbox")
+        if mount.writable and under("/tmp", mount.target):
+            raise Refused("mounts", mount.path, f"{mount.target} is writable and holds /tmp, where srt keeps the sockets of its proxy "
+                          "(in its temporary directory, its own and every other server's): the server would swap one for a link to any "
+                          "Unix socket of the host, which srt's bridge would connect")
 
 
 
