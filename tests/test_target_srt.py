@@ -174,3 +174,14 @@ def test_the_whole_host_environment_lowers_metadata_blocking() -> None:
     resolved-address checks; `inherit: all` hands srt the host's."""
     build = _build(spec=SPEC.replace("inherit: [LANG]", "inherit: all"))
     assert any("chain a parent proxy" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "NODE_COMPILE_CACHE", "OPENSSL_CONF", "HOSTALIASES",
+                                  "RES_OPTIONS", "https_proxy", "HTTP_PROXY", "RIPGREP_CONFIG_PATH", "GLIBC_TUNABLES", "SRT_DEBUG"])
+def test_a_variable_that_steers_srt_on_the_host_is_refused(name: str) -> None:
+    """Red team: srt, node and bubblewrap run on the host with the server's environment."""
+    set_build = _build(spec=SPEC.replace('MODE: "a b $x"', f'MODE: "a b $x", {name}: /srv/data/x'))
+    passed_build = _build(spec=SPEC.replace("inherit: [LANG]", f"inherit: [LANG, {name}]"))
+    for build in (set_build, passed_build):
+        assert build.blocked and any(name in r.message for r in build.results if r.code == "TG004"), [r.message for r in build.results]
+    assert not _build(spec=SPEC.replace('MODE: "a b $x"', 'MODE: "a b $x", NODE_ENV: production')).blocked

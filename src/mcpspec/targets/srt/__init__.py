@@ -45,7 +45,7 @@ when a check fails:
   tools (`id`, `dirname`, `readlink`, `mktemp`, `rm`) from `/usr/bin`;
 - (at build) the spec may not set or pass a variable that steers the host side of srt: `LD_*`,
   `GLIBC_TUNABLES`, `GCONV_PATH`, `LOCPATH`, `NLSPATH`, `HOSTALIASES`, `RES_OPTIONS`, `LOCALDOMAIN`,
-  `NODE_OPTIONS`, `NODE_PATH`, `NODE_ICU_DATA`, `NODE_REPL_EXTERNAL_MODULE`, `RIPGREP_CONFIG_PATH`, `SRT_*`,
+  `NODE_*` but `NODE_ENV`, `OPENSSL_*`, `RIPGREP_CONFIG_PATH`, `SRT_*`,
   `CLAUDE_TMPDIR`, `CLAUDE_CODE_TMPDIR` or a proxy variable (srt would chain a parent proxy, which skips its
   resolved-address checks): srt, node and bubblewrap run on the host with the server's environment;
 - `/tmp/claude` must not exist: srt always lets the sandbox write it, a host directory shared

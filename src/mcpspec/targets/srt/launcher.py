@@ -29,9 +29,9 @@ KILL_AFTER = 10
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 # srt (node), bubblewrap, socat, ripgrep and which run on the host with the environment srt is started with, the server's:
 # these change what they load, resolve or where srt sends traffic (a parent proxy skips srt's resolved-address checks).
-_HOST_STEERING = re.compile(r"^(LD_.*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|NODE_OPTIONS|NODE_PATH|"
-                            r"NODE_ICU_DATA|NODE_REPL_EXTERNAL_MODULE|RIPGREP_CONFIG_PATH|SRT_.*|CLAUDE_TMPDIR|CLAUDE_CODE_TMPDIR|"
-                            r"(HTTPS?|ALL|NO)_PROXY)\Z", re.IGNORECASE)
+_HOST_STEERING = re.compile(r"^(LD_.*|GLIBC_TUNABLES|GCONV_PATH|LOCPATH|NLSPATH|HOSTALIASES|RES_OPTIONS|LOCALDOMAIN|NODE_(?!ENV\Z).*|"
+                            r"OPENSSL_.*|RIPGREP_CONFIG_PATH|SRT_.*|CLAUDE_TMPDIR|CLAUDE_CODE_TMPDIR|(HTTPS?|ALL|NO)_PROXY)\Z",
+                            re.IGNORECASE)
 # Adds to allowRead srt's own seccomp helper (its vendor/seccomp directory), which srt runs inside the
 # sandbox, and srt's private temporary directory, where the sockets of its proxy bridge are (srt binds
 # them into the sandbox before it applies denyRead, so under a denied /tmp they would be hidden).
