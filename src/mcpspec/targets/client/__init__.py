@@ -198,8 +198,8 @@ class ClientTarget:
                                 "and the spec on one: the sandbox block cannot deny the others"))
             ranges = vscode_sandbox.unenforced_ranges(sandbox)
             if ranges:
-                gaps.append(Gap("egress-deny", "partial", sandbox.origin("egress.deny"), f"VS Code drops deniedResolvedAddresses: an allowed "
-                                f"name that resolves into {', '.join(ranges)} is not refused (its deniedDomains takes single addresses only)"))
+                gaps.append(Gap("egress-deny", "partial", sandbox.origin("egress.deny"), f"egress.deny: VS Code drops deniedResolvedAddresses: an "
+                                f"allowed name that resolves into {', '.join(ranges)} is not refused (its deniedDomains takes single addresses only)"))
             gated = sorted(name for name, tool in sandbox.tools.items() if approval_mode(plan, tool) is not None)
             if gated:
                 gaps.append(Gap("call-policy", "none", (*sandbox.path, "tools"), f"VS Code approves every tool of a sandboxed server without "
