@@ -317,7 +317,7 @@ def _has_finding(codes: set[tuple[str, str]], target: str, control: str, server:
 _DATA_GAP_WORDS = {
     "secrets": ("secret ",), "mounts": ("mount from", "path "), "listeners": ("transport", "listener"),
     "egress-deny": ("egress",), "audit-log": ("logging.sink",), "process-policy": ("denied ", "command"),
-    "workspace-lifecycle": ("workspace.",), "identity": ("name",), "env": ("env",),
+    "workspace-lifecycle": ("workspace.",), "identity": ("name",), "env": ("env",), "metadata-blocking": ("parent proxy",),
 }
 
 

@@ -78,7 +78,7 @@ def test_the_launcher_is_one_shell_program_that_quotes_every_value() -> None:
     script = _build().files["files.sh"]
     assert subprocess.run(["sh", "-n"], input=script, text=True, capture_output=True, check=False).returncode == 0
     assert "'it'\\''s $(id)'" in script and "'MODE=a b $x'" in script and '${LANG+"LANG=$LANG"}' in script
-    assert '[ "$(id -u)" != 0 ] || refuse' in script  # never root
+    assert '[ "$(/usr/bin/id -u)" != 0 ] || refuse' in script  # never root
 
 
 @pytest.mark.parametrize(("allow", "path"), [
@@ -113,7 +113,7 @@ def test_vscode_s_block_denies_back_what_vs_code_adds() -> None:
     assert "LANG=${env:LANG}" in entry["args"] and "MODE=a b $x" in entry["args"]
     assert block["filesystem"]["allowWrite"] == ["/srv/data"]
     # VS Code makes ~/.npm and the working directory writable and allows registry.npmjs.org: each denied back.
-    assert {"~/.npm", "/srv/app", "/srv/data/keep"} <= set(block["filesystem"]["denyWrite"])
+    assert {"~/.npm", "~/.claude/debug", "/srv/app", "/srv/data/keep"} <= set(block["filesystem"]["denyWrite"])
     assert "registry.npmjs.org" in block["network"]["deniedDomains"]
     assert "~" in block["filesystem"]["denyRead"] and "/srv" not in block["filesystem"]["denyRead"]  # a mount lies in /srv
 
@@ -148,3 +148,40 @@ def test_vscode_s_registry_on_every_port_is_reported_when_the_spec_allows_one() 
     build = _build(target="client", options=VSCODE, allow='"registry.npmjs.org:443"')
     assert any("registry.npmjs.org on every port" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
     assert json.loads(build.files[".vscode/mcp.json"])["sandbox"]["network"]["allowedDomains"] == ["registry.npmjs.org:443"]
+
+
+def test_vscode_s_block_refuses_the_spec_s_denied_addresses_or_reports_them() -> None:
+    """VS Code drops deniedResolvedAddresses: a denied address goes in deniedDomains (srt refuses a name resolving to it),
+    a denied range it cannot say lowers egress-deny (red team: before, both were silently dropped)."""
+    spec = SPEC.replace('"bad.example.com:443"]', '"bad.example.com:443", 203.0.113.7, "2001:db8::7"]', 1)
+    assert spec != SPEC
+    build = _build(target="client", options=VSCODE, spec=spec)
+    denied = json.loads(build.files[".vscode/mcp.json"])["sandbox"]["network"]["deniedDomains"]
+    assert {"203.0.113.7", "[2001:db8::7]"} <= set(denied), denied
+    assert any("10.0.0.0/8 is not refused" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
+
+
+def test_the_reader_reads_a_launcher_whose_values_hold_newlines() -> None:
+    """Red team: a value with a newline made the start command span lines, and the reader stopped with a traceback."""
+    spec = SPEC.replace('MODE: "a b $x"', 'MODE: "a\\nb \'q\' $(id)", OTHER: "v"')
+    grants = read_build(_build(spec=spec).files)["files"]
+    assert ("MODE", "a\nb 'q' $(id)") in grants.env_set and ("OTHER", "v") in grants.env_set, grants.env_set
+    assert grants.limits.memory == 256 * 2**20 and grants.limits.pids == 32 and not grants.env_inherit_all
+
+
+def test_the_whole_host_environment_lowers_metadata_blocking() -> None:
+    """Red team: srt chains a parent proxy named by HTTP(S)_PROXY in its own environment, and that hop skips srt's
+    resolved-address checks; `inherit: all` hands srt the host's."""
+    build = _build(spec=SPEC.replace("inherit: [LANG]", "inherit: all"))
+    assert any("chain a parent proxy" in r.message for r in build.results if r.code == "TG002"), [r.message for r in build.results]
+
+
+@pytest.mark.parametrize("name", ["LD_PRELOAD", "LD_LIBRARY_PATH", "NODE_OPTIONS", "NODE_COMPILE_CACHE", "OPENSSL_CONF", "HOSTALIASES",
+                                  "RES_OPTIONS", "https_proxy", "HTTP_PROXY", "RIPGREP_CONFIG_PATH", "GLIBC_TUNABLES", "SRT_DEBUG"])
+def test_a_variable_that_steers_srt_on_the_host_is_refused(name: str) -> None:
+    """Red team: srt, node and bubblewrap run on the host with the server's environment."""
+    set_build = _build(spec=SPEC.replace('MODE: "a b $x"', f'MODE: "a b $x", {name}: /srv/data/x'))
+    passed_build = _build(spec=SPEC.replace("inherit: [LANG]", f"inherit: [LANG, {name}]"))
+    for build in (set_build, passed_build):
+        assert build.blocked and any(name in r.message for r in build.results if r.code == "TG004"), [r.message for r in build.results]
+    assert not _build(spec=SPEC.replace('MODE: "a b $x"', 'MODE: "a b $x", NODE_ENV: production')).blocked

@@ -4,30 +4,42 @@
 # Use this file as the server's stdio command. srt enforces search.srt-settings.json beside it.
 set -eu
 refuse() { printf 'mcpspec-srt: %s: %s\n' search "$1" >&2; exit 125; }
-[ "$(id -u)" != 0 ] || refuse "refusing to start as root: start it as the user the server should run as"
-here=$(CDPATH= cd -- "$(dirname -- "$0")" && pwd -P) || refuse "cannot find the directory of this launcher"
+[ "$(/usr/bin/id -u)" != 0 ] || refuse "refusing to start as root: start it as the user the server should run as"
+here=$(CDPATH= cd -- "$(/usr/bin/dirname -- "$0")" && pwd -P) || refuse "cannot find the directory of this launcher"
 srt=$(command -v srt) || refuse "srt is not on PATH (npm install -g @anthropic-ai/sandbox-runtime@0.0.83)"
 node=$(command -v node) || refuse "node is not on PATH"
 case "$node" in *=*) refuse "the path of node holds =, which env would read as a variable" ;; esac
-cli=$(readlink -f -- "$srt") || refuse "cannot resolve $srt"
-package=$(CDPATH= cd -- "$(dirname -- "$cli")/.." && pwd -P) || refuse "cannot find the directory srt is installed in"
+cli=$(/usr/bin/readlink -f -- "$srt") || refuse "cannot resolve $srt"
+package=$(CDPATH= cd -- "$(/usr/bin/dirname -- "$cli")/.." && pwd -P) || refuse "cannot find the directory srt is installed in"
 seccomp=$(CDPATH= cd -- "$package/vendor/seccomp" && pwd -P) || refuse "srt has no vendor/seccomp directory in $package"
 # A mount path that is a link, or lies under one, would show the sandbox what the link leads to.
 for path in /srv/handbook /srv/handbook-index; do
-    [ "$(readlink -f -- "$path")" = "$path" ] || refuse "mount path $path is a symbolic link or lies under one"
+    [ "$(/usr/bin/readlink -f -- "$path")" = "$path" ] || refuse "mount path $path is a symbolic link or lies under one"
 done
 # Neither these rules nor srt may lie where the server writes: it would rewrite them for the next run.
 for path in /srv/handbook-index; do
     case "$here/" in "$path"/*) refuse "this launcher lies in the writable mount $path" ;; esac
     case "$package/" in "$path"/*) refuse "srt lies in the writable mount $path" ;; esac
-    case "$(readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac
+    case "$(/usr/bin/readlink -f -- "$node")/" in "$path"/*) refuse "node lies in the writable mount $path" ;; esac
 done
+# srt runs bubblewrap, socat, ripgrep and which from the PATH it gets (the server's), on the host.
+srt_path=/usr/local/bin:/usr/bin:/bin
+case ":$srt_path:" in *::*) refuse "the PATH srt gets holds an empty entry (the working directory)" ;; esac
+set -f; saved_ifs=$IFS; IFS=:
+for dir in $srt_path; do
+    case "$dir" in /*) ;; *) refuse "the PATH srt gets holds $dir, not an absolute directory" ;; esac
+    real=$(/usr/bin/readlink -f -- "$dir") || real=$dir
+    for path in /srv/handbook-index; do
+        case "$real/" in "$path"/*) refuse "$dir, on the PATH srt gets, lies in the writable mount $path" ;; esac
+    done
+done
+IFS=$saved_ifs; set +f
 # srt always lets the sandbox write /tmp/claude when it exists: a host directory others write too.
 [ ! -e /tmp/claude ] && [ ! -L /tmp/claude ] || refuse "/tmp/claude exists: srt would let the server write it (remove it)"
-tmp=$(mktemp -d /tmp/mcpspec-srt.XXXXXXXXXX) || refuse "cannot make a temporary directory"
-trap 'rm -rf -- "$tmp"' EXIT
+tmp=$(/usr/bin/mktemp -d /tmp/mcpspec-srt.XXXXXXXXXX) || refuse "cannot make a temporary directory"
+trap '/usr/bin/rm -rf -- "$tmp"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM
-settings=$("$node" -e 'const fs = require("fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); for (const path of process.argv.slice(2)) s.filesystem.allowRead.push({path, literal: true}); process.stdout.write(JSON.stringify(s));' "$here"/search.srt-settings.json "$seccomp" "$tmp") || refuse "cannot read its settings"
+settings=$("$node" -e 'const fs = require("fs"); const s = JSON.parse(fs.readFileSync(process.argv[1], "utf8")); for (const path of process.argv.slice(2)) s.filesystem.allowRead.push({path, literal: true}); s.filesystem.denyWrite.push({path: process.argv[process.argv.length - 1], literal: true}); process.stdout.write(JSON.stringify(s));' "$here"/search.srt-settings.json "$seccomp" "$tmp") || refuse "cannot read its settings"
 cd -- / || refuse "cannot enter the working directory"
 /usr/bin/env -i HANDBOOK_LANG=en PATH=/usr/local/bin:/usr/bin:/bin "TMPDIR=$tmp" /usr/bin/timeout --kill-after=10 28790 "$node" "$cli" --settings /dev/fd/3 -- /usr/bin/prlimit --as=536870912 --nproc=64 -- acme-handbook-mcp --handbook /srv/handbook --index /srv/handbook-index 3<<MCPSPEC_SETTINGS
 $settings

@@ -98,7 +98,8 @@ memory and processes, then the spec's command; `cwd` is the spec's `workdir` (or
 mount, or `/`). The `sandbox` block is the srt target's settings as far as VS Code passes them on
 (`filesystem.allowWrite`, `denyRead`, `denyWrite`, `network.allowedDomains`, `deniedDomains`):
 writes go only to the rw mounts; what VS Code adds (`~/.npm` and the working directory writable,
-`registry.npmjs.org` allowed) is denied back unless the spec grants it (srt's denies win); reads are
+`registry.npmjs.org` allowed), and `~/.claude/debug`, which srt makes writable when `~` is not denied,
+are denied back unless the spec grants them (srt's denies win); reads are
 denied for `~`, `/home`, `/root`, `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/data`, `/workspace`
 and `/etc`'s secrets, except a directory a mount lies in (VS Code passes no `allowRead`, so the
 rest of the host stays readable: hidden paths partial), and VS Code drops srt's resolved-address
@@ -195,6 +196,10 @@ class ClientTarget:
             for name in vscode_sandbox.widened(sandbox):
                 gaps.append(Gap("egress-allowlist", "partial", sandbox.origin("egress.allow"), f"VS Code allows {name} on every port, "
                                 "and the spec on one: the sandbox block cannot deny the others"))
+            ranges = vscode_sandbox.unenforced_ranges(sandbox)
+            if ranges:
+                gaps.append(Gap("egress-deny", "partial", sandbox.origin("egress.deny"), f"egress.deny: VS Code drops deniedResolvedAddresses: an "
+                                f"allowed name that resolves into {', '.join(ranges)} is not refused (its deniedDomains takes single addresses only)"))
             gated = sorted(name for name, tool in sandbox.tools.items() if approval_mode(plan, tool) is not None)
             if gated:
                 gaps.append(Gap("call-policy", "none", (*sandbox.path, "tools"), f"VS Code approves every tool of a sandboxed server without "

@@ -20,6 +20,7 @@ from typing import Any
 
 from mcpspec.ir.plan import EffectiveSandbox
 from mcpspec.targets.base import Capability, Refused
+from mcpspec.targets.egress import egress_plan
 from mcpspec.targets.srt import CAPABILITIES as SRT
 from mcpspec.targets.srt.launcher import environment, refuse_writable_tools
 from mcpspec.targets.srt.settings import settings, under
@@ -27,6 +28,9 @@ from mcpspec.targets.srt.settings import settings, under
 # What VS Code adds to every sandbox (mcpSandboxService.ts: _defaultAllowedDomains, _getDefaultAllowWrite).
 VSCODE_DOMAINS = ("registry.npmjs.org",)
 VSCODE_WRITES = ("~/.npm",)
+# What srt itself makes writable under the home when no read rule hides it (sandbox-utils.js, HOME_CONVENIENCE_WRITE_DIRS:
+# ~/.npm/_logs, under ~/.npm above, and ~/.claude/debug): with a mount in a home, ~ is not denied and they would be.
+SRT_HOME_WRITES = ("~/.claude/debug",)
 # Denied for reading unless a mount lies in them: the user's files and the host's data and state.
 DENY_READ = ("~", "/home", "/root", "/srv", "/opt", "/mnt", "/media", "/var", "/data", "/workspace", "/etc/shadow",
              "/etc/gshadow", "/etc/ssh", "/etc/sudoers", "/etc/sudoers.d")
@@ -42,14 +46,23 @@ CAPABILITIES: dict[str, Capability] = {
     **{control: Capability(cap.level, f"VS Code runs the server under its own srt: {cap.how}") for control, cap in SRT.items()},
     "egress-deny": Capability(
         "full",
-        "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed",
-        (_PROOF + "test_vscode_s_sandbox_refuses_what_vs_code_adds",),
+        "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed; VS Code drops "
+        "deniedResolvedAddresses, so a denied address is in deniedDomains (refused after resolution too) and a denied range, which "
+        "deniedDomains cannot hold, lowers this control for the server (reported); a writable /tmp, where srt keeps its proxy's "
+        "sockets, is refused",
+        (_PROOF + "test_vscode_s_sandbox_refuses_what_vs_code_adds",
+         "tests/test_redteam_srt.py::test_vscode_a_name_resolving_to_a_denied_address_is_refused_for_it",
+         "tests/test_redteam_srt.py::test_vscode_refuses_a_writable_tmp_where_srt_keeps_its_proxy_sockets"),
     ),
     "mounts": Capability(
-        "full",
-        "the sandbox block's allowWrite holds the rw mounts; VS Code's own additions (~/.npm, the working directory) are denied back "
-        "(denyWrite wins) unless the spec writes there; a ro mount inside an rw one is in denyWrite",
-        (_PROOF + "test_vscode_s_sandbox_writes_only_the_rw_mounts",),
+        "partial",
+        "VS Code's srt runs bubblewrap, socat, ripgrep and which from VS Code's own PATH, on the host, and nothing checks that no rw "
+        "mount holds a directory of it (the build refuses only /usr/local/bin, /usr/bin and /bin): a program the server plants there "
+        "would run outside any sandbox; otherwise the sandbox block's allowWrite holds the rw mounts; VS Code's own additions (~/.npm, the working directory) and srt's "
+        "(~/.claude/debug, writable when ~ is not denied) are denied back (denyWrite wins) unless the spec writes there; a ro mount "
+        "inside an rw one is in denyWrite",
+        (_PROOF + "test_vscode_s_sandbox_writes_only_the_rw_mounts",
+         "tests/test_redteam_srt.py::test_vscode_a_project_in_the_home_gets_no_write_srt_adds"),
     ),
     "hidden-paths": Capability(
         "partial",
@@ -100,12 +113,12 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
     mounts = [_path(mount.target, sandbox) for mount in sandbox.mounts]  # host paths where they are (settings() refused the rest)
     writable = [_path(entry["path"], sandbox) for entry in filesystem["allowWrite"]]
     cwd = sandbox.workdir or (writable[0] if writable else "/")
-    deny_write = [entry["path"] for entry in filesystem["denyWrite"]] + list(VSCODE_WRITES)
+    deny_write = [entry["path"] for entry in filesystem["denyWrite"]] + list(VSCODE_WRITES) + list(SRT_HOME_WRITES)
     if not any(under(cwd, path) for path in writable):
         deny_write.append(cwd)  # VS Code makes the working directory writable; the spec does not
     allowed = list(network["allowedDomains"])
     wanted = {entry.split(":")[0] for entry in allowed}
-    denied = list(network["deniedDomains"]) + [name for name in VSCODE_DOMAINS if name not in wanted]
+    denied = list(network["deniedDomains"]) + [name for name in VSCODE_DOMAINS if name not in wanted] + denied_addresses(sandbox)
     # A directory a mount lies in stays readable (nothing re-allows the mount inside it); so does ~ when a mount may lie in a home.
     homes = any(under(mount, "/home") or under(mount, "/root") for mount in mounts)
     deny_read = [path for path in DENY_READ if not any(under(mount, path) for mount in mounts) and not (path == "~" and homes)]
@@ -115,6 +128,22 @@ def sandbox_block(sandbox: EffectiveSandbox) -> tuple[dict[str, Any], str]:
         "allowNestedUserNamespaces": False,
     }
     return block, cwd
+
+
+def _denied_networks(sandbox: EffectiveSandbox) -> list[Any]:
+    return [d.network for d in egress_plan(sandbox).deny if d.kind == "cidr"]
+
+
+def denied_addresses(sandbox: EffectiveSandbox) -> list[str]:
+    """The spec's denied single addresses, as deniedDomains literals: VS Code drops deniedResolvedAddresses, but srt refuses a
+    name resolving to an address its deniedDomains names (on every port: narrower than a denied port, never wider)."""
+    return [str(n.network_address) if n.version == 4 else f"[{n.network_address}]" for n in _denied_networks(sandbox)
+            if n.num_addresses == 1]
+
+
+def unenforced_ranges(sandbox: EffectiveSandbox) -> list[str]:
+    """The spec's denied address ranges VS Code's sandbox cannot refuse (deniedDomains takes single addresses only)."""
+    return [str(n) for n in _denied_networks(sandbox) if n.num_addresses > 1]
 
 
 def widened(sandbox: EffectiveSandbox) -> list[str]:

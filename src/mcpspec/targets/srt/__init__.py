@@ -40,13 +40,24 @@ when a check fails:
 - neither the launcher's directory, srt's install nor node may lie in a writable mount (the server
   would rewrite its own rules, or srt, for the next run; for the same reason the build refuses a
   writable mount that holds `/usr/local/bin`, `/usr/bin` or `/bin`, where srt finds bubblewrap);
+- no directory of the PATH srt gets (the server's: srt runs bubblewrap, socat, ripgrep and `which` from it, on the
+  host) may lie in a writable mount, nor may that PATH hold a relative or empty entry; the launcher runs its own
+  tools (`id`, `dirname`, `readlink`, `mktemp`, `rm`) from `/usr/bin`;
+- (at build) the spec may not set or pass a variable that steers the host side of srt: `LD_*`,
+  `GLIBC_TUNABLES`, `GCONV_PATH`, `LOCPATH`, `NLSPATH`, `HOSTALIASES`, `RES_OPTIONS`, `LOCALDOMAIN`,
+  `NODE_*` but `NODE_ENV`, `OPENSSL_*`, `RIPGREP_CONFIG_PATH`, `SRT_*`,
+  `CLAUDE_TMPDIR`, `CLAUDE_CODE_TMPDIR` or a proxy variable (srt would chain a parent proxy, which skips its
+  resolved-address checks): srt, node and bubblewrap run on the host with the server's environment;
 - `/tmp/claude` must not exist: srt always lets the sandbox write it, a host directory shared
   with whatever else uses it;
 - srt runs its seccomp helper (`vendor/seccomp/<arch>/apply-seccomp` of its install) inside the
   sandbox, and binds the sockets of its proxy bridge from its temporary directory before it hides
   the denied paths: the launcher gives srt a private temporary directory (`mktemp -d`, removed when
   srt ends; a launcher killed outright leaves it) and adds it and the helper's directory to
-  `allowRead` of the settings it hands srt on descriptor 3 (the file itself is never changed).
+  `allowRead` of the settings it hands srt on descriptor 3 (the file itself is never changed), and the
+  temporary directory to `denyWrite` (a server that could write there would swap a proxy socket for a
+  link to a host socket, which srt's bridge would connect: for the same reason, and for every other srt
+  server's temporary directory, the build refuses a writable mount that holds `/tmp`).
 
 Then it starts srt with only the declared environment (`env -i`, the `env.set` values, the
 inherited names when they are set, and `PATH`), under `timeout(1)` when the spec sets
@@ -80,7 +91,8 @@ CAPABILITIES: dict[str, Capability] = {
         "allowRead of each mount's path, allowWrite of each rw mount's, denyWrite of a ro mount inside an rw one; the launcher refuses a mount "
         "path that is a link or lies under one; only a host path at the same path can be mounted (the rest is refused, TG004)",
         (_REAL + "test_a_file_the_spec_does_not_mount_is_not_there", _REAL + "test_writes_reach_the_host_only_in_rw_mounts",
-         _REAL + "test_a_link_planted_in_a_writable_mount_leads_nowhere", _REAL + "test_a_mount_path_that_became_a_link_is_refused"),
+         _REAL + "test_a_link_planted_in_a_writable_mount_leads_nowhere", _REAL + "test_a_mount_path_that_became_a_link_is_refused",
+         "tests/test_redteam_srt.py::test_a_writable_directory_on_srt_s_path_is_refused"),
     ),
     "hidden-paths": Capability(
         "partial",
@@ -97,7 +109,8 @@ CAPABILITIES: dict[str, Capability] = {
         "partial",
         "the launcher starts srt with env -i and the declared variables only; srt adds its own (proxy variables holding a per-run proxy "
         "credential, TMPDIR, SANDBOX_RUNTIME, JAVA_TOOL_OPTIONS and GIT_SSH_COMMAND naming its install)",
-        (_REAL + "test_the_server_gets_no_host_variable_and_no_host_process",),
+        (_REAL + "test_the_server_gets_no_host_variable_and_no_host_process",
+         "tests/test_redteam_srt.py::test_a_variable_that_steers_the_host_side_of_srt_is_refused"),
     ),
     "secrets": Capability(
         "none",
@@ -108,7 +121,8 @@ CAPABILITIES: dict[str, Capability] = {
     "egress-deny": Capability(
         "full",
         "srt unshares the network: the sandbox has its own loopback and srt's proxy, which refuses every name not allowed",
-        (_REAL + "test_the_hosts_loopback_is_out_of_reach_on_both_families",),
+        (_REAL + "test_the_hosts_loopback_is_out_of_reach_on_both_families",
+         "tests/test_redteam_srt.py::test_a_writable_tmp_cannot_redirect_srt_s_proxy_socket"),
     ),
     "egress-allowlist": Capability(
         "full",
@@ -163,6 +177,10 @@ class SrtTarget:
         gaps = [Gap("secrets", "none", (*grant.secret_path, "provider"), f"secret {grant.name!r} does not reach the server: "
                     + CAPABILITIES["secrets"].how) for grant in sandbox.secrets]
         overrides: Overrides = {"secrets": ("full", "")} if gaps else {}  # lowered to none by the gaps above
+        if sandbox.env.inherit == "all":
+            gaps.append(Gap("metadata-blocking", "partial", sandbox.origin("env.inherit"), "the whole host environment reaches srt, which "
+                            "runs on the host: a proxy variable there makes srt chain a parent proxy, which skips its resolved-address "
+                            "checks (list the variables the server needs instead)"))
         return gaps, overrides
 
     def server_files(self, plan: Plan, sandbox: EffectiveSandbox, options: BuildOptions) -> Emitted:

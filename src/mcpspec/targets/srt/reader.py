@@ -20,6 +20,7 @@ from mcpspec.targets.srt.settings import under
 
 _INHERITED = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\+\1=\$\1\}\Z")  # ${NAME+"NAME=$NAME"} after shlex
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.DOTALL)
+_HEREDOC = "MCPSPEC_SETTINGS"
 _ENFORCED = frozenset({"mounts", "hidden-paths", "identity", "env", "egress-deny", "egress-allowlist", "metadata-blocking", "listeners",
                        "memory", "pids", "lifetime", "syscall-filter"})
 
@@ -86,8 +87,7 @@ def _endpoint(entry: object) -> Endpoint:
 
 def _launch(launcher: str) -> tuple[list[tuple[str, str]], list[str], bool, Limits]:
     """The variables set and inherited, and the limits, from the line that starts srt."""
-    line = next((line for line in launcher.splitlines() if line.startswith("/usr/bin/env ")), "")
-    words = shlex.split(line.partition(" 3<<")[0]) if line else []
+    words = _start_words(launcher)
     declared: list[tuple[str, str]] = []
     inherited: list[str] = []
     inherit_all = not (len(words) > 1 and words[1] == "-i")
@@ -110,6 +110,26 @@ def _launch(launcher: str) -> tuple[list[tuple[str, str]], list[str], bool, Limi
         at = words.index("/usr/bin/timeout")
         lifetime = float(words[at + 2]) + float(words[at + 1].removeprefix("--kill-after="))
     return declared, inherited, inherit_all, Limits(memory=memory, pids=pids, lifetime=lifetime)
+
+
+def _start_words(launcher: str) -> list[str]:
+    """The words of the command that starts srt, up to its here-document: a quoted value may hold newlines, so the command
+    may span lines. A command the lexer cannot read is read as passing the whole environment and setting no limit."""
+    start = launcher.find("\n/usr/bin/env ")
+    if start < 0:
+        return []
+    lexer = shlex.shlex(launcher[start + 1:], posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[str] = []
+    try:
+        for word in lexer:
+            if word == "3<<" + _HEREDOC:
+                return words
+            words.append(word)
+    except ValueError:
+        pass
+    return ["/usr/bin/env"]
 
 
 def _option(words: list[str], prefix: str) -> int | None:
