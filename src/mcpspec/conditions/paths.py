@@ -43,6 +43,14 @@ def readings(value: str, casefold: bool = False) -> list[tuple[str, ...] | None]
     sequence of NFKC folding (fullwidth solidus U+FF0F becomes ``/``), percent-decoding (twice
     encoded is decoded twice) and backslashes read as separators; with more than ``MAX_READINGS``
     of them, one reading is unknown."""
+    forms, cut = spellings(value)
+    found: list[tuple[str, ...] | None] = [segments(form.casefold() if casefold else form) for form in sorted(forms)]
+    return [*found, None] if cut else found
+
+
+def spellings(value: str) -> tuple[set[str], bool]:
+    """``value`` and every string reached from it by NFKC folding, percent-decoding and backslashes read
+    as slashes, in any order; and whether more than ``MAX_READINGS`` were left unread."""
     forms = {value}
     todo = [value]
     while todo and len(forms) <= MAX_READINGS:
@@ -51,8 +59,7 @@ def readings(value: str, casefold: bool = False) -> list[tuple[str, ...] | None]
             if other not in forms:
                 forms.add(other)
                 todo.append(other)
-    found: list[tuple[str, ...] | None] = [segments(form.casefold() if casefold else form) for form in sorted(forms)]
-    return [*found, None] if todo else found
+    return forms, bool(todo)
 
 
 def pattern_problem(pattern: str) -> str | None:

@@ -21,6 +21,7 @@ import unicodedata
 from collections.abc import Iterable
 from urllib.parse import unquote
 
+from mcpspec.conditions.paths import spellings
 from mcpspec.conditions.saferegex import MAX_VALUE_CHARS, RegexRefused, SafeRegex
 
 MAX_URI_CHARS = MAX_VALUE_CHARS  # longer: judged by no template (unknown)
@@ -29,22 +30,15 @@ _ENCODED_SPECIAL = re.compile(r"%(?:2[eEfF5]|5[cC]|00)")  # ``.``, ``/``, ``%`` 
 _ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
-MAX_READINGS = 64
 UNJUDGED = "\x00unjudged"  # the key of a URI with more readings than are judged: it may be any hidden one
 
 
 def readings(uri: str) -> set[str]:
     """``uri`` and every string reached from it by NFKC folding, percent-decoding (repeatedly) and reading
-    backslashes as slashes, each as written and casefolded; with more than ``MAX_READINGS``, also UNJUDGED."""
-    forms = {uri}
-    todo = [uri]
-    while todo and len(forms) <= MAX_READINGS:
-        form = todo.pop()
-        for other in (unicodedata.normalize("NFKC", form), unquote(form, errors="surrogateescape"), form.replace("\\", "/")):
-            if other not in forms:
-                forms.add(other)
-                todo.append(other)
-    return forms | {form.casefold() for form in forms} | ({UNJUDGED} if todo else set())
+    backslashes as slashes, each as written and casefolded; with more than the readings judged
+    (:data:`mcpspec.conditions.paths.MAX_READINGS`), also UNJUDGED."""
+    forms, cut = spellings(uri)
+    return forms | {form.casefold() for form in forms} | ({UNJUDGED} if cut else set())
 
 
 def _resolved(form: str) -> str:
